@@ -1,0 +1,284 @@
+"""Candidate generation: from a job's rank layout to server-level collective options.
+
+A job occupies ``slots`` whole servers; slot m holds ranks m*G .. m*G+G-1 (G GPUs per server),
+and ranks are laid out Megatron-style, tensor-parallel fastest:
+``rank = t + tp * (d + dp * s)`` for tensor index t, data index d and pipeline stage s.
+Each collective's group instances then map to *server-level groups*: the tuple of slots it spans,
+with ``g`` ranks per slot and ``c`` instances sharing the same slots. A multi-server collective is
+hierarchical (NVLink phase inside each server, an inter-server algorithm on ``D = c * n`` bytes
+per server; see docs/model.md §3), and every inter-server algorithm is a list of synchronous
+steps (``optnet.collectives``) whose transfers run between slots. The MILP and the evaluator both
+consume these options; neither re-derives them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from optnet import collectives as coll
+from optnet.constants import inverse_rate_us_per_byte
+from optnet.errors import InputError, Problem
+from optnet.instance import CollectiveSpec, Instance, JobSpec
+
+
+@dataclass(frozen=True)
+class GroupSteps:
+    """One server-level group of a collective and its inter-server steps (positions -> slots)."""
+
+    slots: tuple[int, ...]
+    steps: tuple[coll.Step, ...]
+
+    def transfers(self):
+        """Yield ``(step_index, src_slot, dst_slot, bytes)`` for every transfer."""
+        for si, st in enumerate(self.steps):
+            for a, b, nbytes in st.transfers:
+                yield si, self.slots[a], self.slots[b], nbytes
+
+
+@dataclass(frozen=True)
+class Option:
+    """One way to run a collective: algorithm, its decision-independent part, its steps."""
+
+    algorithm: str
+    constant_us: float
+    """NVLink phases plus local reduction (gamma): independent of placement and optics."""
+    groups: tuple[GroupSteps, ...]
+
+
+@dataclass(frozen=True)
+class CollectiveCandidates:
+    job: int
+    spec: CollectiveSpec
+    options: tuple[Option, ...]
+    span_slots: int
+    """Servers spanned by one group instance (1 = inside a server)."""
+    ranks: int
+    """Ranks in one group instance (p)."""
+
+
+@dataclass(frozen=True)
+class JobCandidates:
+    job: JobSpec
+    collectives: tuple[CollectiveCandidates, ...]
+    pairs: tuple[tuple[int, int], ...]
+    """Unordered slot pairs (a < b) that some option of some collective may use."""
+
+
+def _rank_groups(job: JobSpec, group: str) -> list[list[int]]:
+    tp, dp, pp, ep = job.tp, job.dp, job.pp, job.ep
+
+    def rank(t: int, d: int, s: int) -> int:
+        return t + tp * (d + dp * s)
+
+    if group == "world":
+        return [list(range(job.gpus))]
+    if group == "tp":
+        return [[rank(t, d, s) for t in range(tp)] for s in range(pp) for d in range(dp)]
+    if group == "dp":
+        return [[rank(t, d, s) for d in range(dp)] for s in range(pp) for t in range(tp)]
+    if group == "ep":
+        return [
+            [rank(t, e * ep + i, s) for i in range(ep)]
+            for s in range(pp)
+            for t in range(tp)
+            for e in range(dp // ep)
+        ]
+    if group == "pp":
+        return [[rank(t, d, s) for s in range(pp)] for d in range(dp) for t in range(tp)]
+    raise ValueError(group)
+
+
+def _slot(job: JobSpec, rank: int, G: int) -> int:
+    return rank // G if job.gpus >= G else 0
+
+
+def _server_groups(job: JobSpec, spec: CollectiveSpec, G: int, where: str):
+    """Map group instances to (slots, g, c); all instances must be alike (a regular layout)."""
+    by_slots: dict[tuple[int, ...], int] = defaultdict(int)
+    shapes = set()
+    for ranks in _rank_groups(job, spec.group):
+        per_slot: dict[int, int] = defaultdict(int)
+        for r in ranks:
+            per_slot[_slot(job, r, G)] += 1
+        slots = tuple(sorted(per_slot))
+        shapes.add((len(slots), frozenset(per_slot.values())))
+        by_slots[slots] += 1
+    if len(shapes) != 1 or len(next(iter(shapes))[1]) != 1:
+        raise InputError(
+            [
+                Problem(
+                    where,
+                    f"{job.name}.{spec.name}",
+                    f"group {spec.group!r} is laid out unevenly over servers "
+                    f"(tp={job.tp}, pp={job.pp}, dp={job.dp}, {G} GPUs per server); "
+                    "choose a parallelism whose groups split evenly across servers",
+                )
+            ]
+        )
+    n_slots, gs = next(iter(shapes))
+    g = next(iter(gs))
+    all_slots = [s for key in by_slots for s in key]
+    if len(all_slots) != len(set(all_slots)):
+        raise InputError(
+            [
+                Problem(
+                    where,
+                    f"{job.name}.{spec.name}",
+                    f"groups {spec.group!r} share servers only partly; unsupported layout",
+                )
+            ]
+        )
+    return [(slots, g, c) for slots, c in sorted(by_slots.items())], n_slots, g
+
+
+def _intra_us(inst: Instance, kind: str, g: int, nbytes: float) -> float:
+    return coll.ring_intra_server_time_us(
+        kind, g, nbytes, inst.nvlink_latency_us, inst.nvlink_rate_gbps
+    )
+
+
+def _gamma_us(inst: Instance, kind: str, algorithm: str, p: int, nbytes: float) -> float:
+    if p < 2:
+        return 0.0
+    return coll.gamma_coefficient(kind, algorithm, p) * nbytes * inverse_rate_us_per_byte(
+        inst.reduce_rate_gbps
+    )
+
+
+def _send_recv(inst: Instance, job: JobSpec, spec: CollectiveSpec) -> CollectiveCandidates:
+    G = inst.gpus_per_server
+    pair_bytes: dict[tuple[int, int], float] = defaultdict(float)
+    local = False
+    for ranks in _rank_groups(job, "pp"):
+        for a, b in zip(ranks, ranks[1:]):
+            sa, sb = _slot(job, a, G), _slot(job, b, G)
+            if sa == sb:
+                local = True
+            else:
+                pair_bytes[(sa, sb)] += spec.message_bytes
+    const = 0.0
+    if local:
+        const = inst.nvlink_latency_us + spec.message_bytes * inverse_rate_us_per_byte(
+            inst.nvlink_rate_gbps
+        )
+    groups: tuple[GroupSteps, ...] = ()
+    if pair_bytes:
+        slots = tuple(sorted({s for p in pair_bytes for s in p}))
+        pos = {s: i for i, s in enumerate(slots)}
+        step = coll.Step(
+            tuple(sorted((pos[a], pos[b], nb) for (a, b), nb in pair_bytes.items()))
+        )
+        groups = (GroupSteps(slots, (step,)),)
+    span = 2 if pair_bytes else 1
+    return CollectiveCandidates(-1, spec, (Option("direct", const, groups),), span, 2)
+
+
+def _traffic(inst: Instance, job: JobSpec, spec: CollectiveSpec) -> CollectiveCandidates:
+    G = inst.gpus_per_server
+    pair_bytes: dict[tuple[int, int], float] = defaultdict(float)
+    local_bytes: dict[int, float] = defaultdict(float)
+    for a, row in enumerate(spec.traffic_bytes or ()):
+        for b, nb in enumerate(row):
+            if nb <= 0 or a == b:
+                continue
+            sa, sb = _slot(job, a, G), _slot(job, b, G)
+            if sa == sb:
+                local_bytes[sa] += nb
+            else:
+                pair_bytes[(sa, sb)] += nb
+    const = max(
+        (inst.nvlink_latency_us + nb * inverse_rate_us_per_byte(inst.nvlink_rate_gbps))
+        for nb in local_bytes.values()
+    ) if local_bytes else 0.0
+    groups: tuple[GroupSteps, ...] = ()
+    if pair_bytes:
+        slots = tuple(sorted({s for p in pair_bytes for s in p}))
+        pos = {s: i for i, s in enumerate(slots)}
+        step = coll.Step(tuple(sorted((pos[a], pos[b], nb) for (a, b), nb in pair_bytes.items())))
+        groups = (GroupSteps(slots, (step,)),)
+    return CollectiveCandidates(-1, spec, (Option("direct", const, groups),), job.slots, job.gpus)
+
+
+def _server_bytes(kind: str, n: float, g: int, c: int, p: int, N: int) -> float:
+    """Bytes per server (D) entering the inter-server phase; docs/model.md §3."""
+    if kind == "all_to_all":
+        # each rank sends n/(p-1) to every other rank; a server sends g*g of those blocks to
+        # each of the N-1 other servers, for each of its c group instances
+        return c * g * g * n * (N - 1) / (p - 1)
+    return c * n
+
+
+def _intra_phase_us(inst: Instance, kind: str, g: int, n: float, p: int) -> float:
+    if g < 2:
+        return 0.0
+    if kind == "all_to_all":
+        return _intra_us(inst, kind, g, n * (g - 1) / (p - 1))
+    return _intra_us(inst, kind, g, n)
+
+
+def collective_candidates(
+    inst: Instance, ji: int, spec: CollectiveSpec, where: str = "workload"
+) -> CollectiveCandidates:
+    """All options for one collective of job ``ji``."""
+    job = inst.jobs[ji]
+    if spec.kind == "send_recv":
+        cc = _send_recv(inst, job, spec)
+    elif spec.kind == "traffic":
+        cc = _traffic(inst, job, spec)
+    else:
+        G = inst.gpus_per_server
+        groups, N, g = _server_groups(job, spec, G, where)
+        p = N * g
+        n = spec.message_bytes
+        if p < 2:
+            cc = CollectiveCandidates(-1, spec, (Option("none", 0.0, ()),), N, p)
+        elif N == 1:
+            const = _intra_us(inst, spec.kind, g, n) + _gamma_us(inst, spec.kind, "ring", p, n)
+            cc = CollectiveCandidates(-1, spec, (Option("nvlink_ring", const, ()),), N, p)
+        else:
+            algs = coll.algorithms_for(spec.kind, N)
+            if spec.algorithms is not None:
+                unknown = [a for a in spec.algorithms if a not in algs]
+                if unknown:
+                    raise InputError(
+                        [
+                            Problem(
+                                where,
+                                f"{job.name}.{spec.name}.algorithms",
+                                f"{unknown} not valid for {spec.kind} over {N} servers; "
+                                f"allowed: {list(algs)}",
+                            )
+                        ]
+                    )
+                algs = tuple(a for a in algs if a in spec.algorithms)
+            intra = _intra_phase_us(inst, spec.kind, g, n, p)
+            options = []
+            for a in algs:
+                gs = tuple(
+                    GroupSteps(
+                        slots,
+                        coll.schedule(spec.kind, a, N, _server_bytes(spec.kind, n, g, c, p, N)),
+                    )
+                    for slots, _g, c in groups
+                )
+                options.append(Option(a, intra + _gamma_us(inst, spec.kind, a, p, n), gs))
+            cc = CollectiveCandidates(-1, spec, tuple(options), N, p)
+    return CollectiveCandidates(ji, cc.spec, cc.options, cc.span_slots, cc.ranks)
+
+
+def job_candidates(inst: Instance, ji: int) -> JobCandidates:
+    """Options of every collective of job ``ji`` and the slot pairs they may use."""
+    cs = tuple(collective_candidates(inst, ji, c) for c in inst.jobs[ji].collectives)
+    pairs = set()
+    for cc in cs:
+        for opt in cc.options:
+            for gsteps in opt.groups:
+                for _si, a, b, _nb in gsteps.transfers():
+                    pairs.add((min(a, b), max(a, b)))
+    return JobCandidates(inst.jobs[ji], cs, tuple(sorted(pairs)))
+
+
+def all_candidates(inst: Instance) -> tuple[JobCandidates, ...]:
+    """Candidates for every job, in job order."""
+    return tuple(job_candidates(inst, ji) for ji in range(len(inst.jobs)))

@@ -1,0 +1,69 @@
+"""Physical and software constants: every default optnet uses, each with its source.
+
+All values can be overridden in an instance file (``constants:`` and the cluster fields).
+Sources are the research notes in ``shared/research`` (tags as there: [P] primary, [S] secondary).
+Units are in the names: ``_us`` microseconds, ``_km`` kilometres, ``_gbps`` gigabits per second.
+"""
+
+from __future__ import annotations
+
+#: Propagation delay of standard single-mode fibre (group index ~1.468 -> 4.90 us/km).
+#: Source: optical.md §3/§5, Net2Plan default 5.0 us/km, Shen et al. JLT 2020 [P].
+SMF_DELAY_US_PER_KM = 4.9
+
+#: Propagation delay of hollow-core fibre (~31 % below SMF; vacuum is 3.336 us/km).
+#: Source: optical.md §3/§5, Shen et al. JLT 2020 (1.5 us/km saving) [P].
+HCF_DELAY_US_PER_KM = 3.35
+
+#: Per-message software overhead of a network send (the alpha of the alpha-beta model that
+#: is not wire latency). Source: NCCL tuning.cc ``netOverhead`` = 1 us on Intel hosts
+#: (collectives.md §2) [P].
+MESSAGE_OVERHEAD_US = 1.0
+
+#: One transceiver's serialiser/deserialiser latency (each end of a lightpath adds one).
+#: Convention of optnet (no primary figure found), small next to FEC; see optical.md §5.
+TRANSCEIVER_LATENCY_US = 0.01
+
+#: KP4 RS(544,514) forward error correction, per link. Source: optical.md §5 (~100 ns, [U]:
+#: codeword accumulation alone is 51 ns at 106.25 Gb/s, derived there).
+FEC_LATENCY_US = 0.1
+
+#: Data-path latency of an OCS hop (a mirror: light passes through). Source: optical.md §6.4
+#: ("an OCS hop adds about 0 ns in the data path").
+OCS_LATENCY_US = 0.0
+
+#: Reconfiguration delay of a 3D-MEMS OCS. Source: optical.md §5, Glimmerglass 10 ms [P].
+MEMS_RECONFIG_DELAY_US = 10_000.0
+
+#: OCS insertion loss. Source: optical.md §5, Palomar <2 dB [S], Glimmerglass 2±1 dB [P].
+OCS_INSERTION_LOSS_DB = 2.0
+
+#: OCS power (Palomar ~108 W vs ~3 kW for an electrical packet switch). Source: optical.md §2 [S].
+OCS_POWER_W = 108.0
+
+#: Cut-through electrical packet switch hop. Source: optical.md §5, Sella et al. 2018 (~300 ns) [P].
+PACKET_HOP_LATENCY_US = 0.3
+
+#: NVLink (H100 SXM) effective bandwidth per GPU per direction: 370 GB/s = 2960 Gb/s as NCCL
+#: achieves (line rate 450 GB/s). Source: collectives.md §2/§6, nccl-tests#212 [P].
+NVLINK_RATE_GBPS = 2960.0
+
+#: NVSwitch hop latency, ASTRA-sim's validated HGX-H100 value 936.25 ns (collectives.md §6) [P].
+NVLINK_LATENCY_US = 0.93625
+
+#: Local reduction rate (gamma = 1 / rate): H100 HBM3 3.35 TB/s read by the reduction kernel,
+#: three bytes moved per reduced byte (two reads, one write) -> 3350/3 GB/s ~ 8933 Gb/s.
+#: Source: collectives.md §6 (HBM bandwidth, ASTRA-sim local-mem-bw 3350) [P]; the /3 is optnet's.
+REDUCE_RATE_GBPS = 3350.0 * 8.0 / 3.0
+
+#: 1 Gb/s expressed in bytes per microsecond (1e9 bit/s / 8 / 1e6).
+BYTES_PER_US_PER_GBPS = 125.0
+
+
+def inverse_rate_us_per_byte(rate_gbps: float) -> float:
+    """Microseconds per byte at ``rate_gbps`` (beta of the alpha-beta model).
+
+    >>> inverse_rate_us_per_byte(100.0)
+    8e-05
+    """
+    return 1.0 / (rate_gbps * BYTES_PER_US_PER_GBPS)

@@ -1,0 +1,193 @@
+"""Solver-free decisions: placement, OCS circuits, lightpaths, collective algorithms.
+
+Shared by the decoder (MILP -> decisions), the evaluator (decisions -> metrics), the exhaustive
+search and the exporters. The JSON form is the ``placement``/``circuits``/``lightpaths``/
+``collectives`` part of a results file, so ``optnet evaluate`` accepts what ``optnet solve`` wrote.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from optnet.errors import InputError, Problem
+from optnet.instance import Instance
+
+
+@dataclass(frozen=True, order=True)
+class Circuit:
+    """OCS ``ocs`` joins the trunk ports of racks ``rack_a <= rack_b`` (equal: a loopback)."""
+
+    ocs: int
+    rack_a: int
+    rack_b: int
+
+
+@dataclass(frozen=True, order=True)
+class Lightpath:
+    """A duplex lightpath between two servers through one OCS circuit.
+
+    ``wavelength_ab`` is used from server_a to server_b (up rack a's trunk, down rack b's),
+    ``wavelength_ba`` the other way.
+    """
+
+    ocs: int
+    server_a: int
+    transceiver_a: int
+    server_b: int
+    transceiver_b: int
+    wavelength_ab: int
+    wavelength_ba: int
+
+
+@dataclass
+class Decisions:
+    placement: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    """job index -> server index of each slot."""
+    circuits: list[Circuit] = field(default_factory=list)
+    lightpaths: list[Lightpath] = field(default_factory=list)
+    algorithms: dict[tuple[int, int], str] = field(default_factory=dict)
+    """(job index, collective index) -> algorithm name."""
+
+    def canonical(self) -> Decisions:
+        """Sorted copy (deterministic output)."""
+        return Decisions(
+            dict(sorted(self.placement.items())),
+            sorted(self.circuits),
+            sorted(self.lightpaths),
+            dict(sorted(self.algorithms.items())),
+        )
+
+
+def to_json(inst: Instance, d: Decisions) -> dict[str, Any]:
+    """The decision part of a results file (names, not indices)."""
+    G = inst.gpus_per_server
+    placement = {}
+    for ji, servers in sorted(d.placement.items()):
+        job = inst.jobs[ji]
+        ranks = []
+        for r in range(job.gpus):
+            slot = r // G if job.gpus >= G else 0
+            ranks.append({"rank": r, "server": inst.servers[servers[slot]].name, "gpu": r % G})
+        placement[job.name] = {
+            "servers": [inst.servers[s].name for s in servers],
+            "ranks": ranks,
+        }
+    circuits = []
+    for c in sorted(d.circuits):
+        o = inst.ocses[c.ocs]
+        circuits.append(
+            {
+                "ocs": o.name,
+                "ports": [o.port_of(c.rack_a), o.port_of(c.rack_b)],
+                "racks": [inst.racks[c.rack_a].name, inst.racks[c.rack_b].name],
+                "attaches": [
+                    f"trunk {inst.racks[c.rack_a].name}->{o.name}",
+                    f"trunk {inst.racks[c.rack_b].name}->{o.name}",
+                ],
+                "loopback": c.rack_a == c.rack_b,
+            }
+        )
+    lightpaths = []
+    for lp in sorted(d.lightpaths):
+        lightpaths.append(
+            {
+                "ocs": inst.ocses[lp.ocs].name,
+                "servers": [inst.servers[lp.server_a].name, inst.servers[lp.server_b].name],
+                "transceivers": [lp.transceiver_a, lp.transceiver_b],
+                "wavelengths": [lp.wavelength_ab, lp.wavelength_ba],
+            }
+        )
+    algorithms = {}
+    for (ji, ci), alg in sorted(d.algorithms.items()):
+        algorithms.setdefault(inst.jobs[ji].name, {})[inst.jobs[ji].collectives[ci].name] = alg
+    return {
+        "placement": placement,
+        "circuits": circuits,
+        "lightpaths": lightpaths,
+        "algorithms": algorithms,
+    }
+
+
+def from_json(inst: Instance, data: Any, file: str = "solution") -> Decisions:
+    """Parse the decision part of a solution/results file; malformed input is an InputError.
+
+    Only the structure and the names are checked here; whether the decisions are *feasible* is
+    the evaluator's job, which lists every violation.
+    """
+    problems: list[Problem] = []
+
+    def bad(fieldname: str, msg: str) -> None:
+        problems.append(Problem(file, fieldname, msg))
+
+    if not isinstance(data, dict):
+        raise InputError([Problem(file, "", "expected a JSON object")])
+    servers = {s.name: i for i, s in enumerate(inst.servers)}
+    racks = {r.name: i for i, r in enumerate(inst.racks)}
+    ocses = {o.name: i for i, o in enumerate(inst.ocses)}
+    jobs = {j.name: i for i, j in enumerate(inst.jobs)}
+    d = Decisions()
+    placement = data.get("placement", {})
+    if not isinstance(placement, dict):
+        bad("placement", "expected an object job -> {servers: [...]}")
+        placement = {}
+    for jname, entry in placement.items():
+        if jname not in jobs:
+            bad(f"placement.{jname}", f"unknown job; jobs: {sorted(jobs)}")
+            continue
+        names = entry.get("servers") if isinstance(entry, dict) else entry
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            bad(f"placement.{jname}.servers", "expected a list of server names")
+            continue
+        unknown = [n for n in names if n not in servers]
+        if unknown:
+            bad(f"placement.{jname}.servers", f"unknown servers {unknown}")
+            continue
+        d.placement[jobs[jname]] = tuple(servers[n] for n in names)
+    for i, c in enumerate(_list(data, "circuits", bad)):
+        try:
+            o = ocses[c["ocs"]]
+            ra, rb = (racks[x] for x in c["racks"])
+        except (KeyError, TypeError, ValueError):
+            bad(f"circuits[{i}]", "expected {ocs: NAME, racks: [RACK, RACK]} with known names")
+            continue
+        d.circuits.append(Circuit(o, min(ra, rb), max(ra, rb)))
+    for i, lp in enumerate(_list(data, "lightpaths", bad)):
+        try:
+            o = ocses[lp["ocs"]]
+            sa, sb = (servers[x] for x in lp["servers"])
+            ta, tb = (int(x) for x in lp["transceivers"])
+            wab, wba = (int(x) for x in lp["wavelengths"])
+        except (KeyError, TypeError, ValueError):
+            bad(
+                f"lightpaths[{i}]",
+                "expected {ocs, servers: [A, B], transceivers: [i, j], wavelengths: [ab, ba]}",
+            )
+            continue
+        d.lightpaths.append(Lightpath(o, sa, ta, sb, tb, wab, wba))
+    algs = data.get("algorithms", {})
+    if not isinstance(algs, dict):
+        bad("algorithms", "expected an object job -> {collective: algorithm}")
+        algs = {}
+    for jname, per in algs.items():
+        if jname not in jobs or not isinstance(per, dict):
+            bad(f"algorithms.{jname}", "unknown job or not an object")
+            continue
+        ji = jobs[jname]
+        cnames = [c.name for c in inst.jobs[ji].collectives]
+        for cname, alg in per.items():
+            if cname not in cnames:
+                bad(f"algorithms.{jname}.{cname}", f"unknown collective; job has {cnames}")
+                continue
+            d.algorithms[(ji, cnames.index(cname))] = str(alg)
+    if problems:
+        raise InputError(problems)
+    return d
+
+
+def _list(data: dict, key: str, bad) -> list:
+    value = data.get(key, [])
+    if not isinstance(value, list):
+        bad(key, "expected a list")
+        return []
+    return value

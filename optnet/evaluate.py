@@ -1,0 +1,435 @@
+"""Independent evaluation: from a full set of decisions to feasibility, latencies and utilisation.
+
+This module never imports Pyomo and shares no expression with the MILP: it recomputes every
+number from the instance, the decisions, the link formulas (``physics``) and the collective step
+schedules (``candidates``), exactly as docs/model.md defines them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from optnet import physics
+from optnet.candidates import JobCandidates, Option, all_candidates
+from optnet.collectives import busbw_factor
+from optnet.decisions import Decisions, Lightpath
+from optnet.instance import Instance
+
+OBJECTIVES = ("max-iteration", "weighted-sum")
+
+
+@dataclass
+class Evaluation:
+    feasible: bool
+    violations: list[str]
+    objective_us: float | None
+    jobs: list[dict] = field(default_factory=list)
+    collectives: list[dict] = field(default_factory=list)
+    lightpaths: list[dict] = field(default_factory=list)
+    links: list[dict] = field(default_factory=list)
+    schedule: dict = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- feasibility
+
+
+def check_placement(inst: Instance, d: Decisions) -> list[str]:
+    """Every job on exactly its number of servers; no server (hence no GPU) shared."""
+    out = []
+    owner: dict[int, str] = {}
+    for ji, job in enumerate(inst.jobs):
+        servers = d.placement.get(ji)
+        if servers is None:
+            out.append(f"placement: job {job.name} is not placed")
+            continue
+        if len(servers) != job.slots:
+            out.append(
+                f"placement: job {job.name} needs {job.slots} servers, got {len(servers)}"
+            )
+        for s in servers:
+            if not 0 <= s < len(inst.servers):
+                out.append(f"placement: job {job.name}: server index {s} does not exist")
+            elif s in owner:
+                out.append(
+                    f"placement: server {inst.servers[s].name} is given to both {owner[s]} "
+                    f"and {job.name} (GPUs cannot be shared)"
+                )
+            else:
+                owner[s] = job.name
+    return out
+
+
+def check_circuits(inst: Instance, d: Decisions) -> list[str]:
+    """Each OCS port in at most one circuit (a matching); loopbacks only where allowed."""
+    out = []
+    used: dict[tuple[int, int], int] = defaultdict(int)
+    for c in d.circuits:
+        o = inst.ocses[c.ocs]
+        for r in (c.rack_a, c.rack_b):
+            if r not in o.racks:
+                out.append(f"circuits: rack {inst.racks[r].name} has no trunk into {o.name}")
+        if c.rack_a == c.rack_b:
+            if not o.loopback:
+                out.append(f"circuits: {o.name} does not allow loopback circuits")
+            used[(c.ocs, c.rack_a)] += 1
+        else:
+            used[(c.ocs, c.rack_a)] += 1
+            used[(c.ocs, c.rack_b)] += 1
+    for (k, r), n in sorted(used.items()):
+        if n > 1:
+            out.append(
+                f"circuits: port of trunk {inst.racks[r].name}->{inst.ocses[k].name} is in {n} "
+                "circuits (an OCS joins its ports in pairs)"
+            )
+    return out
+
+
+def check_lightpaths(inst: Instance, d: Decisions) -> list[str]:
+    """Transceivers exist, are attached to the OCS and carry one lightpath; a circuit joins the
+    two racks; wavelengths are on the grid, tunable, and unique on every fibre direction."""
+    out = []
+    circuits = {(c.ocs, c.rack_a, c.rack_b) for c in d.circuits}
+    trx_use: dict[tuple[int, int], int] = defaultdict(int)
+    fibre_use: dict[tuple[int, int, str, int], int] = defaultdict(int)
+    W = inst.wavelengths_per_fibre
+    tunable = set(inst.transceiver_wavelengths) if inst.transceiver_wavelengths else None
+    for lp in d.lightpaths:
+        name = _lp_name(inst, lp)
+        if lp.server_a == lp.server_b:
+            out.append(f"lightpaths: {name} joins a server to itself")
+            continue
+        for s, t in ((lp.server_a, lp.transceiver_a), (lp.server_b, lp.transceiver_b)):
+            if not 0 <= t < len(inst.transceiver_ocs):
+                out.append(f"lightpaths: {name}: transceiver {t} does not exist")
+            elif inst.transceiver_ocs[t] != lp.ocs:
+                out.append(
+                    f"lightpaths: {name}: transceiver {t} is attached to "
+                    f"{inst.ocses[inst.transceiver_ocs[t]].name}, not {inst.ocses[lp.ocs].name}"
+                )
+            trx_use[(s, t)] += 1
+        ra, rb = inst.servers[lp.server_a].rack, inst.servers[lp.server_b].rack
+        if (lp.ocs, min(ra, rb), max(ra, rb)) not in circuits:
+            out.append(
+                f"lightpaths: {name}: no circuit on {inst.ocses[lp.ocs].name} joins racks "
+                f"{inst.racks[ra].name} and {inst.racks[rb].name}"
+            )
+        for wl in (lp.wavelength_ab, lp.wavelength_ba):
+            if not 0 <= wl < W:
+                out.append(f"lightpaths: {name}: wavelength {wl} is not on the grid 0..{W - 1}")
+            elif tunable is not None and wl not in tunable:
+                out.append(f"lightpaths: {name}: transceivers cannot tune to wavelength {wl}")
+        fibre_use[(ra, lp.ocs, "up", lp.wavelength_ab)] += 1
+        fibre_use[(rb, lp.ocs, "down", lp.wavelength_ab)] += 1
+        fibre_use[(rb, lp.ocs, "up", lp.wavelength_ba)] += 1
+        fibre_use[(ra, lp.ocs, "down", lp.wavelength_ba)] += 1
+    for (s, t), n in sorted(trx_use.items()):
+        if n > 1:
+            out.append(
+                f"lightpaths: transceiver {t} of {inst.servers[s].name} carries {n} lightpaths "
+                "(one wavelength at a time)"
+            )
+    for (r, k, direction, wl), n in sorted(fibre_use.items()):
+        if n > 1:
+            out.append(
+                f"lightpaths: wavelength {wl} used {n} times on the {direction} fibre of trunk "
+                f"{inst.racks[r].name}->{inst.ocses[k].name} (wavelength clash)"
+            )
+    return out
+
+
+def _lp_name(inst: Instance, lp: Lightpath) -> str:
+    return (
+        f"{inst.servers[lp.server_a].name}<->{inst.servers[lp.server_b].name} via "
+        f"{inst.ocses[lp.ocs].name}"
+    )
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+@dataclass(frozen=True)
+class PairLink:
+    """The connection a slot pair actually has."""
+
+    kind: str  # "lightpath", "packet" or "none"
+    lightpaths: int
+    fixed_us: float
+    propagation_us: float
+    inverse_rate: float  # us per byte
+
+    @property
+    def alpha_us(self) -> float:
+        return self.fixed_us + self.propagation_us
+
+
+def pair_link(inst: Instance, sa: int, sb: int, q: int) -> PairLink:
+    """Link of servers sa, sb given q lightpaths between them (docs/model.md §2)."""
+    ra, rb = inst.servers[sa].rack, inst.servers[sb].rack
+    if q >= 1:
+        return PairLink(
+            "lightpath",
+            q,
+            physics.lightpath_fixed_latency_us(inst),
+            physics.propagation_us(inst, ra, rb),
+            physics.lightpath_inverse_rate(inst, q),
+        )
+    if inst.packet is not None:
+        return PairLink(
+            "packet",
+            0,
+            physics.packet_fixed_latency_us(inst, ra, rb),
+            physics.packet_propagation_us(inst, ra, rb),
+            physics.packet_inverse_rate(inst, ra, rb),
+        )
+    return PairLink("none", 0, 0.0, 0.0, 0.0)
+
+
+def _option_time(opt: Option, slot_server, links) -> tuple[float, dict, list[str]]:
+    """Time of one option: constant + max over groups of the sum over steps of the slowest
+    transfer; with the breakdown of the critical group's critical transfers."""
+    best_t, best_bd, missing = 0.0, {"fixed": 0.0, "prop": 0.0, "ser": 0.0}, []
+    for gs in opt.groups:
+        total, bd = 0.0, {"fixed": 0.0, "prop": 0.0, "ser": 0.0}
+        for st in gs.steps:
+            worst, worst_bd = 0.0, (0.0, 0.0, 0.0)
+            for a, b, nbytes in st.transfers:
+                sa, sb = slot_server[gs.slots[a]], slot_server[gs.slots[b]]
+                link = links[(min(sa, sb), max(sa, sb))]
+                if link.kind == "none":
+                    missing.append(
+                        f"slots {gs.slots[a]}->{gs.slots[b]} (servers {sa}, {sb}) have neither a "
+                        "lightpath nor a packet fabric"
+                    )
+                    continue
+                parts = (
+                    st.alpha_mult * link.fixed_us,
+                    st.alpha_mult * link.propagation_us,
+                    nbytes * link.inverse_rate,
+                )
+                t = sum(parts)
+                if t > worst:
+                    worst, worst_bd = t, parts
+            total += st.count * worst
+            for key, v in zip(("fixed", "prop", "ser"), worst_bd):
+                bd[key] += st.count * v
+        if total > best_t:
+            best_t, best_bd = total, bd
+    return opt.constant_us + best_t, best_bd, missing
+
+
+def evaluate(
+    inst: Instance,
+    d: Decisions,
+    objective: str = "max-iteration",
+    candidates: tuple[JobCandidates, ...] | None = None,
+) -> Evaluation:
+    """Check every constraint family, then compute every latency and utilisation."""
+    violations = check_placement(inst, d) + check_circuits(inst, d) + check_lightpaths(inst, d)
+    cands = candidates if candidates is not None else all_candidates(inst)
+    q: dict[tuple[int, int], int] = defaultdict(int)
+    per_ocs: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for lp in d.lightpaths:
+        key = (min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))
+        q[key] += 1
+        per_ocs[key].append(lp.ocs)
+    ev = Evaluation(not violations, violations, None)
+    if any(v.startswith("placement") for v in violations):
+        ev.feasible = False
+        return ev
+    iteration: list[float] = []
+    pair_bytes: dict[tuple[int, int], float] = defaultdict(float)
+    for ji, jc in enumerate(cands):
+        job = jc.job
+        servers = d.placement[ji]
+        links = {}
+        for a, b in jc.pairs:
+            sa, sb = servers[a], servers[b]
+            key = (min(sa, sb), max(sa, sb))
+            links[key] = pair_link(inst, sa, sb, q[key])
+        exposed = overlappable = 0.0
+        phases = []
+        for ci, cc in enumerate(jc.collectives):
+            names = [o.algorithm for o in cc.options]
+            alg = d.algorithms.get((ji, ci))
+            if alg is None and len(names) == 1:
+                alg = names[0]
+            if alg not in names:
+                ev.violations.append(
+                    f"collectives: {job.name}.{cc.spec.name}: algorithm {alg!r} not among "
+                    f"{names}"
+                )
+                continue
+            opt = cc.options[names.index(alg)]
+            t, bd, missing = _option_time(opt, servers, links)
+            for m in sorted(set(missing)):
+                ev.violations.append(f"collectives: {job.name}.{cc.spec.name} ({alg}): {m}")
+            per_iter = cc.spec.count * t
+            exposed += (1 - cc.spec.overlap) * per_iter
+            overlappable += cc.spec.overlap * per_iter
+            for gs in opt.groups:
+                for _si, a, b, nbytes in gs.transfers():
+                    st = gs.steps[_si]
+                    sa, sb = servers[a], servers[b]
+                    pair_bytes[(min(sa, sb), max(sa, sb))] += cc.spec.count * st.count * nbytes
+            p = cc.ranks
+            n = cc.spec.message_bytes
+            algbw = n / t / 1e3 if t > 0 else 0.0  # GB/s (bytes/us / 1e3)
+            ev.collectives.append(
+                {
+                    "job": job.name,
+                    "name": cc.spec.name,
+                    "kind": cc.spec.kind,
+                    "group": cc.spec.group,
+                    "ranks": p,
+                    "servers": cc.span_slots,
+                    "bytes": n,
+                    "count": cc.spec.count,
+                    "overlap": cc.spec.overlap,
+                    "algorithm": alg,
+                    "time_us": t,
+                    "breakdown_us": {
+                        "fixed_latency": bd["fixed"],
+                        "propagation": bd["prop"],
+                        "serialisation": bd["ser"],
+                        "reconfiguration": 0.0,
+                        "intra_server": opt.constant_us,
+                    },
+                    "algbw_gbytes_per_s": algbw,
+                    "busbw_gbytes_per_s": algbw * busbw_factor(cc.spec.kind, p)
+                    if cc.spec.kind in _BUSBW and p >= 2
+                    else algbw,
+                }
+            )
+            phases.append((cc.spec.name, per_iter, cc.spec.overlap))
+        hidden_excess = max(0.0, overlappable - job.compute_time_us)
+        it = job.compute_time_us + exposed + hidden_excess
+        iteration.append(it)
+        comm_exposed = exposed + hidden_excess
+        ev.jobs.append(
+            {
+                "name": job.name,
+                "gpus": job.gpus,
+                "servers": [inst.servers[s].name for s in servers],
+                "compute_time_us": job.compute_time_us,
+                "iteration_time_us": it,
+                "exposed_comm_us": comm_exposed,
+                "gpu_utilisation": job.compute_time_us / it if it > 0 else 1.0,
+                "weight": job.weight,
+            }
+        )
+        ev.schedule[job.name] = _job_schedule(job.compute_time_us, phases)
+    if ev.violations:
+        ev.feasible = False
+    if iteration:
+        ev.objective_us = (
+            max(iteration)
+            if objective == "max-iteration"
+            else sum(j.weight * t for j, t in zip(inst.jobs, iteration))
+        )
+    owner = {s: ji for ji, ss in d.placement.items() for s in ss}
+    iter_of = {ji: iteration[ji] for ji in range(len(iteration))}
+    for lp in sorted(d.lightpaths):
+        key = (min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))
+        ra, rb = inst.servers[lp.server_a].rack, inst.servers[lp.server_b].rack
+        ji = owner.get(lp.server_a)
+        busy = pair_bytes.get(key, 0.0) * physics.lightpath_inverse_rate(inst, q[key])
+        ev.lightpaths.append(
+            {
+                "ocs": inst.ocses[lp.ocs].name,
+                "servers": [inst.servers[lp.server_a].name, inst.servers[lp.server_b].name],
+                "transceivers": [lp.transceiver_a, lp.transceiver_b],
+                "wavelengths": [lp.wavelength_ab, lp.wavelength_ba],
+                "fibres": [
+                    f"trunk {inst.racks[ra].name}->{inst.ocses[lp.ocs].name}",
+                    f"trunk {inst.racks[rb].name}->{inst.ocses[lp.ocs].name}",
+                ],
+                "circuit": [inst.racks[min(ra, rb)].name, inst.racks[max(ra, rb)].name],
+                "latency_us": physics.lightpath_latency_us(inst, ra, rb),
+                "utilisation": busy / iter_of[ji] if ji is not None and iter_of.get(ji) else 0.0,
+            }
+        )
+    ev.links = _fibre_utilisation(inst, d) + _nvlink_links(inst, d, ev)
+    return ev
+
+
+_BUSBW = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce"}
+
+
+def _job_schedule(compute_us: float, phases: list[tuple[str, float, float]]) -> list[dict]:
+    """One iteration: compute from 0; overlapped parts of collectives run beside it from 0;
+    exposed parts follow compute in order (docs/model.md §4)."""
+    out = [{"phase": "compute", "lane": "gpu", "start_us": 0.0, "end_us": compute_us}]
+    t_overlap = 0.0
+    for name, per_iter, f in phases:
+        if f > 0:
+            out.append(
+                {
+                    "phase": name,
+                    "lane": "network (overlapped)",
+                    "start_us": t_overlap,
+                    "end_us": t_overlap + f * per_iter,
+                }
+            )
+            t_overlap += f * per_iter
+    t = max(compute_us, t_overlap)
+    for name, per_iter, f in phases:
+        if f < 1 and per_iter > 0:
+            out.append(
+                {
+                    "phase": name,
+                    "lane": "network",
+                    "start_us": t,
+                    "end_us": t + (1 - f) * per_iter,
+                }
+            )
+            t += (1 - f) * per_iter
+    return out
+
+
+def _fibre_utilisation(inst: Instance, d: Decisions) -> list[dict]:
+    """Wavelengths in use on each trunk fibre (per direction, the larger)."""
+    use: dict[tuple[int, int], set] = defaultdict(set)
+    for lp in d.lightpaths:
+        ra, rb = inst.servers[lp.server_a].rack, inst.servers[lp.server_b].rack
+        use[(ra, lp.ocs)].add(("up", lp.wavelength_ab))
+        use[(rb, lp.ocs)].add(("down", lp.wavelength_ab))
+        use[(rb, lp.ocs)].add(("up", lp.wavelength_ba))
+        use[(ra, lp.ocs)].add(("down", lp.wavelength_ba))
+    out = []
+    W = inst.wavelengths_per_fibre
+    for ri, r in enumerate(inst.racks):
+        for k, o in enumerate(inst.ocses):
+            if ri not in o.racks:
+                continue
+            used = use.get((ri, k), set())
+            n = max(
+                sum(1 for dd, _ in used if dd == "up"), sum(1 for dd, _ in used if dd == "down")
+            )
+            out.append(
+                {
+                    "link": f"trunk {r.name}->{o.name}",
+                    "type": "fibre",
+                    "fibre_type": r.fibre_type,
+                    "length_km": r.trunk_length_km,
+                    "wavelengths_used": n,
+                    "wavelengths": W,
+                    "utilisation": n / W,
+                }
+            )
+    return out
+
+
+def _nvlink_links(inst: Instance, d: Decisions, ev: Evaluation) -> list[dict]:
+    out = []
+    for job in ev.jobs:
+        for s in job["servers"]:
+            out.append(
+                {
+                    "link": f"nvlink {s}",
+                    "type": "nvlink",
+                    "job": job["name"],
+                    "rate_gbps": inst.nvlink_rate_gbps,
+                }
+            )
+    return out

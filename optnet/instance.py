@@ -1,0 +1,328 @@
+"""The normalised, immutable in-memory model of cluster and workload that every later stage reads.
+
+``load_instance`` = read files (``load.py``) -> semantic checks (all problems at once) -> this model.
+Indices are plain integers in a fixed order (racks, servers, OCSes, jobs as given in the file), so
+every later stage is deterministic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from optnet import schema
+from optnet.errors import InputError, Problem
+from optnet.load import load_files
+
+
+@dataclass(frozen=True)
+class Rack:
+    name: str
+    servers: tuple[int, ...]
+    trunk_length_km: float
+    fibre_type: str
+    trunk_delay_us: float
+    """One-way propagation delay of one trunk fibre (length x per-km delay of its type)."""
+
+
+@dataclass(frozen=True)
+class Server:
+    name: str
+    rack: int
+
+
+@dataclass(frozen=True)
+class Ocs:
+    name: str
+    ports: int
+    reconfig_delay_us: float
+    insertion_loss_db: float
+    power_w: float
+    loopback: bool
+    racks: tuple[int, ...]
+    """Racks with a trunk into this OCS; rack racks[i] is on port i."""
+
+    def port_of(self, rack: int) -> int:
+        return self.racks.index(rack)
+
+
+@dataclass(frozen=True)
+class CollectiveSpec:
+    name: str
+    kind: str
+    group: str
+    message_bytes: float
+    count: int
+    overlap: float
+    algorithms: tuple[str, ...] | None = None
+    traffic_bytes: tuple[tuple[float, ...], ...] | None = None
+    """Only for kind ``traffic``: rank-to-rank bytes per iteration."""
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    name: str
+    gpus: int
+    tp: int
+    pp: int
+    dp: int
+    ep: int
+    compute_time_us: float
+    weight: float
+    collectives: tuple[CollectiveSpec, ...]
+    slots: int
+    """Whole servers the job occupies (slot m holds ranks m*G .. m*G+G-1)."""
+
+
+@dataclass(frozen=True)
+class Instance:
+    name: str
+    input_hash: str
+    files: dict[str, str]
+    racks: tuple[Rack, ...]
+    servers: tuple[Server, ...]
+    ocses: tuple[Ocs, ...]
+    transceiver_ocs: tuple[int, ...]
+    """OCS index reached by each transceiver k of a server."""
+    transceiver_rate_gbps: float
+    transceiver_latency_us: float
+    transceiver_wavelengths: tuple[int, ...] | None
+    wavelengths_per_fibre: int
+    gpus_per_server: int
+    nvlink_rate_gbps: float
+    nvlink_latency_us: float
+    reduce_rate_gbps: float
+    packet: schema.PacketFabric | None
+    constants: schema.Constants
+    jobs: tuple[JobSpec, ...]
+    raw: dict = field(repr=False, compare=False, default_factory=dict)
+    """The validated input as plain data (for exports and re-loading with changes)."""
+
+    @property
+    def transceivers_per_ocs(self) -> tuple[int, ...]:
+        """T_k: transceivers of one server attached to OCS k."""
+        return tuple(self.transceiver_ocs.count(k) for k in range(len(self.ocses)))
+
+    def fibre_delay_us_per_km(self, fibre_type: str) -> float:
+        c = self.constants
+        return c.hcf_delay_us_per_km if fibre_type == "hcf" else c.smf_delay_us_per_km
+
+    def server_index(self, name: str) -> int:
+        return self._server_by_name()[name]
+
+    def _server_by_name(self) -> dict[str, int]:
+        cache = self.__dict__.get("_sbn")
+        if cache is None:
+            cache = {s.name: i for i, s in enumerate(self.servers)}
+            object.__setattr__(self, "_sbn", cache)
+        return cache
+
+
+def load_instance(path: str | Path, workload_path: str | Path | None = None) -> Instance:
+    """Load, validate and normalise an instance; raise :class:`InputError` listing every problem."""
+    inst, cluster, workload, files, topo_file, wl_file = load_files(path, workload_path)
+    return build_instance(inst, cluster, workload, files, topo_file, wl_file, Path(path).stem)
+
+
+def build_instance(
+    inst: schema.InstanceFile,
+    cluster: schema.Cluster,
+    workload: schema.Workload,
+    files: dict[str, str] | None = None,
+    topo_file: str = "topology",
+    wl_file: str = "workload",
+    default_name: str = "instance",
+) -> Instance:
+    """Check cross-references and build the normalised :class:`Instance`."""
+    problems: list[Problem] = []
+    tprefix = "topology." if topo_file == wl_file else ""
+    wprefix = "workload." if topo_file == wl_file else ""
+    consts = inst.constants
+
+    def tp(field: str, msg: str) -> None:
+        problems.append(Problem(topo_file, tprefix + field, msg))
+
+    def wp(field: str, msg: str) -> None:
+        problems.append(Problem(wl_file, wprefix + field, msg))
+
+    # racks and servers
+    if isinstance(cluster.racks, schema.RackGrid):
+        g = cluster.racks
+        rack_specs = [
+            schema.Rack(
+                name=f"r{i}",
+                servers=g.servers_per_rack,
+                trunk_length_km=g.trunk_length_km,
+                fibre_type=g.fibre_type,
+            )
+            for i in range(g.count)
+        ]
+    else:
+        rack_specs = list(cluster.racks)
+    racks: list[Rack] = []
+    servers: list[Server] = []
+    _unique([r.name for r in rack_specs], "racks", "rack", tp)
+    for ri, r in enumerate(rack_specs):
+        names = (
+            [f"{r.name}-s{i}" for i in range(r.servers)]
+            if isinstance(r.servers, int)
+            else list(r.servers)
+        )
+        idx = []
+        for n in names:
+            idx.append(len(servers))
+            servers.append(Server(name=n, rack=ri))
+        per_km = consts.hcf_delay_us_per_km if r.fibre_type == "hcf" else consts.smf_delay_us_per_km
+        racks.append(
+            Rack(r.name, tuple(idx), r.trunk_length_km, r.fibre_type, r.trunk_length_km * per_km)
+        )
+    _unique([s.name for s in servers], "racks[].servers", "server", tp)
+
+    # OCSes and transceivers
+    ocs_names = [o.name for o in cluster.ocs]
+    _unique(ocs_names, "ocs", "OCS", tp)
+    t_ocs = []
+    for k, name in enumerate(cluster.transceivers.attach):
+        if name not in ocs_names:
+            tp(f"transceivers.attach[{k}]", f"unknown OCS {name!r}; defined: {ocs_names}")
+        else:
+            t_ocs.append(ocs_names.index(name))
+    used = sorted(set(t_ocs))
+    ocses = []
+    for oi, o in enumerate(cluster.ocs):
+        attached = tuple(range(len(racks))) if oi in used else ()
+        if len(attached) > o.ports:
+            tp(
+                f"ocs[{oi}].ports",
+                f"OCS {o.name!r} has {o.ports} ports but {len(attached)} racks attach a trunk "
+                f"fibre to it (one port each); need ports >= {len(attached)}",
+            )
+        ocses.append(
+            Ocs(o.name, o.ports, o.reconfig_delay_us, o.insertion_loss_db, o.power_w, o.loopback, attached)
+        )
+    W = cluster.wavelengths_per_fibre
+    wl = cluster.transceivers.wavelengths
+    if wl is not None:
+        bad = [x for x in wl if x >= W]
+        if bad:
+            tp("transceivers.wavelengths", f"wavelengths {bad} outside the grid 0..{W - 1}")
+        if len(set(wl)) != len(wl):
+            tp("transceivers.wavelengths", "duplicate wavelength indices")
+
+    # jobs
+    G = cluster.gpus_per_server
+    jobs: list[JobSpec] = []
+    _unique([j.name for j in workload.jobs], "jobs", "job", wp)
+    for ji, j in enumerate(workload.jobs):
+        jobs.append(_job(j, ji, G, wp))
+    total_slots = sum(j.slots for j in jobs)
+    if total_slots > len(servers):
+        wp(
+            "jobs",
+            f"jobs need {total_slots} servers in total "
+            f"({', '.join(f'{j.name}: {j.slots}' for j in jobs)}) but the cluster has {len(servers)}",
+        )
+    if problems:
+        raise InputError(problems)
+    raw = {
+        "constants": consts.model_dump(mode="json"),
+        "topology": cluster.model_dump(mode="json"),
+        "workload": workload.model_dump(mode="json"),
+    }
+    digest = hashlib.sha256(json.dumps(raw, sort_keys=True).encode()).hexdigest()
+    return Instance(
+        name=inst.name or default_name,
+        input_hash=digest,
+        files=dict(files or {}),
+        racks=tuple(racks),
+        servers=tuple(servers),
+        ocses=tuple(ocses),
+        transceiver_ocs=tuple(t_ocs),
+        transceiver_rate_gbps=cluster.transceivers.rate_gbps,
+        transceiver_latency_us=cluster.transceivers.latency_us,
+        transceiver_wavelengths=tuple(wl) if wl is not None else None,
+        wavelengths_per_fibre=W,
+        gpus_per_server=G,
+        nvlink_rate_gbps=cluster.nvlink_rate_gbps,
+        nvlink_latency_us=cluster.nvlink_latency_us,
+        reduce_rate_gbps=cluster.reduce_rate_gbps,
+        packet=cluster.packet_fabric,
+        constants=consts,
+        jobs=tuple(jobs),
+        raw=raw,
+    )
+
+
+def _unique(names: list[str], field: str, what: str, report) -> None:
+    seen = set()
+    for n in names:
+        if n in seen:
+            report(field, f"duplicate {what} name {n!r}")
+        seen.add(n)
+
+
+def _job(j: schema.Job, ji: int, G: int, wp) -> JobSpec:
+    f = f"jobs[{ji}]"
+    p = j.parallelism
+    if p.tp * p.pp * p.dp != j.gpus:
+        wp(
+            f"{f}.parallelism",
+            f"tp*pp*dp = {p.tp}*{p.pp}*{p.dp} = {p.tp * p.pp * p.dp} must equal gpus = {j.gpus}",
+        )
+    if p.dp % p.ep:
+        wp(f"{f}.parallelism.ep", f"ep = {p.ep} must divide dp = {p.dp}")
+    if j.gpus > G and j.gpus % G:
+        wp(
+            f"{f}.gpus",
+            f"a job larger than one server must fill whole servers: gpus = {j.gpus} is not a "
+            f"multiple of gpus_per_server = {G}",
+        )
+    slots = max(1, -(-j.gpus // G))
+    colls: list[CollectiveSpec] = []
+    compute = j.compute_time_us
+    if j.transformer is not None:
+        from optnet.shorthand import derive
+
+        try:
+            derived_compute, derived = derive(j.transformer, p.tp, p.pp, p.dp, p.ep)
+        except ValueError as exc:
+            wp(f"{f}.transformer", str(exc))
+            derived_compute, derived = 0.0, []
+        if compute is None:
+            compute = derived_compute
+        for d in derived:
+            colls.append(
+                CollectiveSpec(
+                    d["name"], d["kind"], d["group"], float(d["message_bytes"]),
+                    int(d["count"]), float(d["overlap"]),
+                )
+            )
+    if compute is None:
+        wp(f"{f}.compute_time_us", "required (or give a `transformer:` shorthand to derive it)")
+        compute = 0.0
+    for ci, c in enumerate(j.collectives):
+        if c.kind == "send_recv" and c.group != "pp":
+            wp(f"{f}.collectives[{ci}].group", "send_recv runs between pipeline stages: group must be pp")
+        colls.append(
+            CollectiveSpec(
+                c.name, c.kind, c.group, c.message_bytes, c.count, c.overlap,
+                tuple(c.algorithms) if c.algorithms is not None else None,
+            )
+        )
+    if j.traffic_bytes is not None:
+        m = j.traffic_bytes
+        if len(m) != j.gpus or any(len(row) != j.gpus for row in m):
+            wp(f"{f}.traffic_bytes", f"must be a {j.gpus} x {j.gpus} matrix (one row per rank)")
+        else:
+            colls.append(
+                CollectiveSpec(
+                    "traffic", "traffic", "world", float(sum(map(sum, m))), 1, 0.0,
+                    traffic_bytes=tuple(tuple(float(x) for x in row) for row in m),
+                )
+            )
+    _unique([c.name for c in colls], f"{f}.collectives", "collective", wp)
+    return JobSpec(
+        j.name, j.gpus, p.tp, p.pp, p.dp, p.ep, float(compute), j.weight, tuple(colls), slots
+    )

@@ -1,0 +1,218 @@
+"""Collective family: each collective's algorithm, and its time on the links the other families
+provide.
+
+Variables
+    x[c,a] in {0,1}   collective c runs algorithm a
+    alpha[p] >= 0     latency of slot pair p's link (us)
+    beta[p] >= 0      inverse bandwidth of slot pair p's link (us per byte)
+    t[c,a,g,s] >= 0   duration of one repetition of step s of group g under algorithm a
+    T[c] >= 0         time of collective c (us)
+"""
+
+from __future__ import annotations
+
+import pyomo.environ as pyo
+
+from optnet.model.data import ModelData
+
+
+def collective_index(md: ModelData) -> list[tuple[int, int]]:
+    return [(j, ci) for j, jc in enumerate(md.cands) for ci in range(len(jc.collectives))]
+
+
+def option_index(md: ModelData) -> list[tuple[int, int, int]]:
+    return [
+        (j, ci, a)
+        for j, jc in enumerate(md.cands)
+        for ci, cc in enumerate(jc.collectives)
+        for a in range(len(cc.options))
+    ]
+
+
+def _pair(j: int, a: int, b: int) -> tuple[int, int, int]:
+    return (j, min(a, b), max(a, b))
+
+
+def _step_terms(md: ModelData):
+    """(j, ci, a, g, s) -> distinct (pair, alpha_mult, bytes) of its transfers; and counts."""
+    terms: dict[tuple, set] = {}
+    counts: dict[tuple, int] = {}
+    for j, jc in enumerate(md.cands):
+        for ci, cc in enumerate(jc.collectives):
+            for a, opt in enumerate(cc.options):
+                for g, gs in enumerate(opt.groups):
+                    for s, st in enumerate(gs.steps):
+                        key = (j, ci, a, g, s)
+                        counts[key] = st.count
+                        terms[key] = {
+                            (_pair(j, gs.slots[x], gs.slots[y]), st.alpha_mult, nbytes)
+                            for x, y, nbytes in st.transfers
+                        }
+    return {k: sorted(v) for k, v in terms.items()}, counts
+
+
+def add_collective_variables(m: pyo.ConcreteModel, md: ModelData) -> None:
+    m.COLLECTIVES = pyo.Set(initialize=collective_index(md), dimen=2, ordered=True)
+    m.OPTIONS = pyo.Set(initialize=option_index(md), dimen=3, ordered=True)
+    terms, counts = _step_terms(md)
+    md.step_terms, md.step_counts = terms, counts  # type: ignore[attr-defined]
+    m.STEPS = pyo.Set(initialize=sorted(terms), dimen=5, ordered=True)
+    m.x = pyo.Var(m.OPTIONS, within=pyo.Binary)
+    m.alpha = pyo.Var(m.PAIRS, bounds=(0, md.alpha_max))
+    m.beta = pyo.Var(m.PAIRS, bounds=(0, md.beta_max))
+    m.t = pyo.Var(m.STEPS, within=pyo.NonNegativeReals)
+    m.T = pyo.Var(m.COLLECTIVES, within=pyo.NonNegativeReals)
+
+
+def add_algorithm_choice(m: pyo.ConcreteModel, md: ModelData) -> None:
+    """sum_a x[c,a] = 1   for every collective c."""
+    by_coll: dict[tuple[int, int], list] = {}
+    for j, ci, a in md_options(m):
+        by_coll.setdefault((j, ci), []).append((j, ci, a))
+    m.algorithm_choice = pyo.Constraint(
+        m.COLLECTIVES, rule=lambda m, j, ci: sum(m.x[o] for o in by_coll[(j, ci)]) == 1
+    )
+
+
+def md_options(m: pyo.ConcreteModel) -> list[tuple[int, int, int]]:
+    return list(m.OPTIONS)
+
+
+def add_pair_latency(m: pyo.ConcreteModel, md: ModelData) -> None:
+    """alpha[p] >= sum_{r,s} w[p,r,s] alpha_lp(r,s) - A z[p,0]             (lightpaths)
+    alpha[p] >= sum_{r,s} w[p,r,s] alpha_pkt(r,s) - A (1 - z[p,0])      (packet fabric)
+
+    alpha_lp = overhead + 2 transceiver + FEC + OCS + propagation(r,s); A = max alpha.
+    alpha only appears on the right of lower bounds, so at the optimum it equals the active term.
+    """
+    A = md.alpha_max
+    m.pair_latency_lightpath = pyo.Constraint(
+        m.PAIRS,
+        rule=lambda m, j, a, b: m.alpha[j, a, b]
+        >= sum(md.alpha_lp[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
+        - A * m.z[j, a, b, 0],
+    )
+    if md.has_packet:
+        m.pair_latency_packet = pyo.Constraint(
+            m.PAIRS,
+            rule=lambda m, j, a, b: m.alpha[j, a, b]
+            >= sum(md.alpha_pkt[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
+            - A * (1 - m.z[j, a, b, 0]),
+        )
+
+
+def add_pair_bandwidth(m: pyo.ConcreteModel, md: ModelData) -> None:
+    """beta[p] >= sum_{q>=1} z[p,q] / (q rate)                             (lightpaths)
+    beta[p] >= sum_{r,s} w[p,r,s] beta_pkt(r,s) - B (1 - z[p,0])        (packet fabric)
+
+    beta_pkt = 1 / (NIC rate / oversubscription between racks); B = max beta.
+    """
+    B = md.beta_max
+    m.pair_bandwidth_lightpath = pyo.Constraint(
+        m.PAIRS,
+        rule=lambda m, j, a, b: m.beta[j, a, b]
+        >= sum(md.beta_lp[q] * m.z[j, a, b, q] for q in m.COUNTS if q >= 1),
+    )
+    if md.has_packet:
+        m.pair_bandwidth_packet = pyo.Constraint(
+            m.PAIRS,
+            rule=lambda m, j, a, b: m.beta[j, a, b]
+            >= sum(md.beta_pkt[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
+            - B * (1 - m.z[j, a, b, 0]),
+        )
+
+
+def add_connectivity(m: pyo.ConcreteModel, md: ModelData) -> None:
+    """Without a packet fabric, an algorithm may only use pairs that have a lightpath:
+    x[c,a] + z[p,0] <= 1   for every pair p that algorithm a of collective c uses."""
+    if md.has_packet:
+        return
+    rows = sorted(
+        {(j, ci, a) + pair for (j, ci, a, _g, _s), ts in md.step_terms.items() for pair, _, _ in ts}
+    )
+    m.CONNECT = pyo.Set(initialize=rows, dimen=6, ordered=True)
+    m.connectivity = pyo.Constraint(
+        m.CONNECT, rule=lambda m, j, ci, a, pj, pa, pb: m.x[j, ci, a] + m.z[pj, pa, pb, 0] <= 1
+    )
+
+
+def add_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
+    """t[c,a,g,s] >= mult_s * alpha[p] + bytes * beta[p]   for every transfer of the step
+    (a synchronous step lasts as long as its slowest transfer)."""
+    rows = [
+        key + (i,) for key, ts in md.step_terms.items() for i in range(len(ts))
+    ]
+    m.STEP_TERMS = pyo.Set(initialize=rows, dimen=6, ordered=True)
+
+    def rule(m, j, ci, a, g, s, i):
+        pair, mult, nbytes = md.step_terms[(j, ci, a, g, s)][i]
+        return m.t[j, ci, a, g, s] >= mult * m.alpha[pair] + nbytes * m.beta[pair]
+
+    m.step_time = pyo.Constraint(m.STEP_TERMS, rule=rule)
+
+
+def option_big_m(md: ModelData, j: int, ci: int, a: int) -> float:
+    """An upper bound on option a's group time: every step at the worst alpha and beta."""
+    opt = md.cands[j].collectives[ci].options[a]
+    worst = 0.0
+    for g, gs in enumerate(opt.groups):
+        total = 0.0
+        for s, st in enumerate(gs.steps):
+            total += st.count * max(
+                mult * md.alpha_max + nbytes * md.beta_max
+                for _p, mult, nbytes in md.step_terms[(j, ci, a, g, s)]
+            )
+        worst = max(worst, total)
+    return opt.constant_us + worst
+
+
+def add_collective_time(m: pyo.ConcreteModel, md: ModelData) -> None:
+    """T[c] >= const_a + sum_s count_s t[c,a,g,s] - M_{c,a} (1 - x[c,a])   for every group g,
+    and T[c] >= const_a x[c,a] for options without network steps."""
+    rows = []
+    for j, ci, a in m.OPTIONS:
+        opt = md.cands[j].collectives[ci].options[a]
+        if opt.groups:
+            rows.extend((j, ci, a, g) for g in range(len(opt.groups)))
+        else:
+            rows.append((j, ci, a, -1))
+    m.OPTION_GROUPS = pyo.Set(initialize=rows, dimen=4, ordered=True)
+
+    def rule(m, j, ci, a, g):
+        opt = md.cands[j].collectives[ci].options[a]
+        if g < 0:
+            return m.T[j, ci] >= opt.constant_us * m.x[j, ci, a]
+        big_m = option_big_m(md, j, ci, a)
+        steps = opt.groups[g].steps
+        return m.T[j, ci] >= opt.constant_us + sum(
+            st.count * m.t[j, ci, a, g, s] for s, st in enumerate(steps)
+        ) - big_m * (1 - m.x[j, ci, a])
+
+    m.collective_time = pyo.Constraint(m.OPTION_GROUPS, rule=rule)
+
+
+def collective_lower_bound(md: ModelData, j: int, ci: int) -> float:
+    """A valid lower bound on T[c]: the best option with every link at the best alpha and beta
+    any decision could give (docs/model.md §5.5; the calibration's per-job cut)."""
+    best = float("inf")
+    for a, opt in enumerate(md.cands[j].collectives[ci].options):
+        worst = 0.0
+        for g, gs in enumerate(opt.groups):
+            total = sum(
+                st.count
+                * max(
+                    mult * md.alpha_min + nbytes * md.beta_min
+                    for _p, mult, nbytes in md.step_terms[(j, ci, a, g, s)]
+                )
+                for s, st in enumerate(gs.steps)
+            )
+            worst = max(worst, total)
+        best = min(best, opt.constant_us + worst)
+    return best
+
+
+def add_collective_lower_bound(m: pyo.ConcreteModel, md: ModelData) -> None:
+    """T[c] >= LB_c (valid for every decision; tightens the LP relaxation)."""
+    m.collective_lower_bound = pyo.Constraint(
+        m.COLLECTIVES, rule=lambda m, j, ci: m.T[j, ci] >= collective_lower_bound(md, j, ci)
+    )

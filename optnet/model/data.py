@@ -1,0 +1,91 @@
+"""Index sets and coefficient tables of the MILP, computed once from instance and candidates.
+
+Everything the model families need is plain Python here (sorted tuples and dicts), so each family
+module reads like its formula in docs/model.md and Pyomo sets are built from ordered lists only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from optnet import physics
+from optnet.candidates import JobCandidates
+from optnet.instance import Instance
+
+Pair = tuple[int, int, int]  # (job, slot a, slot b) with a < b
+
+
+@dataclass
+class ModelData:
+    inst: Instance
+    cands: tuple[JobCandidates, ...]
+    objective: str
+    relax: frozenset[str] = frozenset()
+    slots: list[tuple[int, int]] = field(default_factory=list)  # (job, slot)
+    racks: list[int] = field(default_factory=list)
+    rack_capacity: dict[int, int] = field(default_factory=dict)
+    rack_pairs: list[tuple[int, int]] = field(default_factory=list)  # ordered (r, r')
+    ocs: list[int] = field(default_factory=list)  # OCSes some transceiver reaches
+    trx_per_ocs: dict[int, int] = field(default_factory=dict)  # T_k
+    circuits: list[tuple[int, int, int]] = field(default_factory=list)  # (k, r <= r')
+    pairs: list[Pair] = field(default_factory=list)
+    pairs_of_slot: dict[tuple[int, int], list[Pair]] = field(default_factory=dict)
+    max_lightpaths: int = 0  # Q = sum_k T_k
+    alpha_lp: dict[tuple[int, int], float] = field(default_factory=dict)
+    alpha_pkt: dict[tuple[int, int], float] = field(default_factory=dict)
+    beta_pkt: dict[tuple[int, int], float] = field(default_factory=dict)
+    beta_lp: dict[int, float] = field(default_factory=dict)  # q -> 1/(q rate)
+    alpha_max: float = 0.0
+    beta_max: float = 0.0
+    alpha_min: float = 0.0
+    beta_min: float = 0.0
+
+    @property
+    def has_packet(self) -> bool:
+        return self.inst.packet is not None
+
+
+def model_data(
+    inst: Instance,
+    cands: tuple[JobCandidates, ...],
+    objective: str = "max-iteration",
+    relax: frozenset[str] = frozenset(),
+    available_servers: dict[int, int] | None = None,
+) -> ModelData:
+    """Build the index sets and tables (``available_servers``: rack -> usable servers)."""
+    md = ModelData(inst, cands, objective, relax)
+    md.slots = [(j, m) for j, jc in enumerate(cands) for m in range(jc.job.slots)]
+    md.racks = list(range(len(inst.racks)))
+    md.rack_capacity = (
+        dict(available_servers)
+        if available_servers is not None
+        else {r: len(inst.racks[r].servers) for r in md.racks}
+    )
+    md.rack_pairs = [(r, s) for r in md.racks for s in md.racks]
+    counts = inst.transceivers_per_ocs
+    md.ocs = [k for k, t in enumerate(counts) if t > 0]
+    md.trx_per_ocs = {k: counts[k] for k in md.ocs}
+    for k in md.ocs:
+        o = inst.ocses[k]
+        for r in o.racks:
+            for s in o.racks:
+                if r < s or (r == s and o.loopback):
+                    md.circuits.append((k, r, s))
+    md.pairs = [(j, a, b) for j, jc in enumerate(cands) for a, b in jc.pairs]
+    md.pairs_of_slot = {sl: [] for sl in md.slots}
+    for p in md.pairs:
+        md.pairs_of_slot[(p[0], p[1])].append(p)
+        md.pairs_of_slot[(p[0], p[2])].append(p)
+    md.max_lightpaths = sum(md.trx_per_ocs.values())
+    for r, s in md.rack_pairs:
+        md.alpha_lp[(r, s)] = physics.lightpath_latency_us(inst, r, s)
+        if inst.packet is not None:
+            md.alpha_pkt[(r, s)] = physics.packet_latency_us(inst, r, s)
+            md.beta_pkt[(r, s)] = physics.packet_inverse_rate(inst, r, s)
+    md.beta_lp = {q: physics.lightpath_inverse_rate(inst, q) for q in range(1, md.max_lightpaths + 1)}
+    alphas = list(md.alpha_lp.values()) + list(md.alpha_pkt.values())
+    betas = list(md.beta_lp.values()) + list(md.beta_pkt.values())
+    md.alpha_max, md.alpha_min = max(alphas), min(alphas)
+    md.beta_max = max(betas) if betas else 0.0
+    md.beta_min = min(betas) if betas else 0.0
+    return md

@@ -1,0 +1,48 @@
+"""Iteration time of every job and the objective.
+
+    iter[j] = compute_j + sum_c (1 - f_c) count_c T[c] + e[j]
+    e[j]   >= sum_c f_c count_c T[c] - compute_j,  e[j] >= 0     (overlap beyond compute)
+    max-iteration:  min Z,  Z >= iter[j]
+    weighted-sum:   min sum_j weight_j iter[j]
+"""
+
+from __future__ import annotations
+
+import pyomo.environ as pyo
+
+from optnet.model.data import ModelData
+
+
+def add_iteration_time(m: pyo.ConcreteModel, md: ModelData) -> None:
+    jobs = list(range(len(md.cands)))
+    m.JOBS = pyo.Set(initialize=jobs, ordered=True)
+    m.iter = pyo.Var(m.JOBS, within=pyo.NonNegativeReals)
+    m.e = pyo.Var(m.JOBS, within=pyo.NonNegativeReals)
+
+    def colls(j):
+        return list(enumerate(md.cands[j].collectives))
+
+    m.iteration_time = pyo.Constraint(
+        m.JOBS,
+        rule=lambda m, j: m.iter[j]
+        == md.cands[j].job.compute_time_us
+        + sum((1 - cc.spec.overlap) * cc.spec.count * m.T[j, ci] for ci, cc in colls(j))
+        + m.e[j],
+    )
+    m.overlap_excess = pyo.Constraint(
+        m.JOBS,
+        rule=lambda m, j: m.e[j]
+        >= sum(cc.spec.overlap * cc.spec.count * m.T[j, ci] for ci, cc in colls(j))
+        - md.cands[j].job.compute_time_us,
+    )
+
+
+def add_objective(m: pyo.ConcreteModel, md: ModelData) -> None:
+    if md.objective == "weighted-sum":
+        m.obj = pyo.Objective(
+            expr=sum(md.cands[j].job.weight * m.iter[j] for j in m.JOBS), sense=pyo.minimize
+        )
+    else:
+        m.Z = pyo.Var(within=pyo.NonNegativeReals)
+        m.max_iteration = pyo.Constraint(m.JOBS, rule=lambda m, j: m.Z >= m.iter[j])
+        m.obj = pyo.Objective(expr=m.Z, sense=pyo.minimize)

@@ -1,0 +1,56 @@
+"""Placement family: which rack each slot of each job sits in (servers inside a rack are alike,
+so the decoder picks concrete servers); and the rack pair of every slot pair that may talk.
+
+Variables
+    y[j,m,r] in {0,1}   slot m of job j is in rack r
+    w[p,r,s] >= 0       slot pair p = (j,a,b) has slot a in rack r and slot b in rack s
+"""
+
+from __future__ import annotations
+
+import pyomo.environ as pyo
+
+from optnet.model.data import ModelData
+
+
+def add_placement_variables(m: pyo.ConcreteModel, md: ModelData) -> None:
+    m.SLOTS = pyo.Set(initialize=md.slots, dimen=2, ordered=True)
+    m.RACKS = pyo.Set(initialize=md.racks, ordered=True)
+    m.PAIRS = pyo.Set(initialize=md.pairs, dimen=3, ordered=True)
+    m.RACK_PAIRS = pyo.Set(initialize=md.rack_pairs, dimen=2, ordered=True)
+    m.y = pyo.Var(m.SLOTS, m.RACKS, within=pyo.Binary)
+    m.w = pyo.Var(m.PAIRS, m.RACK_PAIRS, bounds=(0, 1))
+
+
+def add_one_rack_per_slot(m: pyo.ConcreteModel, md: ModelData) -> None:
+    """sum_r y[j,m,r] = 1   for every slot (j,m)."""
+    m.one_rack_per_slot = pyo.Constraint(
+        m.SLOTS, rule=lambda m, j, s: sum(m.y[j, s, r] for r in m.RACKS) == 1
+    )
+
+
+def add_rack_capacity(m: pyo.ConcreteModel, md: ModelData) -> None:
+    """sum_{j,m} y[j,m,r] <= servers available in rack r   (no server, hence no GPU, shared)."""
+    m.rack_capacity = pyo.Constraint(
+        m.RACKS,
+        rule=lambda m, r: sum(m.y[j, s, r] for j, s in m.SLOTS) <= md.rack_capacity[r],
+    )
+
+
+def add_pair_racks(m: pyo.ConcreteModel, md: ModelData) -> None:
+    """w is the product y[j,a,r] * y[j,b,s], exactly, through its two marginals:
+
+    sum_s w[p,r,s] = y[j,a,r]  and  sum_r w[p,r,s] = y[j,b,s]   for every pair p = (j,a,b).
+
+    With binary y each marginal has a single 1, which forces w to the product (docs/model.md §5.1).
+    """
+    m.pair_rack_a = pyo.Constraint(
+        m.PAIRS,
+        m.RACKS,
+        rule=lambda m, j, a, b, r: sum(m.w[j, a, b, r, s] for s in m.RACKS) == m.y[j, a, r],
+    )
+    m.pair_rack_b = pyo.Constraint(
+        m.PAIRS,
+        m.RACKS,
+        rule=lambda m, j, a, b, s: sum(m.w[j, a, b, r, s] for r in m.RACKS) == m.y[j, b, s],
+    )

@@ -1,0 +1,178 @@
+"""The input format: strict pydantic models mirroring the YAML, types only.
+
+Unknown keys are errors (``extra="forbid"``), every field carries its unit in its name, and the
+docstring under each field is its user documentation (``optnet schema`` prints the JSON Schema).
+Cross-references (does this OCS exist? does the job fit?) are checked later, in ``checks.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from optnet import constants as C
+from optnet.shorthand import TransformerSpec
+
+Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.\-]+$")]
+PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False, le=1e18)]
+NonNegFloat = Annotated[float, Field(ge=0, allow_inf_nan=False, le=1e18)]
+
+KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv")
+Kind = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv"]
+Group = Literal["tp", "pp", "dp", "ep", "world"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class Constants(Strict):
+    """Physical and software constants; defaults and sources in ``optnet/constants.py``."""
+
+    smf_delay_us_per_km: PositiveFloat = C.SMF_DELAY_US_PER_KM
+    """Propagation delay of standard single-mode fibre."""
+    hcf_delay_us_per_km: PositiveFloat = C.HCF_DELAY_US_PER_KM
+    """Propagation delay of hollow-core fibre."""
+    message_overhead_us: NonNegFloat = C.MESSAGE_OVERHEAD_US
+    """Software overhead of each network message (part of alpha)."""
+    fec_latency_us: NonNegFloat = C.FEC_LATENCY_US
+    """Forward error correction latency per lightpath or packet path."""
+    ocs_latency_us: NonNegFloat = C.OCS_LATENCY_US
+    """Data-path latency of passing an OCS."""
+
+
+class Transceivers(Strict):
+    """The optical transceivers of every server (all servers are built alike)."""
+
+    attach: Annotated[list[Name], Field(min_length=1, max_length=64)]
+    """OCS that transceiver k reaches through its rack's trunk fibre, one entry per transceiver."""
+    rate_gbps: Annotated[float, Field(ge=10, le=1600, allow_inf_nan=False)] = 100.0
+    """Line rate of one wavelength (100-400 Gb/s typical)."""
+    latency_us: NonNegFloat = C.TRANSCEIVER_LATENCY_US
+    """Latency of one transceiver; each end of a lightpath adds it."""
+    wavelengths: list[Annotated[int, Field(ge=0, le=1023)]] | None = None
+    """Wavelength indices a transceiver can tune to; omitted = every wavelength of the grid."""
+
+
+FibreType = Literal["smf", "hcf"]
+
+
+class Rack(Strict):
+    """One rack: its servers and the trunk fibres from its multiplexer to the OCS room."""
+
+    name: Name
+    servers: Annotated[int, Field(ge=1, le=4096)] | Annotated[list[Name], Field(min_length=1)]
+    """Number of servers (named RACK-s0, RACK-s1, ...) or their names."""
+    trunk_length_km: NonNegFloat = 0.1
+    """Length of each trunk fibre from this rack to the OCS room."""
+    fibre_type: FibreType = "smf"
+    """smf (standard single-mode) or hcf (hollow-core) for this rack's trunks."""
+
+
+class RackGrid(Strict):
+    """Compact form: ``count`` identical racks named r0, r1, ..."""
+
+    count: Annotated[int, Field(ge=1, le=4096)]
+    servers_per_rack: Annotated[int, Field(ge=1, le=4096)]
+    trunk_length_km: NonNegFloat = 0.1
+    fibre_type: FibreType = "smf"
+
+
+class Ocs(Strict):
+    """An optical circuit switch: joins its ports in pairs (a matching)."""
+
+    name: Name
+    ports: Annotated[int, Field(ge=1, le=100_000)]
+    """Number of duplex ports; each rack's trunk fibre to this OCS takes one."""
+    reconfig_delay_us: NonNegFloat = C.MEMS_RECONFIG_DELAY_US
+    """Time to change the matching (10 ms MEMS; microseconds for fast switches)."""
+    insertion_loss_db: NonNegFloat = C.OCS_INSERTION_LOSS_DB
+    power_w: NonNegFloat = C.OCS_POWER_W
+    loopback: bool = True
+    """Whether a port may be looped back to itself (serves server pairs inside one rack)."""
+
+
+class PacketFabric(Strict):
+    """An electrical leaf-spine packet fabric beside the optics (optional)."""
+
+    rate_gbps: PositiveFloat
+    """NIC rate of each server into the fabric."""
+    oversubscription: Annotated[float, Field(ge=1, le=1000, allow_inf_nan=False)] = 1.0
+    """Leaf uplink oversubscription: traffic between racks gets rate_gbps / oversubscription."""
+    hop_latency_us: NonNegFloat = C.PACKET_HOP_LATENCY_US
+    """Latency of each switch hop (1 hop inside a rack, 3 between racks)."""
+
+
+class Cluster(Strict):
+    """The cluster: servers in racks, their GPUs and transceivers, OCSes, fabrics."""
+
+    gpus_per_server: Annotated[int, Field(ge=1, le=1024)]
+    nvlink_rate_gbps: PositiveFloat = C.NVLINK_RATE_GBPS
+    """NVLink/NVSwitch bandwidth per GPU per direction."""
+    nvlink_latency_us: NonNegFloat = C.NVLINK_LATENCY_US
+    reduce_rate_gbps: PositiveFloat = C.REDUCE_RATE_GBPS
+    """Local reduction throughput per GPU (gamma = 1 / rate)."""
+    transceivers: Transceivers
+    racks: Annotated[list[Rack], Field(min_length=1)] | RackGrid
+    wavelengths_per_fibre: Annotated[int, Field(ge=1, le=1024)]
+    """Wavelengths a trunk fibre carries (each at most once per direction)."""
+    ocs: Annotated[list[Ocs], Field(min_length=1)]
+    packet_fabric: PacketFabric | None = None
+
+
+class Parallelism(Strict):
+    """How a job's ranks are split; tp * pp * dp = gpus, ep divides dp."""
+
+    tp: Annotated[int, Field(ge=1, le=1_000_000)] = 1
+    pp: Annotated[int, Field(ge=1, le=1_000_000)] = 1
+    dp: Annotated[int, Field(ge=1, le=1_000_000)] = 1
+    ep: Annotated[int, Field(ge=1, le=1_000_000)] = 1
+
+
+class Collective(Strict):
+    """One collective a job runs every iteration."""
+
+    name: Name
+    kind: Kind
+    group: Group
+    """Parallel group it runs over (world = all of the job's ranks)."""
+    message_bytes: PositiveFloat
+    """MPICH convention: per-rank vector (all_reduce, broadcast, reduce, send_recv); the full
+    gathered vector (all_gather, reduce_scatter); bytes one rank sends to all others (all_to_all)."""
+    count: Annotated[int, Field(ge=1, le=10_000_000)] = 1
+    """Times per iteration on the job's critical path."""
+    overlap: Annotated[float, Field(ge=0, le=1)] = 0.0
+    """Fraction of this collective's time that may hide behind compute."""
+    algorithms: list[str] | None = None
+    """Restrict the algorithms optnet may choose (default: all valid ones)."""
+
+
+class Job(Strict):
+    """A training job."""
+
+    name: Name
+    gpus: Annotated[int, Field(ge=1, le=10_000_000)]
+    parallelism: Parallelism = Parallelism()
+    compute_time_us: NonNegFloat | None = None
+    """Compute time of one iteration (required unless ``transformer`` derives it)."""
+    weight: Annotated[float, Field(gt=0, le=1e6)] = 1.0
+    """Weight in the weighted-sum objective."""
+    collectives: list[Collective] = []
+    transformer: TransformerSpec | None = None
+    """Shorthand: derive compute time and collectives from a transformer's shape."""
+    traffic_bytes: list[list[NonNegFloat]] | None = None
+    """Explicit rank-to-rank traffic matrix, bytes per iteration (rows send, columns receive)."""
+
+
+class Workload(Strict):
+    jobs: Annotated[list[Job], Field(min_length=1)]
+
+
+class InstanceFile(Strict):
+    """An instance: a topology and a workload, inline or as paths relative to this file."""
+
+    name: Name | None = None
+    constants: Constants = Constants()
+    topology: Cluster | str
+    workload: Workload | str

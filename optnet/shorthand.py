@@ -1,0 +1,404 @@
+"""Derive a training job's per-iteration collectives and compute time from a transformer's shape.
+
+This is the "shorthand" workload front-end of optnet: instead of writing a job's collectives by
+hand, describe a GPT-style transformer and the training system (:class:`TransformerSpec`) and call
+:func:`derive` with the parallel layout ``(tp, pp, dp, ep)``. It returns ``compute_time_us`` and a
+list of collective dicts in the job schema used elsewhere in optnet::
+
+    {"name": str, "kind": str, "group": str, "message_bytes": float, "count": int,
+     "overlap": float}
+
+``message_bytes`` follows the MPICH convention (per-rank vector for all_reduce / broadcast / reduce
+/ send_recv, full gathered vector for all_gather / reduce_scatter, total send buffer of one rank for
+all_to_all). ``count`` is the number of times the collective sits on one rank's critical path per
+iteration. Every formula, its source, and which numbers are conventions rather than sourced facts
+are listed in ``docs/workloads.md``; the docstrings below give the formulas in one line each.
+
+Notation: B global batch (sequences), b micro-batch, s sequence length, L layers, h hidden size,
+f FFN hidden size, V vocabulary, P parameter count, m = B / (b * dp) micro-batches per pipeline per
+iteration, "slots" = m + pp - 1 = micro-batch/stage slots on the pipeline's critical path.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = [
+    "COLLECTIVE_KINDS",
+    "GROUPS",
+    "TransformerSpec",
+    "default_compression_ratio",
+    "derive",
+    "flops_per_iteration",
+    "microbatches",
+    "moe_layers_per_stage",
+    "pp_p2p_count",
+]
+
+COLLECTIVE_KINDS = (
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+    "broadcast",
+    "reduce",
+    "send_recv",
+)
+"""Collective kinds allowed by the job schema."""
+
+GROUPS = ("tp", "pp", "dp", "ep", "world")
+"""Communicator groups allowed by the job schema."""
+
+MIB = 1024 * 1024
+"""PyTorch DDP interprets ``bucket_cap_mb`` as MiB (``int(bucket_cap_mb * 1024 * 1024)``)."""
+
+# QSGD default encoding (Alistarh et al., NeurIPS'17): 4 bits per coordinate (sign + level) plus
+# one fp32 scale (the bucket's norm) per bucket of 512 coordinates. The 4-bit / 512 pairing is the
+# configuration we remember from the paper's experiments [unverified]; treat it as a convention.
+QSGD_BITS_PER_COORD = 4
+QSGD_BUCKET_COORDS = 512
+QSGD_SCALE_BITS = 32
+
+# DGC default encoding (Lin et al., ICLR'18): 99.9 % of gradient coordinates are not sent (density
+# 0.1 %, from the paper's abstract); each kept coordinate is sent as its value plus a 32-bit index
+# (the index width is our convention).
+DGC_DENSITY = 0.001
+DGC_INDEX_BITS = 32
+
+
+class TransformerSpec(BaseModel):
+    """A GPT-style decoder-only transformer and the training system that runs it.
+
+    Units are in field names where a field has units; counts (layers, heads, tokens) are plain.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    layers: int = Field(ge=1)
+    """Number of transformer layers L."""
+
+    hidden: int = Field(ge=1)
+    """Hidden (model) dimension h."""
+
+    heads: int = Field(ge=1)
+    """Attention heads; must divide ``hidden`` (plain multi-head attention is assumed)."""
+
+    seq_len: int = Field(ge=1)
+    """Sequence length s in tokens."""
+
+    vocab: int = Field(default=50257, ge=1)
+    """Vocabulary size V (GPT-2 BPE by default; Megatron pads it, which we ignore)."""
+
+    ffn_hidden: int | None = Field(default=None, ge=1)
+    """FFN inner dimension f; ``None`` means 4 * hidden (GPT-2/GPT-3)."""
+
+    params: float | None = Field(default=None, gt=0)
+    """Parameter count P; ``None`` means L * (4 h^2 + 2 h f) + V h (= 12 L h^2 + V h for f = 4h;
+    biases, layer norms and position embeddings ignored; tied input/output embedding). With MoE
+    (ep > 1) this is the count held by one tp x pp model replica (one expert per EP rank)."""
+
+    global_batch: int = Field(ge=1)
+    """Global batch B in sequences per iteration (optimizer step)."""
+
+    micro_batch: int = Field(default=1, ge=1)
+    """Micro-batch b in sequences per pipeline micro-step."""
+
+    bytes_per_param: int = Field(default=2, ge=1)
+    """Bytes per parameter, gradient and activation element (2 = bf16)."""
+
+    gpu_peak_tflops: float = Field(default=989.4, gt=0)
+    """Peak dense throughput per GPU in TFLOP/s (H100 SXM BF16 dense = 989.4, research note s.6)."""
+
+    mfu: float = Field(default=0.45, gt=0, le=1)
+    """Achieved fraction of peak on the executed FLOPs, outside the pipeline bubble (0 < mfu <= 1).
+    With ``recompute`` the executed FLOPs include the recomputation, so this is strictly the
+    hardware FLOPs utilisation."""
+
+    recompute: bool = False
+    """Full activation recomputation: every layer's forward is re-run once during backward."""
+
+    data_parallel: Literal["ddp", "zero1", "zero2", "zero3", "parameter_server"] = "ddp"
+    """How gradients are synchronised across the dp group (``ddp`` also covers Horovod)."""
+
+    bucket_mb: float = Field(default=25.0, gt=0)
+    """DDP/Horovod gradient bucket size in MiB (PyTorch DDP default 25; Horovod's fusion buffer
+    default was 64, 128 since v0.21). Gradients are sent as ceil(grad_bytes / bucket) equal
+    all-reduces."""
+
+    overlap_grad_sync: float = Field(default=0.0, ge=0, le=1)
+    """Fraction of gradient synchronisation (``dp_grad``) hidden behind backward compute."""
+
+    overlap_param_gather: float = Field(default=0.0, ge=0, le=1)
+    """Fraction of parameter all-gathers (``dp_param_allgather``: ZeRO post-step gather, ZeRO-3
+    prefetch, parameter-server pull) hidden behind compute."""
+
+    pipeline_schedule: Literal["gpipe", "1f1b"] = "1f1b"
+    """Pipeline schedule; both have bubble fraction (pp - 1) / m but different p2p critical paths."""
+
+    compression: Literal["none", "qsgd", "dgc"] = "none"
+    """Gradient compression applied to the dp gradient collective (``dp_grad``) only."""
+
+    compression_ratio: float | None = Field(default=None, ge=1)
+    """Uncompressed / compressed gradient bytes; ``None`` uses
+    :func:`default_compression_ratio` (qsgd about 3.94 for bf16, dgc about 333 for bf16)."""
+
+    codec_gbytes_per_s: float = Field(default=100.0, gt=0)
+    """Encode + decode throughput per GPU in GB/s (1e9 B/s) over uncompressed bytes. A
+    convention, not a measured value."""
+
+    moe_layer_interval: int = Field(default=2, ge=1)
+    """With ep > 1, every ``moe_layer_interval``-th layer (1-based) is a mixture-of-experts layer;
+    2 = every other layer as in GShard and Switch Transformer, 1 = every layer."""
+
+    @model_validator(mode="after")
+    def _check_shape(self) -> TransformerSpec:
+        if self.hidden % self.heads != 0:
+            raise ValueError(f"hidden ({self.hidden}) must be divisible by heads ({self.heads})")
+        if self.compression == "none" and self.compression_ratio is not None:
+            raise ValueError("compression_ratio is set but compression is 'none'")
+        return self
+
+    @property
+    def ffn_hidden_size(self) -> int:
+        """FFN inner dimension f (``ffn_hidden`` or 4 * hidden)."""
+        return self.ffn_hidden if self.ffn_hidden is not None else 4 * self.hidden
+
+    @property
+    def param_count(self) -> float:
+        """Parameter count P: ``params`` or L * (4 h^2 + 2 h f) + V h."""
+        if self.params is not None:
+            return float(self.params)
+        h, f = self.hidden, self.ffn_hidden_size
+        return float(self.layers * (4 * h * h + 2 * h * f) + self.vocab * h)
+
+    @property
+    def effective_compression_ratio(self) -> float:
+        """Compression ratio actually applied to ``dp_grad`` (1.0 without compression)."""
+        if self.compression == "none":
+            return 1.0
+        if self.compression_ratio is not None:
+            return float(self.compression_ratio)
+        return default_compression_ratio(self.compression, self.bytes_per_param)
+
+
+def default_compression_ratio(method: str, bytes_per_param: int) -> float:
+    """Default uncompressed/compressed byte ratio for a gradient compression method.
+
+    * ``qsgd``: 8*bpp / (4 + 32/512), i.e. 4-bit coordinates plus one fp32 scale per 512
+      coordinates; 3.94 for bf16, 7.88 for fp32 (Alistarh et al. 2017; 4-bit/512 is a convention).
+    * ``dgc``: 8*bpp / (0.001 * (8*bpp + 32)), i.e. 0.1 % of coordinates sent as value + 32-bit
+      index; 333 for bf16, 500 for fp32 (Lin et al. 2018 report 270x-600x).
+    """
+    bits = 8 * bytes_per_param
+    if method == "qsgd":
+        return bits / (QSGD_BITS_PER_COORD + QSGD_SCALE_BITS / QSGD_BUCKET_COORDS)
+    if method == "dgc":
+        return bits / (DGC_DENSITY * (bits + DGC_INDEX_BITS))
+    if method == "none":
+        return 1.0
+    raise ValueError(f"unknown compression method {method!r}")
+
+
+def flops_per_iteration(spec: TransformerSpec) -> float:
+    """Model FLOPs executed per iteration (whole job, all GPUs).
+
+    Megatron-LM ``num_floating_point_operations`` for plain multi-head attention and top-1 (or no)
+    experts: F = 12 B s L h^2 (2 + s/h + f/h) + 6 B s h V, which for f = 4h is
+    72 B s L h^2 (1 + s/(6h) + V/(12 L h)). With full recomputation the transformer-layer part is
+    multiplied by 4/3 (one extra forward on top of forward + 2x backward) and the logit layer is
+    not recomputed: 96 B s L h^2 (1 + s/(6h)) + 6 B s h V = 96 B s L h^2 (1 + s/(6h) + V/(16 L h)),
+    Eq. 3 of Narayanan et al. SC'21.
+    """
+    big_b, s, n_layers = spec.global_batch, spec.seq_len, spec.layers
+    h, f, v = spec.hidden, spec.ffn_hidden_size, spec.vocab
+    layer_flops = 12.0 * big_b * s * n_layers * h * h * (2.0 + s / h + f / h)
+    logit_flops = 6.0 * big_b * s * h * v
+    if spec.recompute:
+        layer_flops *= 4.0 / 3.0
+    return layer_flops + logit_flops
+
+
+def microbatches(spec: TransformerSpec, dp: int) -> int:
+    """Micro-batches per pipeline per iteration, m = B / (b * dp); raises ValueError unless whole."""
+    per_step = spec.micro_batch * dp
+    if spec.global_batch % per_step != 0:
+        raise ValueError(
+            f"global_batch ({spec.global_batch}) must be divisible by micro_batch * dp "
+            f"({spec.micro_batch} * {dp} = {per_step})"
+        )
+    return spec.global_batch // per_step
+
+
+def pp_p2p_count(pp: int, m: int, schedule: str) -> int:
+    """Stage-to-stage exchanges on the pipeline's critical path per iteration.
+
+    Model: uniform stages, blocking (rendezvous) p2p, and a stage that sends and receives in the
+    same step posts both as one batched exchange (Megatron-LM's ``send_forward_recv_backward`` /
+    ``send_backward_recv_forward``; the same batching applied to GPipe).
+
+    * ``gpipe``: 2 (m + pp - 2): pp - 1 hops for the first micro-batch down and the last gradient
+      up, plus one exchange per further micro-batch in each direction.
+    * ``1f1b``: pp = 2: m + 1 (the two stages fuse activation and gradient exchange into one
+      rendezvous per cycle); pp >= 3: 2 (pp - 1) for m = 1, else 2 (m + pp - 2) - 1.
+
+    Both are exact for the lockstep model (checked by a rendezvous simulation in
+    tests/test_shorthand.py). pp = 1 gives 0.
+    """
+    if pp < 1 or m < 1:
+        raise ValueError(f"pp ({pp}) and m ({m}) must be >= 1")
+    if pp == 1:
+        return 0
+    if schedule == "gpipe":
+        return 2 * (m + pp - 2)
+    if schedule == "1f1b":
+        if pp == 2:
+            return m + 1
+        if m == 1:
+            return 2 * (pp - 1)
+        return 2 * (m + pp - 2) - 1
+    raise ValueError(f"unknown pipeline schedule {schedule!r}")
+
+
+def moe_layers_per_stage(layers: int, pp: int, interval: int) -> int:
+    """MoE layers on the busiest pipeline stage.
+
+    Layer i (1-based) is an MoE layer iff i % interval == 0; stage k holds layers
+    k*L/pp + 1 .. (k+1)*L/pp.
+    """
+    per_stage = layers // pp
+    return max(
+        (k + 1) * per_stage // interval - k * per_stage // interval for k in range(pp)
+    )
+
+
+def _check_layout(spec: TransformerSpec, tp: int, pp: int, dp: int, ep: int) -> int:
+    """Validate the parallel layout against the spec; return m."""
+    for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("ep", ep)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    if dp % ep != 0:
+        raise ValueError(f"ep ({ep}) must divide dp ({dp})")
+    if spec.layers % pp != 0:
+        raise ValueError(f"layers ({spec.layers}) must be divisible by pp ({pp})")
+    if spec.heads % tp != 0:
+        raise ValueError(f"heads ({spec.heads}) must be divisible by tp ({tp})")
+    if spec.ffn_hidden_size % tp != 0:
+        raise ValueError(f"ffn_hidden ({spec.ffn_hidden_size}) must be divisible by tp ({tp})")
+    if ep > 1 and spec.layers // spec.moe_layer_interval < 1:
+        raise ValueError(
+            f"ep = {ep} but the model has no MoE layer (layers = {spec.layers}, "
+            f"moe_layer_interval = {spec.moe_layer_interval})"
+        )
+    return microbatches(spec, dp)
+
+
+def _coll(name: str, kind: str, group: str, message_bytes: float, count: int, overlap: float):
+    return {
+        "name": name,
+        "kind": kind,
+        "group": group,
+        "message_bytes": float(message_bytes),
+        "count": int(count),
+        "overlap": float(overlap),
+    }
+
+
+def derive(spec: TransformerSpec, tp: int, pp: int, dp: int, ep: int = 1) -> tuple[float, list[dict]]:
+    """Return (compute_time_us, collectives) for one iteration of one rank's critical path.
+
+    gpus = tp * pp * dp; m = B / (b * dp); slots = m + pp - 1; act = b * s * h * bytes_per_param;
+    grad = P / (tp * pp) * bytes_per_param (even split of parameters over tp x pp).
+
+    * compute_time_us = F / (gpus * peak * mfu) * (1 + (pp - 1) / m) + codec time, with F from
+      :func:`flops_per_iteration`; codec time = sum(uncompressed bytes * count of compressed
+      collectives) / codec throughput.
+    * tp > 1 ``tp_allreduce``: all_reduce, message act, count (4 + 2*recompute) * (L/pp) * slots
+      (Megatron f/g operators: 2 forward + 2 backward per layer per micro-batch, +2 when the
+      forward is recomputed; every slot of the critical path carries them), overlap 0.
+    * pp > 1 ``pp_sendrecv``: send_recv, message act / tp (activations enter the stage boundary
+      sharded over tp: Megatron scatter/gather, sequence parallelism), count
+      :func:`pp_p2p_count`, overlap 0.
+    * ep > 1 ``ep_alltoall``: all_to_all, message act (top-1 routing, capacity factor 1: a rank's
+      whole token buffer), count (4 + 2*recompute) * moe_layers_per_stage * slots (dispatch +
+      combine, forward and backward), overlap 0.
+    * dp > 1, compression ratio r applied to ``dp_grad`` only:
+        - ddp: ``dp_grad`` all_reduce, n = ceil(grad / bucket) buckets, message grad / n / r,
+          count n, overlap overlap_grad_sync.
+        - zero1: ``dp_grad`` reduce_scatter grad / r, count 1; ``dp_param_allgather`` all_gather
+          grad, count 1 (post-step), overlap overlap_param_gather.
+        - zero2: as zero1 but ``dp_grad`` count slots (partitioned gradients are reduced every
+          micro-batch, DeepSpeed stage >= 2).
+        - zero3: ``dp_grad`` reduce_scatter grad / r, count slots; ``dp_param_allgather``
+          all_gather grad, count 2 * slots (forward and backward gather); no post-step gather.
+          Volume (m = 1) is 3x vs 2x for ddp: the 1.5x of Rajbhandari et al.
+        - parameter_server: sharded servers co-located with workers; push = ``dp_grad``
+          reduce_scatter grad / r, pull = ``dp_param_allgather`` all_gather grad, count 1 each.
+
+    Groups of size 1 produce no collective. Raises ValueError for inconsistent layouts.
+    """
+    m = _check_layout(spec, tp, pp, dp, ep)
+    gpus = tp * pp * dp
+    slots = m + pp - 1
+    rc = 2 if spec.recompute else 0
+    act_bytes = float(spec.micro_batch * spec.seq_len * spec.hidden * spec.bytes_per_param)
+    param_bytes = spec.param_count / (tp * pp) * spec.bytes_per_param
+    grad_bytes = param_bytes  # gradients share the parameters' dtype
+    ratio = spec.effective_compression_ratio
+
+    ideal_s = flops_per_iteration(spec) / (gpus * spec.gpu_peak_tflops * 1e12 * spec.mfu)
+    compute_us = ideal_s * 1e6 * (1.0 + (pp - 1) / m)
+
+    colls: list[dict] = []
+    if tp > 1:
+        count = (4 + rc) * (spec.layers // pp) * slots
+        colls.append(_coll("tp_allreduce", "all_reduce", "tp", act_bytes, count, 0.0))
+    if pp > 1:
+        count = pp_p2p_count(pp, m, spec.pipeline_schedule)
+        colls.append(_coll("pp_sendrecv", "send_recv", "pp", act_bytes / tp, count, 0.0))
+    if ep > 1:
+        n_moe = moe_layers_per_stage(spec.layers, pp, spec.moe_layer_interval)
+        if n_moe > 0:
+            count = (4 + rc) * n_moe * slots
+            colls.append(_coll("ep_alltoall", "all_to_all", "ep", act_bytes, count, 0.0))
+
+    codec_bytes = 0.0
+    if dp > 1:
+        mode = spec.data_parallel
+        if mode == "ddp":
+            n_buckets = max(1, math.ceil(grad_bytes / (spec.bucket_mb * MIB)))
+            grad_count, grad_kind, grad_msg = n_buckets, "all_reduce", grad_bytes / n_buckets
+            gather_count = 0
+        elif mode == "zero1":
+            grad_count, grad_kind, grad_msg = 1, "reduce_scatter", grad_bytes
+            gather_count = 1
+        elif mode == "zero2":
+            grad_count, grad_kind, grad_msg = slots, "reduce_scatter", grad_bytes
+            gather_count = 1
+        elif mode == "zero3":
+            grad_count, grad_kind, grad_msg = slots, "reduce_scatter", grad_bytes
+            gather_count = 2 * slots
+        else:  # parameter_server
+            grad_count, grad_kind, grad_msg = 1, "reduce_scatter", grad_bytes
+            gather_count = 1
+        colls.append(
+            _coll("dp_grad", grad_kind, "dp", grad_msg / ratio, grad_count, spec.overlap_grad_sync)
+        )
+        if gather_count:
+            colls.append(
+                _coll(
+                    "dp_param_allgather",
+                    "all_gather",
+                    "dp",
+                    param_bytes,
+                    gather_count,
+                    spec.overlap_param_gather,
+                )
+            )
+        if spec.compression != "none":
+            codec_bytes = grad_msg * grad_count
+
+    compute_us += codec_bytes / (spec.codec_gbytes_per_s * 1e9) * 1e6
+    return compute_us, colls

@@ -1,0 +1,193 @@
+"""Build, solve with HiGHS, decode, polish: the joint MILP end to end.
+
+Status words (the results contract):
+    optimal      HiGHS proved the incumbent within the requested relative gap
+    time_limit   stopped by the time limit with an incumbent; gap says how good
+    interrupted  stopped by the user (Ctrl-C) with an incumbent
+    infeasible   HiGHS proved that no decision satisfies the constraints
+A solve with no incumbent raises NoIncumbentError; a HiGHS failure raises SolverError.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import pyomo.environ as pyo
+from pyomo.common.timing import HierarchicalTimer
+from pyomo.contrib.solver.common.factory import SolverFactory
+from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
+
+from optnet.candidates import JobCandidates, all_candidates
+from optnet.decisions import Decisions
+from optnet.decode import decode
+from optnet.errors import NoIncumbentError, SolverError
+from optnet.instance import Instance
+from optnet.model import build_model, model_data
+
+
+@dataclass
+class SolveOptions:
+    objective: str = "max-iteration"
+    time_limit_s: float = 60.0
+    mip_gap: float = 1e-4
+    threads: int = 1
+    seed: int = 0
+    relax: frozenset[str] = frozenset()
+
+
+@dataclass
+class SolveResult:
+    status: str
+    objective: float | None
+    bound: float | None
+    gap: float | None
+    decisions: Decisions | None
+    timings: dict[str, float] = field(default_factory=dict)
+    model_size: dict[str, int] = field(default_factory=dict)
+    solver: dict[str, object] = field(default_factory=dict)
+
+
+_STATUS = {
+    TerminationCondition.convergenceCriteriaSatisfied: "optimal",
+    TerminationCondition.maxTimeLimit: "time_limit",
+    TerminationCondition.interrupted: "interrupted",
+    TerminationCondition.iterationLimit: "time_limit",
+    TerminationCondition.provenInfeasible: "infeasible",
+    TerminationCondition.infeasibleOrUnbounded: "infeasible",
+    TerminationCondition.locallyInfeasible: "infeasible",
+}
+
+
+def relative_gap(objective: float | None, bound: float | None) -> float | None:
+    """(incumbent - bound) / |incumbent|, 0 when both are 0; None when either is missing."""
+    if objective is None or bound is None or not math.isfinite(bound):
+        return None
+    if objective == 0:
+        return 0.0 if bound == 0 else math.inf
+    return max(0.0, (objective - bound) / abs(objective))
+
+
+def _options(o: SolveOptions) -> dict:
+    return {
+        "random_seed": o.seed,
+        "parallel": "off" if o.threads <= 1 else "on",
+        "presolve": "on",
+        "output_flag": False,
+    }
+
+
+def solve_instance(
+    inst: Instance,
+    options: SolveOptions | None = None,
+    cands: tuple[JobCandidates, ...] | None = None,
+    available_servers: dict[int, int] | None = None,
+) -> SolveResult:
+    """Solve the joint MILP for ``inst``; decisions are decoded and the objective polished
+    (the LP with every integer decision fixed), so it is exactly a function of the decisions."""
+    o = options or SolveOptions()
+    t0 = time.perf_counter()
+    cands = cands if cands is not None else all_candidates(inst)
+    t_cand = time.perf_counter() - t0
+    md = model_data(inst, cands, o.objective, o.relax, available_servers)
+    t1 = time.perf_counter()
+    m, family_times = build_model(md)
+    t_build = time.perf_counter() - t1
+    size = {
+        "variables": sum(1 for _ in m.component_data_objects(pyo.Var)),
+        "binaries": sum(1 for v in m.component_data_objects(pyo.Var) if v.is_binary()),
+        "integers": sum(
+            1 for v in m.component_data_objects(pyo.Var) if v.is_integer() and not v.is_binary()
+        ),
+        "constraints": sum(1 for _ in m.component_data_objects(pyo.Constraint, active=True)),
+    }
+    opt = SolverFactory("highs")
+    timer = HierarchicalTimer()
+    t2 = time.perf_counter()
+    try:
+        res = opt.solve(
+            m,
+            threads=o.threads,
+            time_limit=o.time_limit_s,
+            rel_gap=o.mip_gap,
+            solver_options=_options(o),
+            load_solutions=False,
+            raise_exception_on_nonoptimal_result=False,
+            timer=timer,
+        )
+    except Exception as exc:  # HiGHS or interface failure: report, never a traceback
+        raise SolverError(f"HiGHS failed: {type(exc).__name__}: {exc}") from None
+    t_total = time.perf_counter() - t2
+    t_transfer = _timer_total(timer, "set_instance")
+    t_solve = _timer_total(timer, "optimize")
+    timings = {
+        "candidates_s": t_cand,
+        "build_s": t_build,
+        "transfer_s": t_transfer,
+        "solve_s": t_solve if t_solve else t_total - t_transfer,
+    }
+    status = _STATUS.get(res.termination_condition, "error")
+    bound = res.objective_bound
+    bound = float(bound) if bound is not None and math.isfinite(bound) else None
+    info = {
+        "name": "HiGHS",
+        "termination": str(res.termination_condition.name),
+        "threads": o.threads,
+        "seed": o.seed,
+        "mip_gap": o.mip_gap,
+        "time_limit_s": o.time_limit_s,
+        "families_s": family_times,
+    }
+    if status == "infeasible":
+        return SolveResult("infeasible", None, bound, None, None, timings, size, info)
+    if res.solution_status not in (SolutionStatus.optimal, SolutionStatus.feasible):
+        if status in ("time_limit", "interrupted"):
+            raise NoIncumbentError(
+                f"HiGHS stopped ({status}) after {t_total:.1f} s without a feasible solution; "
+                "raise --time-limit"
+            )
+        raise SolverError(f"HiGHS ended with {res.termination_condition.name} and no solution")
+    res.solution_loader.load_vars()
+    decisions = decode(m, md)
+    t3 = time.perf_counter()
+    objective = _polish(m, opt, o)
+    timings["polish_s"] = time.perf_counter() - t3
+    if bound is not None and status == "optimal":
+        bound = min(bound, objective)
+    gap = relative_gap(objective, bound)
+    return SolveResult(status, objective, bound, gap, decisions, timings, size, info)
+
+
+def _polish(m: pyo.ConcreteModel, opt, o: SolveOptions) -> float:
+    """Fix every integer variable at its value and re-solve the LP: the objective is then the
+    exact value of the decisions (HiGHS incumbents may leave slack in continuous variables)."""
+    fixed = []
+    for v in m.component_data_objects(pyo.Var):
+        if v.is_integer() and not v.fixed:
+            v.fix(round(pyo.value(v)))
+            fixed.append(v)
+    try:
+        res = opt.solve(
+            m,
+            threads=o.threads,
+            solver_options=_options(o),
+            load_solutions=False,
+            raise_exception_on_nonoptimal_result=False,
+        )
+        if res.solution_status != SolutionStatus.optimal:
+            raise SolverError(
+                f"polishing LP ended with {res.termination_condition.name}; please report"
+            )
+        res.solution_loader.load_vars()
+        return float(pyo.value(m.obj))
+    finally:
+        for v in fixed:
+            v.unfix()
+
+
+def _timer_total(timer: HierarchicalTimer, name: str) -> float:
+    try:
+        return float(timer.timers[name].total_time)
+    except (KeyError, AttributeError):
+        return 0.0

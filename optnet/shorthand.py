@@ -136,7 +136,7 @@ class TransformerSpec(BaseModel):
     prefetch, parameter-server pull) hidden behind compute."""
 
     pipeline_schedule: Literal["gpipe", "1f1b"] = "1f1b"
-    """Pipeline schedule; both have bubble fraction (pp - 1) / m but different p2p critical paths."""
+    """Pipeline schedule; both have bubble fraction (pp - 1) / m, their p2p paths differ."""
 
     compression: Literal["none", "qsgd", "dgc"] = "none"
     """Gradient compression applied to the dp gradient collective (``dp_grad``) only."""
@@ -222,7 +222,7 @@ def flops_per_iteration(spec: TransformerSpec) -> float:
 
 
 def microbatches(spec: TransformerSpec, dp: int) -> int:
-    """Micro-batches per pipeline per iteration, m = B / (b * dp); raises ValueError unless whole."""
+    """Micro-batches per pipeline per iteration, m = B / (b * dp); ValueError unless integral."""
     per_step = spec.micro_batch * dp
     if spec.global_batch % per_step != 0:
         raise ValueError(
@@ -269,9 +269,7 @@ def moe_layers_per_stage(layers: int, pp: int, interval: int) -> int:
     k*L/pp + 1 .. (k+1)*L/pp.
     """
     per_stage = layers // pp
-    return max(
-        (k + 1) * per_stage // interval - k * per_stage // interval for k in range(pp)
-    )
+    return max((k + 1) * per_stage // interval - k * per_stage // interval for k in range(pp))
 
 
 def _check_layout(spec: TransformerSpec, tp: int, pp: int, dp: int, ep: int) -> int:
@@ -306,7 +304,9 @@ def _coll(name: str, kind: str, group: str, message_bytes: float, count: int, ov
     }
 
 
-def derive(spec: TransformerSpec, tp: int, pp: int, dp: int, ep: int = 1) -> tuple[float, list[dict]]:
+def derive(
+    spec: TransformerSpec, tp: int, pp: int, dp: int, ep: int = 1
+) -> tuple[float, list[dict]]:
     """Return (compute_time_us, collectives) for one iteration of one rank's critical path.
 
     gpus = tp * pp * dp; m = B / (b * dp); slots = m + pp - 1; act = b * s * h * bytes_per_param;

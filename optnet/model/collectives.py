@@ -4,7 +4,7 @@ provide.
 Variables
     x[c,a] in {0,1}   collective c runs algorithm a
     alpha[p] >= 0     latency of slot pair p's link (us)
-    beta[p] >= 0      inverse bandwidth of slot pair p's link (us per byte)
+    beta[p] >= 0      inverse bandwidth of slot pair p's link (us per MB)
     t[c,a,g,s] >= 0   duration of one repetition of step s of group g under algorithm a
     T[c] >= 0         time of collective c (us)
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pyomo.environ as pyo
 
-from optnet.model.data import ModelData
+from optnet.model.data import MB, ModelData
 
 
 def collective_index(md: ModelData) -> list[tuple[int, int]]:
@@ -34,7 +34,7 @@ def _pair(j: int, a: int, b: int) -> tuple[int, int, int]:
 
 
 def _step_terms(md: ModelData):
-    """(j, ci, a, g, s) -> distinct (pair, alpha_mult, bytes) of its transfers; and counts."""
+    """(j, ci, a, g, s) -> distinct (pair, alpha_mult, MB) of its transfers; and counts."""
     terms: dict[tuple, set] = {}
     counts: dict[tuple, int] = {}
     for j, jc in enumerate(md.cands):
@@ -45,7 +45,7 @@ def _step_terms(md: ModelData):
                         key = (j, ci, a, g, s)
                         counts[key] = st.count
                         terms[key] = {
-                            (_pair(j, gs.slots[x], gs.slots[y]), st.alpha_mult, nbytes)
+                            (_pair(j, gs.slots[x], gs.slots[y]), st.alpha_mult, nbytes / MB)
                             for x, y, nbytes in st.transfers
                         }
     return {k: sorted(v) for k, v in terms.items()}, counts

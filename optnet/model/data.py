@@ -14,6 +14,11 @@ from optnet.instance import Instance
 
 Pair = tuple[int, int, int]  # (job, slot a, slot b) with a < b
 
+#: Bytes are counted in MB and inverse bandwidths in us per MB inside the MILP: with bytes and
+#: us/byte the matrix spanned 13 orders of magnitude and HiGHS presolve wrongly declared feasible
+#: models infeasible. Times stay in microseconds.
+MB = 1e6
+
 
 @dataclass
 class ModelData:
@@ -34,7 +39,7 @@ class ModelData:
     alpha_lp: dict[tuple[int, int], float] = field(default_factory=dict)
     alpha_pkt: dict[tuple[int, int], float] = field(default_factory=dict)
     beta_pkt: dict[tuple[int, int], float] = field(default_factory=dict)
-    beta_lp: dict[int, float] = field(default_factory=dict)  # q -> 1/(q rate)
+    beta_lp: dict[int, float] = field(default_factory=dict)  # q -> 1/(q rate), us per MB
     alpha_max: float = 0.0
     beta_max: float = 0.0
     alpha_min: float = 0.0
@@ -81,8 +86,8 @@ def model_data(
         md.alpha_lp[(r, s)] = physics.lightpath_latency_us(inst, r, s)
         if inst.packet is not None:
             md.alpha_pkt[(r, s)] = physics.packet_latency_us(inst, r, s)
-            md.beta_pkt[(r, s)] = physics.packet_inverse_rate(inst, r, s)
-    md.beta_lp = {q: physics.lightpath_inverse_rate(inst, q) for q in range(1, md.max_lightpaths + 1)}
+            md.beta_pkt[(r, s)] = physics.packet_inverse_rate(inst, r, s) * MB
+    md.beta_lp = {q: physics.lightpath_inverse_rate(inst, q) * MB for q in range(1, md.max_lightpaths + 1)}
     alphas = list(md.alpha_lp.values()) + list(md.alpha_pkt.values())
     betas = list(md.beta_lp.values()) + list(md.beta_pkt.values())
     md.alpha_max, md.alpha_min = max(alphas), min(alphas)

@@ -1,0 +1,203 @@
+"""The ``optnet`` command line: solve, evaluate, validate, report, schema.
+
+Exit codes (README): 0 optimal / feasible decisions; 1 feasible but not proven optimal
+(time limit, interrupt); 2 bad input; 3 infeasible instance; 4 solver error; 5 no incumbent;
+6 evaluated decisions infeasible.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import traceback
+from pathlib import Path
+
+import click
+
+from optnet import errors
+from optnet.errors import OptnetError
+
+OBJECTIVES = ("max-iteration", "weighted-sum")
+
+
+def _handle_errors(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, debug: bool = False, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except OptnetError as exc:
+            if debug:
+                traceback.print_exc()
+            click.echo(f"optnet: {exc}", err=True)
+            sys.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("optnet: interrupted", err=True)
+            sys.exit(130)
+
+    return click.option("--debug", is_flag=True, help="Show tracebacks for errors.")(wrapper)
+
+
+def _output(results: dict, out: str | None, fmt: str, force: bool) -> None:
+    from optnet.report import text_report
+    from optnet.results import dumps, write_atomic
+
+    text = dumps(results) if fmt == "json" else text_report(results)
+    if out:
+        write_atomic(out, text, force=force)
+    else:
+        click.echo(text, nl=False)
+
+
+_common = [
+    click.option("-w", "--workload", type=click.Path(dir_okay=False), help="Workload YAML (overrides the instance's)."),
+    click.option("--objective", type=click.Choice(OBJECTIVES), default="max-iteration", show_default=True),
+    click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="Write results here (atomically)."),
+    click.option("--format", "fmt", type=click.Choice(["json", "text"]), default="json", show_default=True),
+    click.option("--force", is_flag=True, help="Overwrite an existing output file."),
+]
+
+
+def _with(options):
+    def deco(fn):
+        for opt in reversed(options):
+            fn = opt(fn)
+        return fn
+
+    return deco
+
+
+@click.group()
+@click.version_option(package_name="optnet")
+def main() -> None:
+    """optnet: joint MILP co-optimisation of optical fabrics and distributed GPU training."""
+
+
+@main.command()
+@click.argument("instance", type=click.Path(dir_okay=False))
+@_with(_common)
+@click.option("--time-limit", type=click.FloatRange(min=0.01), default=60.0, show_default=True, help="Seconds.")
+@click.option("--mip-gap", type=click.FloatRange(min=0, max=1), default=1e-4, show_default=True)
+@click.option("--threads", type=click.IntRange(min=1, max=256), default=1, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--strategy", type=click.Choice(["joint", "sequential"]), default="joint", show_default=True,
+              help="joint: one MILP over all decisions; sequential: the staged baseline.")
+@click.option("--reproducible", is_flag=True, help="Leave wall-clock timings out (byte-identical JSON).")
+@_handle_errors
+def solve(instance, workload, objective, out, fmt, force, time_limit, mip_gap, threads, seed,
+          strategy, reproducible) -> None:
+    """Jointly choose placement, OCS circuits, wavelengths and collective algorithms."""
+    from optnet.evaluate import evaluate
+    from optnet.instance import load_instance
+    from optnet.results import build_results
+    from optnet.solve import SolveOptions, solve_instance
+    from optnet.strategies import explain_infeasible, solve_sequential
+
+    if out and Path(out).exists() and not force:
+        raise OptnetError(f"{out}: exists; pass --force to overwrite")
+    inst = load_instance(instance, workload)
+    opts = SolveOptions(objective, time_limit, mip_gap, threads, seed)
+    res = solve_sequential(inst, opts) if strategy == "sequential" else solve_instance(inst, opts)
+    if res.status == "infeasible":
+        raise errors.InfeasibleError(explain_infeasible(inst, opts))
+    ev = evaluate(inst, res.decisions, objective)
+    results = build_results(
+        inst, res.decisions, ev, objective_name=objective, status=res.status,
+        objective=res.objective, bound=res.bound, gap=res.gap, timings=res.timings,
+        solver=res.solver, model_size=res.model_size, reproducible=reproducible,
+    )
+    if strategy == "sequential":
+        results["strategy"] = "sequential"
+    _output(results, out, fmt, force)
+    if not ev.feasible:
+        raise errors.SolverError("internal error: the evaluator rejects the MILP's decisions:\n  "
+                                 + "\n  ".join(ev.violations))
+    if res.objective is not None and ev.objective_us is not None and abs(
+        res.objective - ev.objective_us
+    ) > 1e-6 * max(1.0, abs(ev.objective_us)):
+        raise errors.SolverError(
+            f"internal error: MILP objective {res.objective} != evaluator {ev.objective_us}"
+        )
+    sys.exit(errors.EXIT_OK if res.status == "optimal" else errors.EXIT_FEASIBLE_NOT_PROVEN)
+
+
+@main.command("evaluate")
+@click.argument("instance", type=click.Path(dir_okay=False))
+@click.argument("solution", type=click.Path(dir_okay=False))
+@_with(_common)
+@_handle_errors
+def evaluate_cmd(instance, solution, workload, objective, out, fmt, force) -> None:
+    """Check and score a full set of decisions (a solution or results file)."""
+    from optnet.decisions import from_json
+    from optnet.evaluate import evaluate
+    from optnet.instance import load_instance
+    from optnet.results import build_results
+
+    inst = load_instance(instance, workload)
+    try:
+        raw = Path(solution).read_text(encoding="utf-8")
+        data = json.loads(raw)
+    except FileNotFoundError:
+        raise errors.input_error(solution, "", "file not found") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise errors.input_error(solution, "", f"not valid JSON: {exc}") from None
+    d = from_json(inst, data, solution)
+    ev = evaluate(inst, d, objective)
+    results = build_results(
+        inst, d, ev, objective_name=objective,
+        status="feasible" if ev.feasible else "infeasible",
+        objective=ev.objective_us, bound=None, gap=None, reproducible=True,
+    )
+    _output(results, out, fmt, force)
+    if not ev.feasible:
+        click.echo("optnet: the decisions are infeasible:", err=True)
+        for v in ev.violations:
+            click.echo(f"  - {v}", err=True)
+        sys.exit(errors.EXIT_EVALUATION_INFEASIBLE)
+
+
+@main.command()
+@click.argument("instance", type=click.Path(dir_okay=False))
+@click.option("-w", "--workload", type=click.Path(dir_okay=False))
+@_handle_errors
+def validate(instance, workload) -> None:
+    """Check an instance without solving; print a one-line summary."""
+    from optnet.candidates import all_candidates
+    from optnet.instance import load_instance
+
+    inst = load_instance(instance, workload)
+    all_candidates(inst)
+    click.echo(
+        f"{instance}: ok - {len(inst.racks)} racks, {len(inst.servers)} servers x "
+        f"{inst.gpus_per_server} GPUs, {len(inst.ocses)} OCS, "
+        f"{inst.wavelengths_per_fibre} wavelengths, {len(inst.jobs)} jobs"
+    )
+
+
+@main.command()
+@click.argument("result", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_handle_errors
+def report(result, fmt) -> None:
+    """Print a readable report of a results file."""
+    from optnet.report import text_report
+
+    try:
+        data = json.loads(Path(result).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise errors.input_error(result, "", "file not found") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise errors.input_error(result, "", f"not valid JSON: {exc}") from None
+    if not isinstance(data, dict) or "schema_version" not in data:
+        raise errors.input_error(result, "schema_version", "not an optnet results file")
+    click.echo(text_report(data) if fmt == "text" else json.dumps(data, indent=2), nl=False)
+
+
+@main.command()
+@click.argument("part", type=click.Choice(["instance", "topology", "workload"]), default="instance")
+def schema(part) -> None:
+    """Print the JSON Schema of the input format."""
+    from optnet import schema as s
+
+    model = {"instance": s.InstanceFile, "topology": s.Cluster, "workload": s.Workload}[part]
+    click.echo(json.dumps(model.model_json_schema(), indent=2))

@@ -1,0 +1,113 @@
+"""The results contract: one JSON document per solve or evaluation, written atomically.
+
+``solve`` and ``evaluate`` both produce it, so every later tool reads one format. Keys are stable
+(``schema_version`` bumps when they change); every number carries its unit in its key.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from optnet import __version__
+from optnet.decisions import Decisions, to_json
+from optnet.errors import OptnetError
+from optnet.evaluate import Evaluation
+from optnet.instance import Instance
+
+SCHEMA_VERSION = "1.0"
+
+
+def build_results(
+    inst: Instance,
+    decisions: Decisions,
+    ev: Evaluation,
+    *,
+    objective_name: str,
+    status: str,
+    objective: float | None,
+    bound: float | None,
+    gap: float | None,
+    timings: dict[str, float] | None = None,
+    solver: dict[str, Any] | None = None,
+    model_size: dict[str, int] | None = None,
+    reproducible: bool = False,
+) -> dict[str, Any]:
+    """Assemble the results document (``reproducible`` drops wall-clock fields)."""
+    max_compute = max((j.compute_time_us for j in inst.jobs), default=0.0)
+    comm_gap = None
+    if objective is not None and bound is not None and objective_name == "max-iteration":
+        above = objective - max_compute
+        comm_gap = max(0.0, (objective - bound) / above) if above > 0 else 0.0
+    dec = to_json(inst, decisions)
+    out: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "optnet_version": __version__,
+        "status": status,
+        "objective_name": objective_name,
+        "objective": objective,
+        "objective_unit": "us",
+        "bound": bound,
+        "gap": gap,
+        "comm_gap": comm_gap,
+        "feasible": ev.feasible,
+        "violations": ev.violations,
+        "instance": {"name": inst.name, "input_hash": inst.input_hash, "files": inst.files},
+    }
+    if not reproducible:
+        out["timings"] = {k: round(v, 6) for k, v in (timings or {}).items()}
+    if solver is not None:
+        s = dict(solver)
+        if reproducible:
+            s.pop("families_s", None)
+        out["solver"] = s
+    if model_size is not None:
+        out["model_size"] = model_size
+    out["placement"] = dec["placement"]
+    out["circuits"] = dec["circuits"]
+    out["lightpaths"] = ev.lightpaths
+    out["algorithms"] = dec["algorithms"]
+    out["collectives"] = ev.collectives
+    out["schedule"] = ev.schedule
+    out["jobs"] = ev.jobs
+    out["links"] = ev.links
+    return _clean(out)
+
+
+def _clean(x: Any) -> Any:
+    """Round floats to 9 significant digits (stable text) and map non-finite values to None."""
+    if isinstance(x, float):
+        if not math.isfinite(x):
+            return None
+        return float(f"{x:.9g}")
+    if isinstance(x, dict):
+        return {k: _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    return x
+
+
+def dumps(results: dict[str, Any]) -> str:
+    return json.dumps(results, indent=2, sort_keys=False) + "\n"
+
+
+def write_atomic(path: str | Path, text: str, force: bool = False) -> None:
+    """Write ``text`` to ``path`` via a temporary file and rename; never overwrite without force."""
+    path = Path(path)
+    if path.exists() and not force:
+        raise OptnetError(f"{path}: exists; pass --force to overwrite")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,134 @@
+"""Exhaustive search over every decision of a tiny instance, scored by the evaluator alone.
+
+Enumerates: every injective map of job slots to servers; every port matching of every OCS
+(loopbacks where allowed); every number of lightpaths 0..T_k on every OCS for every slot pair
+of every job (transceivers first-free, wavelengths first-fit on each circuit; first-fit is
+exact here because a trunk is joined to exactly one other trunk, so a circuit's lightpaths need
+pairwise distinct wavelengths and nothing else); and, for each collective, its best algorithm
+(the iteration time is nondecreasing in each collective's time and a collective's time depends
+only on its own algorithm, so choosing per collective is exhaustive). Every candidate set of
+decisions is checked and scored by ``optnet.evaluate``; nothing here touches the MILP.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+
+from optnet.candidates import all_candidates
+from optnet.decisions import Circuit, Decisions, Lightpath
+from optnet.evaluate import _option_time, evaluate, pair_link
+from optnet.instance import Instance
+
+
+def _matchings(items: list[int], loopback: bool):
+    """All sets of disjoint circuits over ``items`` (pairs, plus self-loops if allowed)."""
+    if not items:
+        yield []
+        return
+    first, rest = items[0], items[1:]
+    yield from _matchings(rest, loopback)  # first unused
+    if loopback:
+        for m in _matchings(rest, loopback):
+            yield [(first, first)] + m
+    for i, other in enumerate(rest):
+        for m in _matchings(rest[:i] + rest[i + 1 :], loopback):
+            yield [(first, other)] + m
+
+
+def brute_force(inst: Instance, objective: str = "max-iteration"):
+    """Return (best objective, best decisions, number of feasible decision sets scored)."""
+    cands = all_candidates(inst)
+    slots = [(j, m) for j, job in enumerate(inst.jobs) for m in range(job.slots)]
+    servers = list(range(len(inst.servers)))
+    ocs_used = sorted(set(inst.transceiver_ocs))
+    trx_of = {k: [t for t, o in enumerate(inst.transceiver_ocs) if o == k] for k in ocs_used}
+    circuit_options = [
+        [(k, m) for m in _matchings(list(inst.ocses[k].racks), inst.ocses[k].loopback)]
+        for k in ocs_used
+    ]
+    pair_keys = [
+        (j, a, b, k)
+        for j, job in enumerate(inst.jobs)
+        for a, b in itertools.combinations(range(job.slots), 2)
+        for k in ocs_used
+    ]
+    counts = [range(len(trx_of[k]) + 1) for (_j, _a, _b, k) in pair_keys]
+    best, best_d, scored = None, None, 0
+    for perm in itertools.permutations(servers, len(slots)):
+        placement = defaultdict(list)
+        for (j, _m), s in zip(slots, perm):
+            placement[j].append(s)
+        placement = {j: tuple(v) for j, v in placement.items()}
+        for circ_combo in itertools.product(*circuit_options):
+            circuits = [
+                Circuit(k, min(a, b), max(a, b)) for k, match in circ_combo for a, b in match
+            ]
+            circ_set = {(c.ocs, c.rack_a, c.rack_b) for c in circuits}
+            for n_combo in itertools.product(*counts):
+                lps = _lightpaths(inst, placement, pair_keys, n_combo, trx_of, circ_set)
+                if lps is None:
+                    continue
+                d = Decisions(placement, circuits, lps, {})
+                d.algorithms = _best_algorithms(inst, cands, d)
+                if d.algorithms is None:
+                    continue
+                ev = evaluate(inst, d, objective, cands)
+                if not ev.feasible:
+                    continue
+                scored += 1
+                if best is None or ev.objective_us < best - 1e-9:
+                    best, best_d = ev.objective_us, d
+    return best, best_d, scored
+
+
+def _lightpaths(inst, placement, pair_keys, n_combo, trx_of, circ_set):
+    used_trx = defaultdict(int)
+    next_wl = defaultdict(int)
+    out = []
+    W = inst.wavelengths_per_fibre
+    for (j, a, b, k), n in zip(pair_keys, n_combo):
+        sa, sb = placement[j][a], placement[j][b]
+        ra, rb = inst.servers[sa].rack, inst.servers[sb].rack
+        key = (k, min(ra, rb), max(ra, rb))
+        for _ in range(n):
+            if key not in circ_set:
+                return None
+            if used_trx[(sa, k)] >= len(trx_of[k]) or used_trx[(sb, k)] >= len(trx_of[k]):
+                return None
+            ta, tb = trx_of[k][used_trx[(sa, k)]], trx_of[k][used_trx[(sb, k)]]
+            used_trx[(sa, k)] += 1
+            used_trx[(sb, k)] += 1
+            w_ab = next_wl[key]
+            w_ba = w_ab if ra != rb else w_ab + 1
+            if w_ba >= W:
+                return None
+            next_wl[key] = w_ba + 1
+            out.append(Lightpath(k, sa, ta, sb, tb, w_ab, w_ba))
+    return out
+
+
+def _best_algorithms(inst, cands, d):
+    q = defaultdict(int)
+    for lp in d.lightpaths:
+        q[(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))] += 1
+    algs = {}
+    for j, jc in enumerate(cands):
+        servers = d.placement[j]
+        links = {}
+        for a, b in itertools.combinations(range(jc.job.slots), 2):
+            sa, sb = servers[a], servers[b]
+            key = (min(sa, sb), max(sa, sb))
+            links[key] = pair_link(inst, sa, sb, q[key])
+        for ci, cc in enumerate(jc.collectives):
+            best = None
+            for opt in cc.options:
+                t, _bd, missing = _option_time(opt, servers, links)
+                if missing:
+                    continue
+                if best is None or t < best[0] - 1e-12:
+                    best = (t, opt.algorithm)
+            if best is None:
+                return None
+            algs[(j, ci)] = best[1]
+    return algs

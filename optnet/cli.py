@@ -34,6 +34,15 @@ def _handle_errors(fn):
         except KeyboardInterrupt:
             click.echo("optnet: interrupted", err=True)
             sys.exit(130)
+        except Exception as exc:  # a bug in optnet: say so plainly, traceback only on --debug
+            if debug:
+                traceback.print_exc()
+            click.echo(
+                f"optnet: internal error: {type(exc).__name__}: {exc} "
+                "(please report it; --debug shows the traceback)",
+                err=True,
+            )
+            sys.exit(errors.EXIT_SOLVER)
 
     return click.option("--debug", is_flag=True, help="Show tracebacks for errors.")(wrapper)
 

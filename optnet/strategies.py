@@ -66,7 +66,7 @@ def solve_sequential(inst: Instance, options: SolveOptions | None = None) -> Sol
     decisions = decode(m, md)
     objective = _polish(m, opt, o)
     return SolveResult(
-        "optimal", objective, None, None, decisions,
+        "feasible", objective, None, None, decisions,
         {"total_s": time.perf_counter() - t0}, {}, {"name": "HiGHS", "strategy": "sequential"},
     )
 

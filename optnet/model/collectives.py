@@ -191,28 +191,82 @@ def add_collective_time(m: pyo.ConcreteModel, md: ModelData) -> None:
     m.collective_time = pyo.Constraint(m.OPTION_GROUPS, rule=rule)
 
 
-def collective_lower_bound(md: ModelData, j: int, ci: int) -> float:
-    """A valid lower bound on T[c]: the best option with every link at the best alpha and beta
-    any decision could give (docs/model.md §5.5; the calibration's per-job cut)."""
-    best = float("inf")
-    for a, opt in enumerate(md.cands[j].collectives[ci].options):
-        worst = 0.0
-        for g, gs in enumerate(opt.groups):
-            total = sum(
-                st.count
-                * max(
-                    mult * md.alpha_min + nbytes * md.beta_min
-                    for _p, mult, nbytes in md.step_terms[(j, ci, a, g, s)]
-                )
-                for s, st in enumerate(gs.steps)
-            )
-            worst = max(worst, total)
-        best = min(best, opt.constant_us + worst)
-    return best
+def mandatory_pairs(md: ModelData, j: int) -> dict[int, set]:
+    """Slot -> pairs that must have a lightpath whatever is chosen (collectives with a single
+    option, such as pipeline send/recv), when there is no packet fabric."""
+    out: dict[int, set] = {}
+    for ci, cc in enumerate(md.cands[j].collectives):
+        if len(cc.options) != 1:
+            continue
+        for g, gs in enumerate(cc.options[0].groups):
+            for s in range(len(gs.steps)):
+                for pair, _mult, _mb in md.step_terms[(j, ci, 0, g, s)]:
+                    out.setdefault(pair[1], set()).add(pair)
+                    out.setdefault(pair[2], set()).add(pair)
+    return out
+
+
+def option_lower_bound(md: ModelData, j: int, ci: int, a: int) -> float:
+    """A valid lower bound on option a's time under every decision (docs/model.md §5.5).
+
+    Each transfer costs at least ``mult * alpha_min + bytes * beta_p``. A slot v of the option's
+    pair set with ``deg`` pairs has at most T transceivers (T = sum_k T_k): if a step uses d of
+    its pairs, and (without a packet fabric) each of the other deg - d pairs needs a lightpath,
+    one of the d step pairs has at most ``cap = floor((T - (deg - d)) / d)`` lightpaths (deg also
+    counts the slot's mandatory pairs, ``mandatory_pairs``), so the
+    step lasts at least ``count * (mult * alpha_min + bytes_min(v) * beta(cap))``, where beta(0)
+    is the packet fabric's best beta (or the option is impossible: +inf).
+    """
+    opt = md.cands[j].collectives[ci].options[a]
+    T = md.max_lightpaths
+    beta_pkt = min(md.beta_pkt.values()) if md.has_packet else None
+    mandatory = {} if md.has_packet else mandatory_pairs(md, j)
+    worst = 0.0
+    for g, gs in enumerate(opt.groups):
+        deg: dict[int, set] = {}
+        for s in range(len(gs.steps)):
+            for pair, _mult, _mb in md.step_terms[(j, ci, a, g, s)]:
+                deg.setdefault(pair[1], set()).add(pair)
+                deg.setdefault(pair[2], set()).add(pair)
+        total = 0.0
+        for s, st in enumerate(gs.steps):
+            terms = md.step_terms[(j, ci, a, g, s)]
+            best = max(mult * md.alpha_min + mb * md.beta_min for _p, mult, mb in terms)
+            at: dict[int, list] = {}
+            for pair, mult, mb in terms:
+                at.setdefault(pair[1], []).append((pair, mult, mb))
+                at.setdefault(pair[2], []).append((pair, mult, mb))
+            for v, ts in at.items():
+                d = len({p for p, _m, _b in ts})
+                others = 0 if md.has_packet else len(deg[v] | mandatory.get(v, set())) - d
+                cap = (T - others) // d
+                if cap >= 1:
+                    beta = md.beta_lp[min(cap, T)]
+                    if beta_pkt is not None:
+                        beta = min(beta, beta_pkt)
+                elif beta_pkt is not None:
+                    beta = beta_pkt
+                else:
+                    return float("inf")
+                mult = min(m for _p, m, _b in ts)
+                mb = min(b for _p, _m, b in ts)
+                best = max(best, mult * md.alpha_min + mb * beta)
+            total += st.count * best
+        worst = max(worst, total)
+    return opt.constant_us + worst
 
 
 def add_collective_lower_bound(m: pyo.ConcreteModel, md: ModelData) -> None:
-    """T[c] >= LB_c (valid for every decision; tightens the LP relaxation)."""
+    """T[c] >= sum_a LB_{c,a} x[c,a]; options that cannot be connected at all get x[c,a] = 0.
+
+    Valid for every decision (exactly one option is chosen); tightens the LP relaxation.
+    """
+    lb = {o: option_lower_bound(md, *o) for o in m.OPTIONS}
+    for o, v in lb.items():
+        if v == float("inf"):
+            m.x[o].fix(0)
     m.collective_lower_bound = pyo.Constraint(
-        m.COLLECTIVES, rule=lambda m, j, ci: m.T[j, ci] >= collective_lower_bound(md, j, ci)
+        m.COLLECTIVES,
+        rule=lambda m, j, ci: m.T[j, ci]
+        >= sum(lb[o] * m.x[o] for o in m.OPTIONS if o[:2] == (j, ci) and lb[o] < float("inf")),
     )

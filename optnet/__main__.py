@@ -1,0 +1,3 @@
+from optnet.cli import main
+
+main()

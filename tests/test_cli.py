@@ -1,0 +1,129 @@
+"""End to end: the CLI on the bundled instances, every exit code, atomic outputs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+from conftest import INSTANCES
+
+from optnet import errors
+from optnet.cli import main
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+@pytest.mark.parametrize("name", ["tiny", "small"])
+def test_solve_bundled_matches_evaluate(name, tmp_path):
+    out = tmp_path / "r.json"
+    r = run("solve", str(INSTANCES / f"{name}.yaml"), "-o", str(out))
+    assert r.exit_code == errors.EXIT_OK, r.output
+    res = json.loads(out.read_text())
+    assert res["status"] == "optimal"
+    assert res["feasible"] is True
+    ev_out = tmp_path / "e.json"
+    r = run("evaluate", str(INSTANCES / f"{name}.yaml"), str(out), "-o", str(ev_out))
+    assert r.exit_code == 0, r.output
+    ev = json.loads(ev_out.read_text())
+    assert ev["objective"] == pytest.approx(res["objective"], rel=1e-6)
+    assert res["gap"] <= 1e-4
+    for key in ("placement", "circuits", "lightpaths", "collectives", "schedule", "jobs", "links"):
+        assert res[key], key
+    assert set(res["timings"]) >= {"build_s", "transfer_s", "solve_s"}
+
+
+@pytest.mark.parametrize("name", ["tiny", "realistic"])
+def test_hand_made_solutions_are_accepted(name):
+    sol = INSTANCES / f"{name}.solution.json"
+    r = run("evaluate", str(INSTANCES / f"{name}.yaml"), str(sol), "--format", "text")
+    assert r.exit_code == 0, r.output
+    assert "status: feasible" in r.output
+
+
+def test_reproducible_output_is_byte_identical(tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    for out in (a, b):
+        r = run("solve", str(INSTANCES / "small.yaml"), "--reproducible", "--seed", "3", "-o", str(out))
+        assert r.exit_code == 0
+    assert a.read_bytes() == b.read_bytes()
+    assert "timings" not in json.loads(a.read_text())
+
+
+def test_output_not_overwritten_without_force(tmp_path):
+    out = tmp_path / "r.json"
+    out.write_text("precious")
+    r = run("solve", str(INSTANCES / "tiny.yaml"), "-o", str(out))
+    assert r.exit_code == errors.EXIT_INPUT
+    assert out.read_text() == "precious"
+    r = run("solve", str(INSTANCES / "tiny.yaml"), "-o", str(out), "--force")
+    assert r.exit_code == 0
+    assert json.loads(out.read_text())["status"] == "optimal"
+
+
+def test_bad_input_exit_2_without_traceback(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((INSTANCES / "tiny.yaml").read_text().replace("rate_gbps: 100", "rate_gbps: -5"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "optnet", "solve", str(bad)], capture_output=True, text=True
+    )
+    assert proc.returncode == errors.EXIT_INPUT
+    assert "Traceback" not in proc.stderr
+    assert "bad.yaml" in proc.stderr and "topology.transceivers.rate_gbps" in proc.stderr
+    assert "-5" in proc.stderr
+
+
+def test_infeasible_instance_is_explained(tmp_path):
+    text = (INSTANCES / "tiny.yaml").read_text()
+    text = text.replace("attach: [ocs0, ocs1]", "attach: [ocs0]").replace(
+        "wavelengths_per_fibre: 2", "wavelengths_per_fibre: 1"
+    )
+    inf = tmp_path / "inf.yaml"
+    inf.write_text(text)
+    r = run("solve", str(inf))
+    assert r.exit_code == errors.EXIT_INFEASIBLE
+    assert "infeasible" in r.output and "wavelengths" in r.output
+
+
+def test_evaluate_rejects_infeasible_decisions(tmp_path):
+    sol = json.loads((INSTANCES / "tiny.solution.json").read_text())
+    sol["lightpaths"][0]["wavelengths"] = [7, 7]
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps(sol))
+    r = run("evaluate", str(INSTANCES / "tiny.yaml"), str(f))
+    assert r.exit_code == errors.EXIT_EVALUATION_INFEASIBLE
+    assert "not on the grid" in r.output
+
+
+def test_time_limited_answer_is_not_called_optimal(tmp_path):
+    out = tmp_path / "r.json"
+    r = run("solve", str(INSTANCES / "realistic.yaml"), "--time-limit", "1", "-o", str(out))
+    if r.exit_code == errors.EXIT_NO_INCUMBENT:
+        assert "without a feasible solution" in r.output
+        return
+    assert r.exit_code == errors.EXIT_FEASIBLE_NOT_PROVEN, r.output
+    res = json.loads(out.read_text())
+    assert res["status"] == "time_limit"
+    assert res["gap"] is None or res["gap"] > 0
+
+
+def test_schema_and_validate():
+    r = run("schema", "topology")
+    assert r.exit_code == 0
+    assert "wavelengths_per_fibre" in json.loads(r.output)["properties"]
+    r = run("validate", str(INSTANCES / "realistic.yaml"))
+    assert r.exit_code == 0 and "16 servers" in r.output
+
+
+def test_report_reads_results(tmp_path):
+    out = tmp_path / "r.json"
+    run("solve", str(INSTANCES / "tiny.yaml"), "-o", str(out))
+    r = run("report", str(out))
+    assert r.exit_code == 0
+    assert "iteration us" in r.output and "Lightpaths" in r.output
+    r = run("report", str(INSTANCES / "tiny.yaml"))
+    assert r.exit_code == errors.EXIT_INPUT

@@ -44,6 +44,8 @@ class Option:
     constant_us: float
     """NVLink phases plus local reduction (gamma): independent of placement and optics."""
     groups: tuple[GroupSteps, ...]
+    nvlink_us: float = 0.0
+    """The NVLink part of ``constant_us`` (the rest is local reduction)."""
 
 
 @dataclass(frozen=True)
@@ -171,7 +173,7 @@ def _send_recv(inst: Instance, job: JobSpec, spec: CollectiveSpec) -> Collective
         )
         groups = (GroupSteps(slots, (step,)),)
     span = 2 if pair_bytes else 1
-    return CollectiveCandidates(-1, spec, (Option("direct", const, groups),), span, 2)
+    return CollectiveCandidates(-1, spec, (Option("direct", const, groups, const),), span, 2)
 
 
 def _traffic(inst: Instance, job: JobSpec, spec: CollectiveSpec) -> CollectiveCandidates:
@@ -197,7 +199,9 @@ def _traffic(inst: Instance, job: JobSpec, spec: CollectiveSpec) -> CollectiveCa
         pos = {s: i for i, s in enumerate(slots)}
         step = coll.Step(tuple(sorted((pos[a], pos[b], nb) for (a, b), nb in pair_bytes.items())))
         groups = (GroupSteps(slots, (step,)),)
-    return CollectiveCandidates(-1, spec, (Option("direct", const, groups),), job.slots, job.gpus)
+    return CollectiveCandidates(
+        -1, spec, (Option("direct", const, groups, const),), job.slots, job.gpus
+    )
 
 
 def _server_bytes(kind: str, n: float, g: int, c: int, p: int, N: int) -> float:
@@ -234,8 +238,9 @@ def collective_candidates(
         if p < 2:
             cc = CollectiveCandidates(-1, spec, (Option("none", 0.0, ()),), N, p)
         elif N == 1:
-            const = _intra_us(inst, spec.kind, g, n) + _gamma_us(inst, spec.kind, "ring", p, n)
-            cc = CollectiveCandidates(-1, spec, (Option("nvlink_ring", const, ()),), N, p)
+            nv = _intra_us(inst, spec.kind, g, n)
+            const = nv + _gamma_us(inst, spec.kind, "ring", p, n)
+            cc = CollectiveCandidates(-1, spec, (Option("nvlink_ring", const, (), nv),), N, p)
         else:
             algs = coll.algorithms_for(spec.kind, N)
             if spec.algorithms is not None:
@@ -262,7 +267,7 @@ def collective_candidates(
                     )
                     for slots, _g, c in groups
                 )
-                options.append(Option(a, intra + _gamma_us(inst, spec.kind, a, p, n), gs))
+                options.append(Option(a, intra + _gamma_us(inst, spec.kind, a, p, n), gs, intra))
             cc = CollectiveCandidates(-1, spec, tuple(options), N, p)
     return CollectiveCandidates(ji, cc.spec, cc.options, cc.span_slots, cc.ranks)
 

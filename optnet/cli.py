@@ -203,10 +203,18 @@ def report(result, fmt) -> None:
 
 
 @main.command()
-@click.argument("part", type=click.Choice(["instance", "topology", "workload"]), default="instance")
+@click.argument(
+    "part", type=click.Choice(["instance", "topology", "workload", "results"]), default="instance"
+)
 def schema(part) -> None:
-    """Print the JSON Schema of the input format."""
+    """Print the JSON Schema of the input format (or of the results)."""
     from optnet import schema as s
+    from optnet.results_schema import Results
 
-    model = {"instance": s.InstanceFile, "topology": s.Cluster, "workload": s.Workload}[part]
+    model = {
+        "instance": s.InstanceFile,
+        "topology": s.Cluster,
+        "workload": s.Workload,
+        "results": Results,
+    }[part]
     click.echo(json.dumps(model.model_json_schema(), indent=2))

@@ -31,11 +31,12 @@ def decode(m: pyo.ConcreteModel, md: ModelData) -> Decisions:
         servers_of[j].append(free[r][taken[r]])
         taken[r] += 1
     d.placement = {j: tuple(v) for j, v in sorted(servers_of.items())}
-    d.circuits = [Circuit(k, r, s) for k, r, s in md.circuits if _on(m.c[k, r, s])]
+    used_circuits = set()
     # lightpaths: transceivers first-free per server and OCS; wavelengths first-fit per circuit
     next_trx: dict[tuple[int, int], int] = defaultdict(int)
     next_wl: dict[tuple[int, int, int], int] = defaultdict(int)
     trx_of_ocs = {k: [t for t, o in enumerate(inst.transceiver_ocs) if o == k] for k in md.ocs}
+    grid = inst.usable_wavelengths
     for j, a, b in md.pairs:
         sa, sb = d.placement[j][a], d.placement[j][b]
         ra, rb = inst.servers[sa].rack, inst.servers[sb].rack
@@ -47,10 +48,13 @@ def decode(m: pyo.ConcreteModel, md: ModelData) -> Decisions:
                 next_trx[(sa, k)] += 1
                 next_trx[(sb, k)] += 1
                 key = (k, min(ra, rb), max(ra, rb))
+                used_circuits.add(key)
                 w_ab = next_wl[key]
                 w_ba = w_ab if ra != rb else w_ab + 1
                 next_wl[key] = w_ba + 1
-                d.lightpaths.append(Lightpath(k, sa, ta, sb, tb, w_ab, w_ba))
+                d.lightpaths.append(Lightpath(k, sa, ta, sb, tb, grid[w_ab], grid[w_ba]))
+    # a circuit that carries no lightpath changes nothing: report only the ones in use
+    d.circuits = [Circuit(*key) for key in sorted(used_circuits)]
     d.algorithms = {
         (j, ci): md.cands[j].collectives[ci].options[a].algorithm
         for j, ci, a in m.OPTIONS

@@ -247,7 +247,7 @@ def evaluate(
             sa, sb = servers[a], servers[b]
             key = (min(sa, sb), max(sa, sb))
             links[key] = pair_link(inst, sa, sb, q[key])
-        exposed = overlappable = 0.0
+        exposed = overlappable = nvlink_busy = 0.0
         phases = []
         for ci, cc in enumerate(jc.collectives):
             names = [o.algorithm for o in cc.options]
@@ -293,7 +293,8 @@ def evaluate(
                         "propagation": bd["prop"],
                         "serialisation": bd["ser"],
                         "reconfiguration": 0.0,
-                        "intra_server": opt.constant_us,
+                        "intra_server": opt.nvlink_us,
+                        "reduction": opt.constant_us - opt.nvlink_us,
                     },
                     "algbw_gbytes_per_s": algbw,
                     "busbw_gbytes_per_s": algbw * busbw_factor(cc.spec.kind, p)
@@ -302,6 +303,7 @@ def evaluate(
                 }
             )
             phases.append((cc.spec.name, per_iter, cc.spec.overlap))
+            nvlink_busy += cc.spec.count * opt.nvlink_us
         hidden_excess = max(0.0, overlappable - job.compute_time_us)
         it = job.compute_time_us + exposed + hidden_excess
         iteration.append(it)
@@ -316,6 +318,7 @@ def evaluate(
                 "exposed_comm_us": comm_exposed,
                 "gpu_utilisation": job.compute_time_us / it if it > 0 else 1.0,
                 "weight": job.weight,
+                "nvlink_busy_us": nvlink_busy,
             }
         )
         ev.schedule[job.name] = _job_schedule(job.compute_time_us, phases)
@@ -421,8 +424,10 @@ def _fibre_utilisation(inst: Instance, d: Decisions) -> list[dict]:
 
 
 def _nvlink_links(inst: Instance, d: Decisions, ev: Evaluation) -> list[dict]:
+    """Each server's NVLink domain: the fraction of the iteration its NVLink phases take."""
     out = []
     for job in ev.jobs:
+        it = job["iteration_time_us"]
         for s in job["servers"]:
             out.append(
                 {
@@ -430,6 +435,8 @@ def _nvlink_links(inst: Instance, d: Decisions, ev: Evaluation) -> list[dict]:
                     "type": "nvlink",
                     "job": job["name"],
                     "rate_gbps": inst.nvlink_rate_gbps,
+                    "busy_us": job["nvlink_busy_us"],
+                    "utilisation": job["nvlink_busy_us"] / it if it > 0 else 0.0,
                 }
             )
     return out

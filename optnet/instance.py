@@ -101,6 +101,18 @@ class Instance:
     """The validated input as plain data (for exports and re-loading with changes)."""
 
     @property
+    def usable_wavelengths(self) -> tuple[int, ...]:
+        """Wavelength indices every transceiver can use: the grid, or the tunable subset.
+
+        All transceivers share one tunable set, so a circuit can carry as many lightpaths per
+        direction as there are usable wavelengths (docs/model.md §5.3).
+        """
+        grid = range(self.wavelengths_per_fibre)
+        if self.transceiver_wavelengths is None:
+            return tuple(grid)
+        return tuple(w for w in grid if w in set(self.transceiver_wavelengths))
+
+    @property
     def transceivers_per_ocs(self) -> tuple[int, ...]:
         """T_k: transceivers of one server attached to OCS k."""
         return tuple(self.transceiver_ocs.count(k) for k in range(len(self.ocses)))

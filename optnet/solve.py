@@ -148,6 +148,9 @@ def solve_instance(
                 "raise --time-limit"
             )
         raise SolverError(f"HiGHS ended with {res.termination_condition.name} and no solution")
+    if o.relax:  # a relaxation (for diagnosis): its decisions need not be decodable
+        obj = res.incumbent_objective
+        return SolveResult(status, obj, bound, relative_gap(obj, bound), None, timings, size, info)
     res.solution_loader.load_vars()
     decisions = decode(m, md)
     t3 = time.perf_counter()

@@ -86,7 +86,7 @@ def _lightpaths(inst, placement, pair_keys, n_combo, trx_of, circ_set):
     used_trx = defaultdict(int)
     next_wl = defaultdict(int)
     out = []
-    W = inst.wavelengths_per_fibre
+    grid = inst.usable_wavelengths
     for (j, a, b, k), n in zip(pair_keys, n_combo):
         sa, sb = placement[j][a], placement[j][b]
         ra, rb = inst.servers[sa].rack, inst.servers[sb].rack
@@ -101,10 +101,10 @@ def _lightpaths(inst, placement, pair_keys, n_combo, trx_of, circ_set):
             used_trx[(sb, k)] += 1
             w_ab = next_wl[key]
             w_ba = w_ab if ra != rb else w_ab + 1
-            if w_ba >= W:
+            if w_ba >= len(grid):
                 return None
             next_wl[key] = w_ba + 1
-            out.append(Lightpath(k, sa, ta, sb, tb, w_ab, w_ba))
+            out.append(Lightpath(k, sa, ta, sb, tb, grid[w_ab], grid[w_ba]))
     return out
 
 

@@ -12,6 +12,7 @@ from conftest import INSTANCES
 
 from optnet import errors
 from optnet.cli import main
+from optnet.results_schema import Results
 
 
 def run(*args: str):
@@ -24,6 +25,7 @@ def test_solve_bundled_matches_evaluate(name, tmp_path):
     r = run("solve", str(INSTANCES / f"{name}.yaml"), "-o", str(out))
     assert r.exit_code == errors.EXIT_OK, r.output
     res = json.loads(out.read_text())
+    Results.model_validate(res)
     assert res["status"] == "optimal"
     assert res["feasible"] is True
     ev_out = tmp_path / "e.json"
@@ -115,6 +117,8 @@ def test_schema_and_validate():
     r = run("schema", "topology")
     assert r.exit_code == 0
     assert "wavelengths_per_fibre" in json.loads(r.output)["properties"]
+    r = run("schema", "results")
+    assert "busbw_gbytes_per_s" in r.output
     r = run("validate", str(INSTANCES / "realistic.yaml"))
     assert r.exit_code == 0 and "16 servers" in r.output
 

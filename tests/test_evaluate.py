@@ -122,6 +122,17 @@ def test_loopback_where_the_ocs_forbids_it():
     _assert_violation(ev, "circuits", "ocs0", "does not allow loopback")
 
 
+def test_circuit_on_an_ocs_the_rack_has_no_trunk_into():
+    one_ocs = _tiny_variant(transceivers=lambda t: {**t, "attach": ["ocs0"]})
+    assert one_ocs.ocses[OCS1].racks == ()
+    d = _base()
+    assert evaluate(one_ocs, d).feasible
+    d.circuits.append(Circuit(OCS1, R0, R1))
+    ev = evaluate(one_ocs, d)
+    _assert_violation(ev, "circuits", "rack r0 has no trunk into ocs1")
+    _assert_violation(ev, "circuits", "rack r1 has no trunk into ocs1")
+
+
 # --------------------------------------------------------------------------- lightpaths
 
 

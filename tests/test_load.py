@@ -570,17 +570,29 @@ def _slots(doc) -> list[tuple]:
     return out
 
 
-MUTATIONS = ["delete", "replace", "unknown_key", "negate", "huge", "nest", "stringify"]
-HUGE = [10**18 + 1, 2**64, 10**400, 1e19, 1e308, float("inf"), float("-inf"), float("nan")]
+MUTATIONS = ["delete", "replace", "unknown_key", "negate", "extreme", "nest", "stringify"]
+EXTREME = [10**18 + 1, 2**64, 10**400, 1e19, 1e308, float("inf"), float("-inf"), float("nan")]
+EXTREME += [0, 0.0, 5e-324, 1e-300]
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 @st.composite
 def mutated(draw, seed: dict):
+    """``seed`` with 1-3 random mutations: a key deleted, a value replaced by a random value
+    of any type, an unknown key added, a number negated or made extreme, a value nested
+    deeply, a value turned into text."""
     doc = copy.deepcopy(seed)
     for _ in range(draw(st.integers(1, 3))):
-        slots = _slots(doc)
-        container, key = slots[draw(st.integers(0, len(slots) - 1))]
         op = draw(st.sampled_from(MUTATIONS))
+        slots = _slots(doc)
+        if op in ("negate", "extreme"):
+            slots = [s for s in slots if _is_number(s[0][s[1]])] or slots
+        if not slots:
+            break
+        container, key = slots[draw(st.integers(0, len(slots) - 1))]
         value = container[key]
         if op == "delete":
             if isinstance(container, dict):
@@ -593,10 +605,10 @@ def mutated(draw, seed: dict):
             target = value if isinstance(value, dict) else container
             if isinstance(target, dict):
                 target[draw(st.text(min_size=1, max_size=8))] = draw(_json_values())
-        elif op == "negate" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        elif op == "negate" and _is_number(value):
             container[key] = -value if value else -1
-        elif op == "huge":
-            container[key] = draw(st.sampled_from(HUGE))
+        elif op == "extreme":
+            container[key] = draw(st.sampled_from(EXTREME))
         elif op == "nest":
             for _ in range(draw(st.integers(1, 80))):
                 value = [value] if draw(st.booleans()) else {"x": value}

@@ -60,10 +60,11 @@ def add_transceiver_limit(m: pyo.ConcreteModel, md: ModelData) -> None:
 
 
 def add_wavelength_capacity(m: pyo.ConcreteModel, md: ModelData) -> None:
-    """Circuit (k,r,s), r < s:  sum_p (l[p,k,r,s] + l[p,k,s,r]) <= W * c[k,r,s];
+    """W = usable wavelengths (the grid, or the transceivers' tunable subset).
+    Circuit (k,r,s), r < s:  sum_p (l[p,k,r,s] + l[p,k,s,r]) <= W * c[k,r,s];
     loopback (k,r,r):        2 * sum_p l[p,k,r,r]            <= W * c[k,r,r];
     and no lightpath where no circuit can exist: l[p,k,r,s] = 0 if (k,r,s) is not a circuit."""
-    W = md.inst.wavelengths_per_fibre if "wavelengths" not in md.relax else 10**6
+    W = len(md.inst.usable_wavelengths) if "wavelengths" not in md.relax else 10**6
     circuits = set(md.circuits)
 
     def cap(m, k, r, s):

@@ -92,9 +92,10 @@ def main() -> None:
 @click.option("--strategy", type=click.Choice(["joint", "sequential"]), default="joint", show_default=True,
               help="joint: one MILP over all decisions; sequential: the staged baseline.")
 @click.option("--reproducible", is_flag=True, help="Leave wall-clock timings out (byte-identical JSON).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 @_handle_errors
 def solve(instance, workload, objective, out, fmt, force, time_limit, mip_gap, threads, seed,
-          strategy, reproducible) -> None:
+          strategy, reproducible, quiet) -> None:
     """Jointly choose placement, OCS circuits, wavelengths and collective algorithms."""
     from optnet.evaluate import evaluate
     from optnet.instance import load_instance
@@ -105,7 +106,7 @@ def solve(instance, workload, objective, out, fmt, force, time_limit, mip_gap, t
     if out and Path(out).exists() and not force:
         raise OptnetError(f"{out}: exists; pass --force to overwrite")
     inst = load_instance(instance, workload)
-    opts = SolveOptions(objective, time_limit, mip_gap, threads, seed)
+    opts = SolveOptions(objective, time_limit, mip_gap, threads, seed, quiet=quiet)
     res = solve_sequential(inst, opts) if strategy == "sequential" else solve_instance(inst, opts)
     if res.status == "infeasible":
         raise errors.InfeasibleError(explain_infeasible(inst, opts))

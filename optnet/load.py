@@ -134,7 +134,7 @@ def _parse(raw: bytes, name: str) -> Any:
         raise input_error(name, "", "file is empty; expected a YAML mapping")
     try:
         _scan(text)
-        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader (C or Python)
+        data = yaml.load(text, Loader=_Loader)  # a safe loader (C or Python)
     except _Dups as dups:
         raise InputError([Problem(name, f, m) for f, m in dups.items]) from None
     except _Bad as bad:

@@ -62,8 +62,9 @@ def build_results(
         out["timings"] = {k: round(v, 6) for k, v in (timings or {}).items()}
     if solver is not None:
         s = dict(solver)
-        if reproducible:
-            s.pop("families_s", None)
+        if reproducible:  # wall-clock measurements differ run to run
+            for key in [k for k in s if k.endswith("_s") and k != "time_limit_s"]:
+                s.pop(key)
         out["solver"] = s
     if model_size is not None:
         out["model_size"] = model_size

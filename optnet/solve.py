@@ -10,6 +10,7 @@ A solve with no incumbent raises NoIncumbentError; a HiGHS failure raises Solver
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from optnet.decode import decode
 from optnet.errors import NoIncumbentError, SolverError
 from optnet.instance import Instance
 from optnet.model import build_model, model_data
+from optnet.progress import Progress
 
 
 @dataclass
@@ -35,6 +37,8 @@ class SolveOptions:
     threads: int = 1
     seed: int = 0
     relax: frozenset[str] = frozenset()
+    quiet: bool = True
+    """False: show progress (elapsed, incumbent, bound, gap) on stderr."""
 
 
 @dataclass
@@ -105,7 +109,14 @@ def solve_instance(
     opt = SolverFactory("highs")
     timer = HierarchicalTimer()
     t2 = time.perf_counter()
+    progress = Progress(o.time_limit_s, quiet=o.quiet)
     try:
+        timer.start("set_instance")
+        opt.set_instance(m)
+        timer.stop("set_instance")
+        progress.attach(opt._solver_model)  # highspy callbacks (pyomo_highs.md §4)
+        progress.start()
+        logging.getLogger("pyomo.contrib.solver").setLevel(logging.ERROR)
         res = opt.solve(
             m,
             threads=o.threads,
@@ -118,6 +129,8 @@ def solve_instance(
         )
     except Exception as exc:  # HiGHS or interface failure: report, never a traceback
         raise SolverError(f"HiGHS failed: {type(exc).__name__}: {exc}") from None
+    finally:
+        progress.close()
     t_total = time.perf_counter() - t2
     t_transfer = _timer_total(timer, "set_instance")
     t_solve = _timer_total(timer, "optimize")
@@ -128,6 +141,13 @@ def solve_instance(
         "solve_s": t_solve if t_solve else t_total - t_transfer,
     }
     status = _STATUS.get(res.termination_condition, "error")
+    if progress.interrupted_by_deadline and status in ("interrupted", "error"):
+        status = "time_limit"  # optnet's own deadline interrupted HiGHS
+    elif status == "error" and res.solution_status in (
+        SolutionStatus.feasible,
+        SolutionStatus.optimal,
+    ):
+        status = "interrupted"  # HiGHS kInterrupt (Ctrl-C), which Pyomo does not map
     bound = res.objective_bound
     bound = float(bound) if bound is not None and math.isfinite(bound) else None
     info = {
@@ -138,6 +158,7 @@ def solve_instance(
         "mip_gap": o.mip_gap,
         "time_limit_s": o.time_limit_s,
         "families_s": family_times,
+        "first_incumbent_s": progress.first_incumbent_s,
     }
     if status == "infeasible":
         return SolveResult("infeasible", None, bound, None, None, timings, size, info)

@@ -669,3 +669,76 @@ def test_random_bytes_never_crash(tmp_path, raw):
     path = tmp_path / "b.yaml"
     path.write_bytes(raw)
     _loads_or_input_error(path, tmp_path)
+
+
+# A seed that exercises the transformer shorthand (every optional field written out, so that
+# mutations reach them) and the optional topology parts.
+TRANSFORMER = copy.deepcopy(BASE)
+TRANSFORMER["constants"] = {"smf_delay_us_per_km": 5.0, "message_overhead_us": 1.0}
+TRANSFORMER["topology"]["packet_fabric"] = {"rate_gbps": 100.0, "oversubscription": 2.0}
+TRANSFORMER["topology"]["transceivers"]["wavelengths"] = [0, 1]
+TRANSFORMER["workload"]["jobs"][0] = {
+    "name": "train",
+    "gpus": 8,
+    "parallelism": {"tp": 2, "pp": 2, "dp": 2},
+    "transformer": {
+        "layers": 4,
+        "hidden": 64,
+        "heads": 4,
+        "seq_len": 16,
+        "global_batch": 8,
+        "vocab": 100,
+        "ffn_hidden": 256,
+        "params": 1e6,
+        "micro_batch": 1,
+        "bytes_per_param": 2,
+        "gpu_peak_tflops": 900.0,
+        "mfu": 0.5,
+        "bucket_mb": 25.0,
+        "overlap_grad_sync": 0.1,
+        "compression": "qsgd",
+        "compression_ratio": 4.0,
+        "codec_gbytes_per_s": 100.0,
+    },
+}
+TRANSFORMER["workload"]["jobs"][1]["traffic_bytes"] = [[0.0] * 8 for _ in range(8)]
+
+SHORTHAND_CRASH = (
+    "instance.py only catches ValueError from shorthand.derive(); extreme but schema-valid "
+    "numbers raise OverflowError / ZeroDivisionError there (reported, not fixed here)"
+)
+
+
+def test_transformer_seed_loads(tmp_path):
+    inst = load_instance(write(tmp_path, "t.yaml", TRANSFORMER))
+    assert {c.name for c in inst.jobs[0].collectives} >= {"tp_allreduce", "dp_grad"}
+
+
+@pytest.mark.xfail(raises=(OverflowError, ZeroDivisionError), strict=False, reason=SHORTHAND_CRASH)
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"params": float("inf")},
+        {"params": 1e308, "bytes_per_param": 8},
+        {"bucket_mb": 5e-324},
+        {"gpu_peak_tflops": 1e-300, "mfu": 1e-300},
+        {"layers": 10**400},
+        {"bytes_per_param": 10**400},
+        {"seq_len": 10**320},
+    ],
+)
+def test_extreme_transformer_numbers_are_input_errors(tmp_path, change):
+    doc = copy.deepcopy(TRANSFORMER)
+    doc["workload"]["jobs"][0]["transformer"].update(change)
+    path = write(tmp_path, "t.yaml", doc)
+    with pytest.raises(InputError):
+        load_instance(path)
+
+
+@pytest.mark.xfail(raises=(OverflowError, ZeroDivisionError), strict=False, reason=SHORTHAND_CRASH)
+@PROPERTY
+@given(doc=mutated(TRANSFORMER))
+def test_mutated_transformer_instances_never_crash(tmp_path, doc):
+    path = tmp_path / "t.yaml"
+    path.write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8")
+    _loads_or_input_error(path, tmp_path)

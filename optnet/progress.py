@@ -1,0 +1,74 @@
+"""Solver progress on stderr and optnet's own wall-clock limit, through HiGHS callbacks.
+
+HiGHS fires ``cbMipInterrupt`` many thousand times a second; we print at most ``rate_hz`` lines
+per second (elapsed, incumbent, bound, gap) and interrupt the solve once optnet's own deadline has
+passed (the calibration note measured HiGHS overrunning its limit by 78 s with parallel on).
+Pyomo captures the process's stdout/stderr during a solve, so lines go to a duplicate of the
+original stderr taken before the solve (pyomo_highs.md §4).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from typing import IO
+
+
+class Progress:
+    """Subscribe to a highspy model; ``deadline_s`` is measured from ``start()``."""
+
+    def __init__(self, deadline_s: float | None, quiet: bool = True, rate_hz: float = 2.0):
+        self.deadline_s = deadline_s
+        self.quiet = quiet
+        self.period = 1.0 / rate_hz
+        self.t0 = time.perf_counter()
+        self.last = -math.inf
+        self.first_incumbent_s: float | None = None
+        self.interrupted_by_deadline = False
+        self.stream: IO[str] | None = None
+
+    def start(self) -> None:
+        self.t0 = time.perf_counter()
+        if not self.quiet and self.stream is None:
+            try:
+                self.stream = os.fdopen(os.dup(sys.stderr.fileno()), "w", buffering=1)
+            except (OSError, ValueError, AttributeError):
+                self.stream = None
+
+    def attach(self, highs) -> None:
+        highs.cbMipInterrupt.subscribe(self._on_interrupt)
+        highs.cbMipImprovingSolution.subscribe(self._on_improving)
+
+    def close(self) -> None:
+        if self.stream is not None:
+            if self.last > -math.inf:
+                self.stream.write("\n")
+            self.stream.close()
+            self.stream = None
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.t0
+
+    def _on_improving(self, e) -> None:
+        if self.first_incumbent_s is None:
+            self.first_incumbent_s = self.elapsed()
+
+    def _on_interrupt(self, e) -> None:
+        t = self.elapsed()
+        if self.deadline_s is not None and t >= self.deadline_s:
+            self.interrupted_by_deadline = True
+            e.interrupt()
+        if self.stream is not None and t - self.last >= self.period:
+            self.last = t
+            d = e.data_out
+            inc, bnd = d.mip_primal_bound, d.mip_dual_bound
+            gap = d.mip_gap
+            inc_s = f"{inc:,.1f} us" if math.isfinite(inc) and abs(inc) < 1e29 else "none"
+            bnd_s = f"{bnd:,.1f} us" if math.isfinite(bnd) and abs(bnd) < 1e29 else "none"
+            gap_s = f"{100 * gap:.3f} %" if math.isfinite(gap) and gap < 1e29 else "-"
+            self.stream.write(
+                f"\r[optnet] {t:7.1f} s  incumbent {inc_s:>16}  bound {bnd_s:>16}  gap {gap_s:>9}"
+            )
+            self.stream.flush()

@@ -61,3 +61,41 @@ def decode(m: pyo.ConcreteModel, md: ModelData) -> Decisions:
         if _on(m.x[j, ci, a])
     }
     return d.canonical()
+
+
+def encode(m: pyo.ConcreteModel, md: ModelData, d: Decisions) -> list[tuple]:
+    """The inverse of :func:`decode` for the integer variables: values of y, c, n, z and x that
+    reproduce decisions ``d`` (for a warm start). Slots are matched to servers as ``d`` places
+    them; pairs whose lightpaths the model cannot represent are left at zero."""
+    inst = md.inst
+    values: list[tuple] = []
+    rack_of = {}
+    for j, servers in d.placement.items():
+        for s, server in enumerate(servers):
+            rack_of[(j, s)] = inst.servers[server].rack
+    for j, s in md.slots:
+        for r in md.racks:
+            values.append((m.y[j, s, r], 1.0 if rack_of.get((j, s)) == r else 0.0))
+    used = {(c.ocs, c.rack_a, c.rack_b) for c in d.circuits}
+    for key in md.circuits:
+        values.append((m.c[key], 1.0 if key in used else 0.0))
+    count: dict[tuple, int] = defaultdict(int)
+    for lp in d.lightpaths:
+        count[(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b), lp.ocs)] += 1
+    for j, a, b in md.pairs:
+        servers = d.placement.get(j)
+        total = 0
+        for k in md.ocs:
+            n = 0
+            if servers is not None:
+                sa, sb = servers[a], servers[b]
+                n = count.get((min(sa, sb), max(sa, sb), k), 0)
+            values.append((m.n[j, a, b, k], float(n)))
+            total += n
+        for q in m.COUNTS:
+            values.append((m.z[j, a, b, q], 1.0 if q == total else 0.0))
+    for j, ci, a in m.OPTIONS:
+        alg = d.algorithms.get((j, ci))
+        name = md.cands[j].collectives[ci].options[a].algorithm
+        values.append((m.x[j, ci, a], 1.0 if alg == name else 0.0))
+    return values

@@ -218,10 +218,11 @@ def timeline_figure(job: str, phases: list[dict], iteration_us: float | None) ->
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     ax.legend(
-        handles=legend, loc="upper center", bbox_to_anchor=(0.5, -0.32 - 0.05 / len(lanes)),
-        ncol=min(6, len(legend)), frameon=False, fontsize=8,
+        handles=legend, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8,
+        title="phase", title_fontsize=8,
     )  # fmt: skip
-    fig.subplots_adjust(left=0.17, right=0.98, top=0.86, bottom=0.42 - 0.04 * len(lanes))
+    h = fig.get_figheight()
+    fig.subplots_adjust(left=0.17, right=0.8, top=1 - 0.4 / h, bottom=0.55 / h)
     return fig
 
 
@@ -392,8 +393,8 @@ def ocs_figure(results: dict[str, Any], phase: str) -> Figure:
     for i, ocs in enumerate(names):
         ax = fig.add_subplot(nrows, ncols, i + 1)
         ax.set_aspect("equal")
-        ax.set_xlim(-1.55, 1.55)
-        ax.set_ylim(-1.55, 1.55)
+        ax.set_xlim(-1.8, 1.8)
+        ax.set_ylim(-1.75, 1.75)
         ax.set_axis_off()
         circuits = [
             c
@@ -421,7 +422,7 @@ def ocs_figure(results: dict[str, Any], phase: str) -> Figure:
                            linestyle=style)
                 )  # fmt: skip
                 if jobs:
-                    ax.text(1.47 * x, 1.47 * y, str(len(jobs)), ha="center", va="center",
+                    ax.text(1.2 * x, 1.2 * y, str(len(jobs)), ha="center", va="center",
                             fontsize=7, color=colour)  # fmt: skip
                 continue
             (xa, ya), (xb, yb) = pos.get(pa, (0, 1)), pos.get(pb, (0, -1))
@@ -442,8 +443,8 @@ def ocs_figure(results: dict[str, Any], phase: str) -> Figure:
             ax.add_patch(Circle((x, y), 0.1, facecolor="white", edgecolor="#333333", zorder=3))
             ax.text(x, y, str(p), ha="center", va="center", fontsize=7, zorder=4)
             if p in pmap:
-                ax.text(1.33 * x if abs(x) > 0.3 else x, 1.33 * y, pmap[p], ha="center",
-                        va="center", fontsize=8, color="#333333")  # fmt: skip
+                ax.text(1.55 * x, 1.52 * y, pmap[p], ha="center", va="center", fontsize=8,
+                        color="#333333")  # fmt: skip
         ax.set_title(f"{ocs}: {len(circuits)} circuit{'s' * (len(circuits) != 1)}", fontsize=9)
     fig.suptitle(
         f"OCS port matchings, phase {phase} (node: port and rack; line: circuit, "
@@ -452,7 +453,12 @@ def ocs_figure(results: dict[str, Any], phase: str) -> Figure:
     )
     used = [j for j in colours if any(j in v for v in load.values())]
     handles = [Patch(facecolor=colours[j], label=j) for j in used]
-    handles.append(Patch(facecolor="#333333", label="several jobs"))
+    if any(len(set(v)) > 1 for v in load.values()):
+        handles.append(Patch(facecolor="#333333", label="several jobs"))
+    if any(not load.get((c.get("ocs"), frozenset(c.get("racks", [])))) for c in
+           results.get("circuits", [])):  # fmt: skip
+        handles.append(Patch(facecolor="white", edgecolor="#333333", linestyle="--",
+                             label="no lightpath"))  # fmt: skip
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False, fontsize=8)
     fig.subplots_adjust(left=0.02, right=0.98, top=1 - 0.5 / fig.get_figheight(), bottom=0.08,
                         wspace=0.05, hspace=0.15)  # fmt: skip

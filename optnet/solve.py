@@ -22,7 +22,7 @@ from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondi
 
 from optnet.candidates import JobCandidates, all_candidates
 from optnet.decisions import Decisions
-from optnet.decode import decode
+from optnet.decode import decode, encode
 from optnet.errors import NoIncumbentError, SolverError
 from optnet.instance import Instance
 from optnet.model import build_model, model_data
@@ -87,6 +87,7 @@ def solve_instance(
     options: SolveOptions | None = None,
     cands: tuple[JobCandidates, ...] | None = None,
     available_servers: dict[int, int] | None = None,
+    warm_start: Decisions | None = None,
 ) -> SolveResult:
     """Solve the joint MILP for ``inst``; decisions are decoded and the objective polished
     (the LP with every integer decision fixed), so it is exactly a function of the decisions."""
@@ -115,6 +116,8 @@ def solve_instance(
         opt.set_instance(m)
         timer.stop("set_instance")
         progress.attach(opt._solver_model)  # highspy callbacks (pyomo_highs.md §4)
+        if warm_start is not None:
+            _set_warm_start(opt, m, encode(m, md, warm_start))
         progress.start()
         logging.getLogger("pyomo.contrib.solver").setLevel(logging.ERROR)
         res = opt.solve(
@@ -208,6 +211,29 @@ def _polish(m: pyo.ConcreteModel, opt, o: SolveOptions) -> float:
     finally:
         for v in fixed:
             v.unfix()
+
+
+def _set_warm_start(opt, m: pyo.ConcreteModel, values: list[tuple]) -> None:
+    """Hand HiGHS the integer values of a known solution (continuous ones at 0: HiGHS then fixes
+    the integers and solves the LP to complete it). Private Pyomo API, measured to work in
+    pyomo_highs.md §1; if it changes, the solve simply starts cold."""
+    try:
+        import highspy
+
+        h = opt._solver_model
+        col_of = opt._pyomo_var_to_solver_var_map
+        n = h.getNumCol()
+        cols = [0.0] * n
+        for v, val in values:
+            idx = col_of.get(id(v))
+            if idx is not None:
+                cols[idx] = val
+        sol = highspy.HighsSolution()
+        sol.col_value = cols
+        sol.value_valid = True
+        h.setSolution(sol)
+    except Exception:  # noqa: BLE001 - a warm start is an optimisation, never a failure
+        return
 
 
 def _timer_total(timer: HierarchicalTimer, name: str) -> float:

@@ -12,9 +12,9 @@ import platform
 import statistics
 import sys
 import time
+from importlib import metadata
 from pathlib import Path
 
-from importlib import metadata
 import pyomo
 
 from optnet import __version__

@@ -143,9 +143,19 @@ def _intra_us(inst: Instance, kind: str, g: int, nbytes: float) -> float:
 def _gamma_us(inst: Instance, kind: str, algorithm: str, p: int, nbytes: float) -> float:
     if p < 2:
         return 0.0
-    return coll.gamma_coefficient(kind, algorithm, p) * nbytes * inverse_rate_us_per_byte(
-        inst.reduce_rate_gbps
+    return (
+        coll.gamma_coefficient(kind, algorithm, p)
+        * nbytes
+        * inverse_rate_us_per_byte(inst.reduce_rate_gbps)
     )
+
+
+def _intra_gamma_us(inst: Instance, kind: str, p: int, nbytes: float) -> float:
+    """Reduction work of a collective inside one server: ((p-1)/p) n gamma for the reducing
+    kinds (the ring's share per rank, MPICH's gamma term), 0 for the others."""
+    if kind not in ("all_reduce", "reduce_scatter", "reduce") or p < 2:
+        return 0.0
+    return (p - 1) / p * nbytes * inverse_rate_us_per_byte(inst.reduce_rate_gbps)
 
 
 def _send_recv(inst: Instance, job: JobSpec, spec: CollectiveSpec) -> CollectiveCandidates:
@@ -168,9 +178,7 @@ def _send_recv(inst: Instance, job: JobSpec, spec: CollectiveSpec) -> Collective
     if pair_bytes:
         slots = tuple(sorted({s for p in pair_bytes for s in p}))
         pos = {s: i for i, s in enumerate(slots)}
-        step = coll.Step(
-            tuple(sorted((pos[a], pos[b], nb) for (a, b), nb in pair_bytes.items()))
-        )
+        step = coll.Step(tuple(sorted((pos[a], pos[b], nb) for (a, b), nb in pair_bytes.items())))
         groups = (GroupSteps(slots, (step,)),)
     span = 2 if pair_bytes else 1
     return CollectiveCandidates(-1, spec, (Option("direct", const, groups, const),), span, 2)
@@ -189,10 +197,14 @@ def _traffic(inst: Instance, job: JobSpec, spec: CollectiveSpec) -> CollectiveCa
                 local_bytes[sa] += nb
             else:
                 pair_bytes[(sa, sb)] += nb
-    const = max(
-        (inst.nvlink_latency_us + nb * inverse_rate_us_per_byte(inst.nvlink_rate_gbps))
-        for nb in local_bytes.values()
-    ) if local_bytes else 0.0
+    const = (
+        max(
+            (inst.nvlink_latency_us + nb * inverse_rate_us_per_byte(inst.nvlink_rate_gbps))
+            for nb in local_bytes.values()
+        )
+        if local_bytes
+        else 0.0
+    )
     groups: tuple[GroupSteps, ...] = ()
     if pair_bytes:
         slots = tuple(sorted({s for p in pair_bytes for s in p}))
@@ -239,7 +251,7 @@ def collective_candidates(
             cc = CollectiveCandidates(-1, spec, (Option("none", 0.0, ()),), N, p)
         elif N == 1:
             nv = _intra_us(inst, spec.kind, g, n)
-            const = nv + _gamma_us(inst, spec.kind, "ring", p, n)
+            const = nv + _intra_gamma_us(inst, spec.kind, p, n)
             cc = CollectiveCandidates(-1, spec, (Option("nvlink_ring", const, (), nv),), N, p)
         else:
             algs = coll.algorithms_for(spec.kind, N)

@@ -59,10 +59,25 @@ def _output(results: dict, out: str | None, fmt: str, force: bool) -> None:
 
 
 _common = [
-    click.option("-w", "--workload", type=click.Path(dir_okay=False), help="Workload YAML (overrides the instance's)."),
-    click.option("--objective", type=click.Choice(OBJECTIVES), default="max-iteration", show_default=True),
-    click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="Write results here (atomically)."),
-    click.option("--format", "fmt", type=click.Choice(["json", "text"]), default="json", show_default=True),
+    click.option(
+        "-w",
+        "--workload",
+        type=click.Path(dir_okay=False),
+        help="Workload YAML (overrides the instance's).",
+    ),
+    click.option(
+        "--objective", type=click.Choice(OBJECTIVES), default="max-iteration", show_default=True
+    ),
+    click.option(
+        "-o",
+        "--output",
+        "out",
+        type=click.Path(dir_okay=False),
+        help="Write results here (atomically).",
+    ),
+    click.option(
+        "--format", "fmt", type=click.Choice(["json", "text"]), default="json", show_default=True
+    ),
     click.option("--force", is_flag=True, help="Overwrite an existing output file."),
 ]
 
@@ -85,17 +100,43 @@ def main() -> None:
 @main.command()
 @click.argument("instance", type=click.Path(dir_okay=False))
 @_with(_common)
-@click.option("--time-limit", type=click.FloatRange(min=0.01), default=60.0, show_default=True, help="Seconds.")
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=0.01),
+    default=60.0,
+    show_default=True,
+    help="Seconds.",
+)
 @click.option("--mip-gap", type=click.FloatRange(min=0, max=1), default=1e-4, show_default=True)
 @click.option("--threads", type=click.IntRange(min=1, max=256), default=1, show_default=True)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--strategy", type=click.Choice(["joint", "sequential"]), default="joint", show_default=True,
-              help="joint: one MILP over all decisions; sequential: the staged baseline.")
-@click.option("--reproducible", is_flag=True, help="Leave wall-clock timings out (byte-identical JSON).")
+@click.option(
+    "--strategy",
+    type=click.Choice(["joint", "sequential"]),
+    default="joint",
+    show_default=True,
+    help="joint: one MILP over all decisions; sequential: the staged baseline.",
+)
+@click.option(
+    "--reproducible", is_flag=True, help="Leave wall-clock timings out (byte-identical JSON)."
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 @_handle_errors
-def solve(instance, workload, objective, out, fmt, force, time_limit, mip_gap, threads, seed,
-          strategy, reproducible, quiet) -> None:
+def solve(
+    instance,
+    workload,
+    objective,
+    out,
+    fmt,
+    force,
+    time_limit,
+    mip_gap,
+    threads,
+    seed,
+    strategy,
+    reproducible,
+    quiet,
+) -> None:
     """Jointly choose placement, OCS circuits, wavelengths and collective algorithms."""
     from optnet.evaluate import evaluate
     from optnet.instance import load_instance
@@ -112,19 +153,32 @@ def solve(instance, workload, objective, out, fmt, force, time_limit, mip_gap, t
         raise errors.InfeasibleError(explain_infeasible(inst, opts))
     ev = evaluate(inst, res.decisions, objective)
     results = build_results(
-        inst, res.decisions, ev, objective_name=objective, status=res.status,
-        objective=res.objective, bound=res.bound, gap=res.gap, timings=res.timings,
-        solver=res.solver, model_size=res.model_size, reproducible=reproducible,
+        inst,
+        res.decisions,
+        ev,
+        objective_name=objective,
+        status=res.status,
+        objective=res.objective,
+        bound=res.bound,
+        gap=res.gap,
+        timings=res.timings,
+        solver=res.solver,
+        model_size=res.model_size,
+        reproducible=reproducible,
     )
     if strategy == "sequential":
         results["strategy"] = "sequential"
     _output(results, out, fmt, force)
     if not ev.feasible:
-        raise errors.SolverError("internal error: the evaluator rejects the MILP's decisions:\n  "
-                                 + "\n  ".join(ev.violations))
-    if res.objective is not None and ev.objective_us is not None and abs(
-        res.objective - ev.objective_us
-    ) > 1e-6 * max(1.0, abs(ev.objective_us)):
+        raise errors.SolverError(
+            "internal error: the evaluator rejects the MILP's decisions:\n  "
+            + "\n  ".join(ev.violations)
+        )
+    if (
+        res.objective is not None
+        and ev.objective_us is not None
+        and abs(res.objective - ev.objective_us) > 1e-6 * max(1.0, abs(ev.objective_us))
+    ):
         raise errors.SolverError(
             f"internal error: MILP objective {res.objective} != evaluator {ev.objective_us}"
         )
@@ -154,9 +208,15 @@ def evaluate_cmd(instance, solution, workload, objective, out, fmt, force) -> No
     d = from_json(inst, data, solution)
     ev = evaluate(inst, d, objective)
     results = build_results(
-        inst, d, ev, objective_name=objective,
+        inst,
+        d,
+        ev,
+        objective_name=objective,
         status="feasible" if ev.feasible else "infeasible",
-        objective=ev.objective_us, bound=None, gap=None, reproducible=True,
+        objective=ev.objective_us,
+        bound=None,
+        gap=None,
+        reproducible=True,
     )
     _output(results, out, fmt, force)
     if not ev.feasible:
@@ -186,7 +246,9 @@ def validate(instance, workload) -> None:
 
 @main.command()
 @click.argument("result", type=click.Path(dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
 @_handle_errors
 def report(result, fmt) -> None:
     """Print a readable report of a results file."""

@@ -17,44 +17,112 @@ def _on(v) -> bool:
 
 
 def decode(m: pyo.ConcreteModel, md: ModelData) -> Decisions:
+    """Decisions from variable values.
+
+    Placement: each slot gets a server of its chosen rack, its previous server if it had one
+    there (``--from``), else the first free usable one. Lightpaths: a previous lightpath between
+    the same servers on the same OCS keeps its transceivers and wavelengths where they are free;
+    the rest take the first free transceiver and the first free wavelength of each fibre
+    direction (exact: docs/model.md §5.3).
+    """
     inst = md.inst
     d = Decisions()
-    # placement: slots to racks, then the first free servers of each rack in slot order
-    free = {r: list(inst.racks[r].servers) for r in md.racks}
-    usable = {r: md.rack_capacity[r] for r in md.racks}
-    taken = {r: 0 for r in md.racks}
+    prev = md.previous.decisions if md.previous is not None else None
+    rack_of = {(j, s): next(r for r in md.racks if _on(m.y[j, s, r])) for j, s in md.slots}
+    taken: set[int] = set(md.unavailable)
+    server_of: dict[tuple[int, int], int] = {}
+    if prev is not None:
+        for (j, s), r in rack_of.items():
+            before = prev.placement.get(j)
+            if before is not None and s < len(before):
+                server = before[s]
+                if inst.servers[server].rack == r and server not in taken:
+                    server_of[(j, s)] = server
+                    taken.add(server)
+    for (j, s), r in rack_of.items():
+        if (j, s) in server_of:
+            continue
+        free = [x for x in inst.racks[r].servers if x not in taken]
+        if not free:
+            raise RuntimeError("decoded placement exceeds rack capacity")
+        server_of[(j, s)] = free[0]
+        taken.add(free[0])
     servers_of: dict[int, list[int]] = defaultdict(list)
     for j, s in md.slots:
-        r = next(r for r in md.racks if _on(m.y[j, s, r]))
-        if taken[r] >= usable[r]:
-            raise RuntimeError("decoded placement exceeds rack capacity")
-        servers_of[j].append(free[r][taken[r]])
-        taken[r] += 1
+        servers_of[j].append(server_of[(j, s)])
     d.placement = {j: tuple(v) for j, v in sorted(servers_of.items())}
-    used_circuits = set()
-    # lightpaths: transceivers first-free per server and OCS; wavelengths first-fit per circuit
-    next_trx: dict[tuple[int, int], int] = defaultdict(int)
-    next_wl: dict[tuple[int, int, int], int] = defaultdict(int)
-    trx_of_ocs = {k: [t for t, o in enumerate(inst.transceiver_ocs) if o == k] for k in md.ocs}
+
     grid = inst.usable_wavelengths
+    trx_of_ocs = {k: [t for t, o in enumerate(inst.transceiver_ocs) if o == k] for k in md.ocs}
+    wanted: list[tuple[int, int, int]] = []  # (server a, server b, ocs), one entry per lightpath
     for j, a, b in md.pairs:
         sa, sb = d.placement[j][a], d.placement[j][b]
-        ra, rb = inst.servers[sa].rack, inst.servers[sb].rack
         for k in md.ocs:
-            count = int(round(pyo.value(m.n[j, a, b, k])))
-            for _ in range(count):
-                ta = trx_of_ocs[k][next_trx[(sa, k)]]
-                tb = trx_of_ocs[k][next_trx[(sb, k)]]
-                next_trx[(sa, k)] += 1
-                next_trx[(sb, k)] += 1
-                key = (k, min(ra, rb), max(ra, rb))
-                used_circuits.add(key)
-                w_ab = next_wl[key]
-                w_ba = w_ab if ra != rb else w_ab + 1
-                next_wl[key] = w_ba + 1
-                d.lightpaths.append(Lightpath(k, sa, ta, sb, tb, grid[w_ab], grid[w_ba]))
+            wanted.extend([(sa, sb, k)] * int(round(pyo.value(m.n[j, a, b, k]))))
+    used_trx: set[tuple[int, int]] = set()
+    used_wl: set[tuple[int, int, str, int]] = set()  # (rack, ocs, up|down, wavelength)
+
+    def fibres(lp_ra: int, lp_rb: int, k: int, w_ab: int, w_ba: int):
+        return [
+            (lp_ra, k, "up", w_ab),
+            (lp_rb, k, "down", w_ab),
+            (lp_rb, k, "up", w_ba),
+            (lp_ra, k, "down", w_ba),
+        ]
+
+    lightpaths: list[Lightpath] = []
+    rest = []
+    kept = defaultdict(list)
+    if prev is not None:
+        for lp in prev.lightpaths:
+            kept[(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b), lp.ocs)].append(lp)
+    for sa, sb, k in wanted:
+        ra, rb = inst.servers[sa].rack, inst.servers[sb].rack
+        key = (min(sa, sb), max(sa, sb), k)
+        reused = False
+        while kept[key] and not reused:
+            lp = kept[key].pop(0)
+            ends = {(lp.server_a, lp.transceiver_a), (lp.server_b, lp.transceiver_b)}
+            fs = fibres(
+                inst.servers[lp.server_a].rack,
+                inst.servers[lp.server_b].rack,
+                k,
+                lp.wavelength_ab,
+                lp.wavelength_ba,
+            )
+            if ends & used_trx or set(fs) & used_wl or len(set(fs)) < 4:
+                continue
+            if any(t not in trx_of_ocs[k] for _s, t in ends):
+                continue
+            if lp.wavelength_ab not in grid or lp.wavelength_ba not in grid:
+                continue
+            used_trx |= ends
+            used_wl |= set(fs)
+            lightpaths.append(lp)
+            reused = True
+        if not reused:
+            rest.append((sa, sb, k))
+    for sa, sb, k in rest:
+        ra, rb = inst.servers[sa].rack, inst.servers[sb].rack
+        ta = next(t for t in trx_of_ocs[k] if (sa, t) not in used_trx)
+        used_trx.add((sa, ta))
+        tb = next(t for t in trx_of_ocs[k] if (sb, t) not in used_trx)
+        used_trx.add((sb, tb))
+        w_ab = next(w for w in grid if not {(ra, k, "up", w), (rb, k, "down", w)} & used_wl)
+        used_wl |= {(ra, k, "up", w_ab), (rb, k, "down", w_ab)}
+        w_ba = next(w for w in grid if not {(rb, k, "up", w), (ra, k, "down", w)} & used_wl)
+        used_wl |= {(rb, k, "up", w_ba), (ra, k, "down", w_ba)}
+        lightpaths.append(Lightpath(k, sa, ta, sb, tb, w_ab, w_ba))
+    d.lightpaths = lightpaths
     # a circuit that carries no lightpath changes nothing: report only the ones in use
-    d.circuits = [Circuit(*key) for key in sorted(used_circuits)]
+    d.circuits = sorted(
+        {
+            Circuit(
+                lp.ocs, *sorted((inst.servers[lp.server_a].rack, inst.servers[lp.server_b].rack))
+            )
+            for lp in lightpaths
+        }
+    )
     d.algorithms = {
         (j, ci): md.cands[j].collectives[ci].options[a].algorithm
         for j, ci, a in m.OPTIONS

@@ -44,9 +44,7 @@ def check_placement(inst: Instance, d: Decisions) -> list[str]:
             out.append(f"placement: job {job.name} is not placed")
             continue
         if len(servers) != job.slots:
-            out.append(
-                f"placement: job {job.name} needs {job.slots} servers, got {len(servers)}"
-            )
+            out.append(f"placement: job {job.name} needs {job.slots} servers, got {len(servers)}")
         for s in servers:
             if not 0 <= s < len(inst.servers):
                 out.append(f"placement: job {job.name}: server index {s} does not exist")
@@ -256,8 +254,7 @@ def evaluate(
                 alg = names[0]
             if alg not in names:
                 ev.violations.append(
-                    f"collectives: {job.name}.{cc.spec.name}: algorithm {alg!r} not among "
-                    f"{names}"
+                    f"collectives: {job.name}.{cc.spec.name}: algorithm {alg!r} not among {names}"
                 )
                 continue
             opt = cc.options[names.index(alg)]

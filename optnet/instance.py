@@ -1,6 +1,7 @@
 """The normalised, immutable in-memory model of cluster and workload that every later stage reads.
 
-``load_instance`` = read files (``load.py``) -> semantic checks (all problems at once) -> this model.
+``load_instance`` = read files (``load.py``) -> semantic checks (all problems at once)
+-> this model.
 Indices are plain integers in a fixed order (racks, servers, OCSes, jobs as given in the file), so
 every later stage is deterministic.
 """
@@ -9,12 +10,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from optnet import schema
 from optnet.errors import InputError, Problem
-from optnet.load import load_files
+from optnet.load import load_sections
+
+MAX_SERVERS = 65_536
 
 
 @dataclass(frozen=True)
@@ -134,8 +138,18 @@ class Instance:
 
 def load_instance(path: str | Path, workload_path: str | Path | None = None) -> Instance:
     """Load, validate and normalise an instance; raise :class:`InputError` listing every problem."""
-    inst, cluster, workload, files, topo_file, wl_file = load_files(path, workload_path)
-    return build_instance(inst, cluster, workload, files, topo_file, wl_file, Path(path).stem)
+    s = load_sections(path, workload_path)
+    return build_instance(
+        s.inst,
+        s.cluster,
+        s.workload,
+        s.files,
+        s.topo_file,
+        s.wl_file,
+        Path(path).stem,
+        tprefix=s.topo_prefix,
+        wprefix=s.wl_prefix,
+    )
 
 
 def build_instance(
@@ -146,11 +160,14 @@ def build_instance(
     topo_file: str = "topology",
     wl_file: str = "workload",
     default_name: str = "instance",
+    tprefix: str | None = None,
+    wprefix: str | None = None,
 ) -> Instance:
     """Check cross-references and build the normalised :class:`Instance`."""
     problems: list[Problem] = []
-    tprefix = "topology." if topo_file == wl_file else ""
-    wprefix = "workload." if topo_file == wl_file else ""
+    same = topo_file == wl_file
+    tprefix = tprefix if tprefix is not None else ("topology." if same else "")
+    wprefix = wprefix if wprefix is not None else ("workload." if same else "")
     consts = inst.constants
 
     def tp(field: str, msg: str) -> None:
@@ -175,6 +192,12 @@ def build_instance(
         rack_specs = list(cluster.racks)
     racks: list[Rack] = []
     servers: list[Server] = []
+    total_servers = sum(
+        r.servers if isinstance(r.servers, int) else len(r.servers) for r in rack_specs
+    )
+    if total_servers > MAX_SERVERS:
+        tp("racks", f"{total_servers} servers; at most {MAX_SERVERS} are supported")
+        raise InputError(problems)
     _unique([r.name for r in rack_specs], "racks", "rack", tp)
     for ri, r in enumerate(rack_specs):
         names = (
@@ -212,7 +235,15 @@ def build_instance(
                 f"fibre to it (one port each); need ports >= {len(attached)}",
             )
         ocses.append(
-            Ocs(o.name, o.ports, o.reconfig_delay_us, o.insertion_loss_db, o.power_w, o.loopback, attached)
+            Ocs(
+                o.name,
+                o.ports,
+                o.reconfig_delay_us,
+                o.insertion_loss_db,
+                o.power_w,
+                o.loopback,
+                attached,
+            )
         )
     W = cluster.wavelengths_per_fibre
     wl = cluster.transceivers.wavelengths
@@ -234,7 +265,8 @@ def build_instance(
         wp(
             "jobs",
             f"jobs need {total_slots} servers in total "
-            f"({', '.join(f'{j.name}: {j.slots}' for j in jobs)}) but the cluster has {len(servers)}",
+            f"({', '.join(f'{j.name}: {j.slots}' for j in jobs)}) "
+            f"but the cluster has {len(servers)}",
         )
     if problems:
         raise InputError(problems)
@@ -299,16 +331,29 @@ def _job(j: schema.Job, ji: int, G: int, wp) -> JobSpec:
 
         try:
             derived_compute, derived = derive(j.transformer, p.tp, p.pp, p.dp, p.ep)
-        except ValueError as exc:
-            wp(f"{f}.transformer", str(exc))
+            for d in derived:
+                schema.Collective.model_validate(
+                    {
+                        k: d[k]
+                        for k in ("name", "kind", "group", "message_bytes", "count", "overlap")
+                    }
+                )
+            if not math.isfinite(derived_compute) or not 0 <= derived_compute <= 1e18:
+                raise ValueError(f"derived compute time {derived_compute} us is out of range")
+        except (ValueError, ArithmeticError) as exc:  # pydantic's ValidationError is a ValueError
+            wp(f"{f}.transformer", f"cannot derive the workload: {str(exc).splitlines()[0]}")
             derived_compute, derived = 0.0, []
         if compute is None:
             compute = derived_compute
         for d in derived:
             colls.append(
                 CollectiveSpec(
-                    d["name"], d["kind"], d["group"], float(d["message_bytes"]),
-                    int(d["count"]), float(d["overlap"]),
+                    d["name"],
+                    d["kind"],
+                    d["group"],
+                    float(d["message_bytes"]),
+                    int(d["count"]),
+                    float(d["overlap"]),
                 )
             )
     if compute is None:
@@ -316,10 +361,28 @@ def _job(j: schema.Job, ji: int, G: int, wp) -> JobSpec:
         compute = 0.0
     for ci, c in enumerate(j.collectives):
         if c.kind == "send_recv" and c.group != "pp":
-            wp(f"{f}.collectives[{ci}].group", "send_recv runs between pipeline stages: group must be pp")
+            wp(
+                f"{f}.collectives[{ci}].group",
+                "send_recv runs between pipeline stages: group must be pp",
+            )
+        if c.algorithms is not None:
+            from optnet.collectives import ALGORITHMS
+
+            unknown = [a for a in c.algorithms if a not in ALGORITHMS[c.kind]]
+            if unknown:
+                wp(
+                    f"{f}.collectives[{ci}].algorithms",
+                    f"unknown algorithms {unknown} for {c.kind}; "
+                    f"allowed: {list(ALGORITHMS[c.kind])}",
+                )
         colls.append(
             CollectiveSpec(
-                c.name, c.kind, c.group, c.message_bytes, c.count, c.overlap,
+                c.name,
+                c.kind,
+                c.group,
+                c.message_bytes,
+                c.count,
+                c.overlap,
                 tuple(c.algorithms) if c.algorithms is not None else None,
             )
         )
@@ -330,7 +393,12 @@ def _job(j: schema.Job, ji: int, G: int, wp) -> JobSpec:
         else:
             colls.append(
                 CollectiveSpec(
-                    "traffic", "traffic", "world", float(sum(map(sum, m))), 1, 0.0,
+                    "traffic",
+                    "traffic",
+                    "world",
+                    float(sum(map(sum, m))),
+                    1,
+                    0.0,
                     traffic_bytes=tuple(tuple(float(x) for x in row) for row in m),
                 )
             )

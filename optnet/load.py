@@ -25,7 +25,7 @@ import reprlib
 import stat
 import types
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, NamedTuple, Union, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -618,9 +618,10 @@ def _section(
     root: Path,
     others: dict[Path, str],
     files: dict[str, str],
-) -> tuple[Any, str]:
+) -> tuple[Any, str, str]:
     """Validate one section (``topology`` or ``workload``) given as ``value`` at top-level
-    key ``key`` of ``holder``, following an include; return (model object, file it came from).
+    key ``key`` of ``holder``, following an include; return (model object, file it came from,
+    field prefix of the section in that file: ``"topology."`` inline, ``""`` included).
     """
     what = "topology (cluster)" if key == "topology" else "workload (jobs)"
     field = key
@@ -656,7 +657,7 @@ def _section(
                 f"{shown} is an instance file (it has a top-level {key!r}); an included file "
                 f"must hold the {what} itself (includes do not nest)",
             )
-        return _validate(model, data, shown, ""), shown
+        return _validate(model, data, shown, ""), shown, ""
     if not isinstance(value, dict):
         raise input_error(
             holder_name,
@@ -664,7 +665,7 @@ def _section(
             f"expected the {what} as a mapping or a path to a YAML file "
             f"(relative to this file); got {_kind(value)}",
         )
-    return _validate(model, value, holder_name, field), holder_name
+    return _validate(model, value, holder_name, field), holder_name, f"{key}."
 
 
 def load_files(instance_path: str | Path, workload_path: str | Path | None = None):
@@ -675,6 +676,26 @@ def load_files(instance_path: str | Path, workload_path: str | Path | None = Non
     ``wl_file`` name the files the topology and workload came from. Every problem found in any
     of the files is raised at once as one :class:`InputError`.
     """
+    return tuple(load_sections(instance_path, workload_path))[:6]
+
+
+class Sections(NamedTuple):
+    """What :func:`load_sections` returns: :func:`load_files`'s tuple plus, for each section,
+    the field prefix under which it sits in its file (``"topology."`` / ``"workload."`` when
+    written inline, ``""`` when it is a whole included file), for semantic error messages."""
+
+    inst: InstanceFile
+    cluster: Cluster
+    workload: Workload
+    files: dict[str, str]
+    topo_file: str
+    wl_file: str
+    topo_prefix: str
+    wl_prefix: str
+
+
+def load_sections(instance_path: str | Path, workload_path: str | Path | None = None) -> Sections:
+    """:func:`load_files` with the field prefix of each section (see :class:`Sections`)."""
     path = Path(instance_path)
     name = str(path)
     data, digest = _read(path, name)
@@ -685,6 +706,7 @@ def load_files(instance_path: str | Path, workload_path: str | Path | None = Non
     problems: list[Problem] = []
     inst = cluster = wl = None
     topo_file = wl_file = name
+    topo_prefix, wl_prefix = "topology.", "workload."
 
     if "topology" not in data and "workload" not in data:
         for model, what in ((Cluster, "topology"), (Workload, "workload")):
@@ -705,7 +727,7 @@ def load_files(instance_path: str | Path, workload_path: str | Path | None = Non
         problems.extend(err.problems)
 
     try:
-        cluster, topo_file = _section(
+        cluster, topo_file, topo_prefix = _section(
             "topology",
             Cluster,
             data.get("topology"),
@@ -720,7 +742,7 @@ def load_files(instance_path: str | Path, workload_path: str | Path | None = Non
 
     try:
         if workload_path is None:
-            wl, wl_file = _section(
+            wl, wl_file, wl_prefix = _section(
                 "workload",
                 Workload,
                 data.get("workload"),
@@ -738,7 +760,7 @@ def load_files(instance_path: str | Path, workload_path: str | Path | None = Non
             with contextlib.suppress(OSError, RuntimeError, ValueError):
                 others.setdefault(wpath.resolve(), wname)
             if "workload" in wdata and "jobs" not in wdata:  # an instance file: use its workload
-                wl, wl_file = _section(
+                wl, wl_file, wl_prefix = _section(
                     "workload",
                     Workload,
                     wdata["workload"],
@@ -749,10 +771,10 @@ def load_files(instance_path: str | Path, workload_path: str | Path | None = Non
                     files,
                 )
             else:
-                wl, wl_file = _validate(Workload, wdata, wname, ""), wname
+                wl, wl_file, wl_prefix = _validate(Workload, wdata, wname, ""), wname, ""
     except InputError as err:
         problems.extend(err.problems)
 
     if problems:
         raise InputError(_cap(_dedupe(problems)))
-    return inst, cluster, wl, files, topo_file, wl_file
+    return Sections(inst, cluster, wl, files, topo_file, wl_file, topo_prefix, wl_prefix)

@@ -70,7 +70,9 @@ def packet_fixed_latency_us(inst: Instance, rack_a: int, rack_b: int) -> float:
 
 def packet_latency_us(inst: Instance, rack_a: int, rack_b: int) -> float:
     """alpha over the packet fabric: fixed latency + propagation."""
-    return packet_fixed_latency_us(inst, rack_a, rack_b) + packet_propagation_us(inst, rack_a, rack_b)
+    return packet_fixed_latency_us(inst, rack_a, rack_b) + packet_propagation_us(
+        inst, rack_a, rack_b
+    )
 
 
 def packet_inverse_rate(inst: Instance, rack_a: int, rack_b: int) -> float:

@@ -34,7 +34,9 @@ from typing import Any
 import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.patches import Circle, FancyArrowPatch, Patch
+from matplotlib.patches import Circle, FancyArrowPatch, Patch, Rectangle
+
+from optnet.report import lightpath_jobs
 
 RC = {
     "svg.hashsalt": "optnet",
@@ -95,22 +97,6 @@ def job_colours(results: dict[str, Any]) -> dict[str, str]:
     names = [j.get("name") for j in results.get("jobs", [])]
     names += [n for n in results.get("schedule", {}) if n not in names]
     return {n: JOB_COLOURS[i % len(JOB_COLOURS)] for i, n in enumerate(names)}
-
-
-def lightpath_jobs(results: dict[str, Any]) -> list[str | None]:
-    """The job owning each lightpath (the job placed on its first server), or None."""
-    owner = {}
-    for job, p in results.get("placement", {}).items():
-        for s in p.get("servers", []):
-            owner[s] = job
-    for j in results.get("jobs", []):
-        for s in j.get("servers", []):
-            owner.setdefault(s, j.get("name"))
-    out: list[str | None] = []
-    for lp in results.get("lightpaths", []):
-        servers = lp.get("servers") or [None]
-        out.append(owner.get(servers[0]) or owner.get(servers[-1]))
-    return out
 
 
 def _time_unit(span_us: float) -> tuple[str, float]:
@@ -289,7 +275,7 @@ def wavelength_figure(results: dict[str, Any]) -> Figure:
             else:
                 colour = colours.get(jobs[ids[0]] or "", "#999999")
             ax.add_patch(
-                matplotlib.patches.Rectangle(
+                Rectangle(
                     (w - 0.5, r - 0.5), 1, 1, facecolor=colour, edgecolor="white", linewidth=1
                 )
             )
@@ -341,7 +327,7 @@ def ocs_ports(results: dict[str, Any]) -> dict[str, dict[int, str]]:
     """
     known: dict[str, dict[int, str]] = defaultdict(dict)
     for c in results.get("circuits", []):
-        for p, r in zip(c.get("ports", []), c.get("racks", [])):
+        for p, r in zip(c.get("ports", []), c.get("racks", []), strict=False):
             known[c.get("ocs", "?")][int(p)] = r
     attached: dict[str, list[str]] = defaultdict(list)
     for link in results.get("links", []):
@@ -373,7 +359,7 @@ def circuit_phases(results: dict[str, Any]) -> list[str]:
 def _circuit_load(results: dict[str, Any]) -> dict[tuple[str, frozenset], list[str | None]]:
     """(OCS, rack pair) -> owning job of every lightpath on that circuit."""
     out: dict[tuple[str, frozenset], list[str | None]] = defaultdict(list)
-    for lp, job in zip(results.get("lightpaths", []), lightpath_jobs(results)):
+    for lp, job in zip(results.get("lightpaths", []), lightpath_jobs(results), strict=False):
         out[(lp.get("ocs", "?"), frozenset(lp.get("circuit", [])))].append(job)
     return out
 
@@ -412,7 +398,9 @@ def ocs_figure(results: dict[str, Any], phase: str) -> Figure:
             pa, pb = (list(c.get("ports", [])) + [0, 0])[:2]
             jobs = load.get((ocs, frozenset(c.get("racks", []))), [])
             owners = set(jobs)
-            colour = colours.get(next(iter(owners)) or "", "#333333") if len(owners) == 1 else "#333333"
+            colour = (
+                colours.get(next(iter(owners)) or "", "#333333") if len(owners) == 1 else "#333333"
+            )
             style = "-" if jobs else "--"
             lw = 1.2 + 1.2 * min(len(jobs), 4)
             if pa == pb or c.get("loopback"):
@@ -436,9 +424,9 @@ def ocs_figure(results: dict[str, Any], phase: str) -> Figure:
                 mx, my = (xa + xb) / 2, (ya + yb) / 2
                 dx, dy = xb - xa, yb - ya
                 # the arc bulges to one side of the chord by rad * length / 2
+                box = {"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none"}
                 ax.text(mx + 0.125 * dy, my - 0.125 * dx, str(len(jobs)), ha="center",
-                        va="center", fontsize=7, color=colour,
-                        bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none"})  # fmt: skip
+                        va="center", fontsize=7, color=colour, bbox=box)  # fmt: skip
         for p, (x, y) in pos.items():
             ax.add_patch(Circle((x, y), 0.1, facecolor="white", edgecolor="#333333", zorder=3))
             ax.text(x, y, str(p), ha="center", va="center", fontsize=7, zorder=4)
@@ -486,7 +474,7 @@ def utilisation_figure(results: dict[str, Any]) -> Figure:
         ]
         a1.set_yticks(list(ys), labels, fontsize=7)
         a1.set_ylim(len(lps) - 0.5, -0.5)
-        for y, v in zip(ys, vals):
+        for y, v in zip(ys, vals, strict=True):
             a1.text(v + 1, y, f"{v:.1f}", va="center", fontsize=7)
         used = [j for j in colours if j in set(jobs)]
         a1.legend(
@@ -568,7 +556,9 @@ def figures(results: dict[str, Any]) -> list[Plot]:
                 )
             )
         out.append(
-            Plot("utilisation", "Lightpath and trunk fibre utilisation", utilisation_figure(results))
+            Plot(
+                "utilisation", "Lightpath and trunk fibre utilisation", utilisation_figure(results)
+            )
         )
     return _unique_names(out)
 

@@ -1,30 +1,53 @@
-"""Readable text report of a results document, with units in every header."""
+"""Human-facing reports of a results document: text, Markdown and one self-contained HTML page.
+
+All three render one model (:func:`report_model`): a title, summary items, violations, timings and
+a list of :class:`Table` (jobs, collectives, OCS circuits, lightpaths, trunk fibres, schedule),
+every header with its unit. The HTML page also embeds the plots of :mod:`optnet.plots` as inline
+SVG, with its CSS inline and no external URL, so the one file is the whole report.
+"""
 
 from __future__ import annotations
 
+import html
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-
-def _table(headers: list[str], rows: list[list[Any]]) -> str:
-    cells = [[str(h) for h in headers]] + [[_fmt(c) for c in r] for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    lines = []
-    for n, r in enumerate(cells):
-        lines.append("  ".join(c.rjust(w) if n and _num(c) else c.ljust(w) for c, w in zip(r, widths)))
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+FORMATS = ("text", "markdown", "html")
 
 
-def _num(s: str) -> bool:
-    try:
-        float(s.rstrip("%"))
-        return True
-    except ValueError:
-        return False
+# --------------------------------------------------------------------------- the model
+
+
+@dataclass
+class Table:
+    """One table: ``key`` is a stable id (HTML anchor), headers carry units, cells raw values."""
+
+    key: str
+    title: str
+    headers: list[str]
+    rows: list[list[Any]]
+    note: str = ""
+
+
+@dataclass
+class Report:
+    title: str
+    summary: list[tuple[str, str]]
+    violations: list[str] = field(default_factory=list)
+    timings: list[tuple[str, float]] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+
+
+def _num(c: Any) -> bool:
+    return isinstance(c, (int, float)) and not isinstance(c, bool)
 
 
 def _fmt(c: Any) -> str:
+    if c is None:
+        return "-"
     if isinstance(c, float):
         if c == 0:
             return "0"
@@ -33,111 +56,403 @@ def _fmt(c: Any) -> str:
         if abs(c) >= 1:
             return f"{c:.3f}"
         return f"{c:.4g}"
+    if isinstance(c, int) and not isinstance(c, bool):
+        return f"{c:,}"
     return str(c)
 
 
-def text_report(r: dict[str, Any]) -> str:
-    """The whole report as text."""
-    out = []
-    inst = r.get("instance", {})
-    out.append(f"optnet {r.get('optnet_version', '')} - instance {inst.get('name')}")
+def _whole(x: Any) -> Any:
+    """Integral floats (byte counts) as ints, so they print without a decimal."""
+    return int(x) if isinstance(x, float) and x.is_integer() and abs(x) < 2**63 else x
+
+
+def _pct(x: Any) -> float | None:
+    return 100 * x if _num(x) else None
+
+
+def lightpath_jobs(r: dict[str, Any]) -> list[str | None]:
+    """The job owning each lightpath (the job placed on its first server), or None."""
+    owner: dict[str, str] = {}
+    for job, p in (r.get("placement") or {}).items():
+        for s in p.get("servers", []):
+            owner[s] = job
+    for j in r.get("jobs", []):
+        for s in j.get("servers", []):
+            owner.setdefault(s, j.get("name"))
+    out: list[str | None] = []
+    for lp in r.get("lightpaths", []):
+        servers = lp.get("servers") or [None]
+        out.append(owner.get(servers[0]) or owner.get(servers[-1]))
+    return out
+
+
+def report_model(r: dict[str, Any]) -> Report:
+    """Everything the reports show, formatted nowhere yet (cells keep their raw values)."""
+    inst = r.get("instance") or {}
+    summary: list[tuple[str, str]] = [("status", str(r.get("status")))]
     obj = r.get("objective")
-    gap = r.get("gap")
-    line = f"status: {r.get('status')}   objective ({r.get('objective_name')}): "
-    line += f"{obj:,.3f} us" if obj is not None else "n/a"
+    summary.append(
+        (f"objective ({r.get('objective_name')})", f"{obj:,.3f} us" if obj is not None else "n/a")
+    )
     if r.get("bound") is not None:
-        line += f"   bound: {r['bound']:,.3f} us"
-    if gap is not None:
-        line += f"   gap: {100 * gap:.4f} %"
+        summary.append(("bound", f"{r['bound']:,.3f} us"))
+    if r.get("gap") is not None:
+        summary.append(("gap", f"{100 * r['gap']:.4f} %"))
     if r.get("comm_gap") is not None:
-        line += f"   gap on communication: {100 * r['comm_gap']:.4f} %"
-    out.append(line)
-    if r.get("violations"):
-        out.append("INFEASIBLE decisions:")
-        out.extend(f"  - {v}" for v in r["violations"])
-    t = r.get("timings")
-    if t:
-        out.append("timings: " + ", ".join(f"{k} {v:.3f}" for k, v in t.items()))
-    out.append("")
-    out.append("Jobs")
-    out.append(
-        _table(
-            ["job", "GPUs", "servers", "compute us", "iteration us", "exposed comm us", "GPU util %"],
+        summary.append(("gap on communication", f"{100 * r['comm_gap']:.4f} %"))
+    if r.get("strategy"):
+        summary.append(("strategy", str(r["strategy"])))
+    rep = Report(
+        title=f"optnet {r.get('optnet_version', '')} - instance {inst.get('name')}",
+        summary=summary,
+        violations=[str(v) for v in r.get("violations") or []],
+        timings=[(k, v) for k, v in (r.get("timings") or {}).items() if _num(v)],
+    )
+    rep.tables.append(
+        Table(
+            "jobs",
+            "Jobs",
+            ["job", "GPUs", "servers", "compute us", "iteration us", "exposed comm us",
+             "GPU util %"],
             [
                 [
-                    j["name"], j["gpus"], " ".join(j["servers"]), j["compute_time_us"],
-                    j["iteration_time_us"], j["exposed_comm_us"], 100 * j["gpu_utilisation"],
+                    j.get("name"), j.get("gpus"), " ".join(j.get("servers", [])),
+                    j.get("compute_time_us"), j.get("iteration_time_us"),
+                    j.get("exposed_comm_us"), _pct(j.get("gpu_utilisation")),
                 ]
                 for j in r.get("jobs", [])
             ],
+            "iteration = compute + exposed communication (one training step, docs/model.md §4); "
+            "GPU util = compute / iteration.",
         )
-    )
-    out.append("")
-    out.append("Collectives")
-    out.append(
-        _table(
-            ["job", "collective", "kind", "group", "ranks", "servers", "bytes", "count",
-             "algorithm", "time us", "fixed us", "prop us", "serial us", "intra us", "busbw GB/s"],
+    )  # fmt: skip
+    rows = []
+    for c in r.get("collectives", []):
+        bd = c.get("breakdown_us") or {}
+        rows.append(
             [
-                [
-                    c["job"], c["name"], c["kind"], c["group"], c["ranks"], c["servers"],
-                    c["bytes"], c["count"], c["algorithm"], c["time_us"],
-                    c["breakdown_us"]["fixed_latency"], c["breakdown_us"]["propagation"],
-                    c["breakdown_us"]["serialisation"], c["breakdown_us"]["intra_server"],
-                    c["busbw_gbytes_per_s"],
-                ]
-                for c in r.get("collectives", [])
-            ],
+                c.get("job"), c.get("name"), c.get("kind"), c.get("group"), c.get("ranks"),
+                c.get("servers"), _whole(c.get("bytes")), c.get("count"), c.get("algorithm"),
+                c.get("time_us"), c.get("algbw_gbytes_per_s"), c.get("busbw_gbytes_per_s"),
+                bd.get("fixed_latency"), bd.get("propagation"), bd.get("serialisation"),
+                bd.get("reconfiguration"), bd.get("intra_server"),
+            ]
+        )  # fmt: skip
+    rep.tables.append(
+        Table(
+            "collectives",
+            "Collectives",
+            ["job", "collective", "kind", "group", "ranks", "servers", "bytes", "count",
+             "algorithm", "time us", "algbw GB/s", "busbw GB/s", "fixed us", "prop us",
+             "serial us", "reconf us", "intra us"],
+            rows,
+            "time = one call, split into fixed latency, propagation, serialisation, "
+            "reconfiguration and intra-server (NVLink) parts; algbw = bytes / time; "
+            "busbw = algbw x the nccl-tests bus factor (all_reduce 2(p-1)/p; all_gather, "
+            "reduce_scatter, all_to_all (p-1)/p; broadcast, reduce, send_recv 1; p = ranks), "
+            "comparable with nccl-tests' busbw.",
         )
-    )
-    out.append("")
-    out.append("OCS circuits")
-    out.append(
-        _table(
+    )  # fmt: skip
+    rep.tables.append(
+        Table(
+            "circuits",
+            "OCS circuits",
             ["OCS", "ports", "racks", "loopback"],
             [
-                [c["ocs"], f"{c['ports'][0]}-{c['ports'][1]}", "-".join(c["racks"]), c["loopback"]]
+                [
+                    c.get("ocs"), "-".join(map(str, c.get("ports", []))),
+                    "-".join(c.get("racks", [])), c.get("loopback"),
+                ]
                 for c in r.get("circuits", [])
             ],
         )
-    )
-    out.append("")
-    out.append("Lightpaths")
-    out.append(
-        _table(
-            ["OCS", "servers", "transceivers", "wavelengths", "latency us", "utilisation %"],
+    )  # fmt: skip
+    lps = r.get("lightpaths", [])
+    lp_jobs = lightpath_jobs(r)
+    rep.tables.append(
+        Table(
+            "lightpaths",
+            "Lightpaths",
+            ["id", "job", "OCS", "servers", "transceivers", "wavelengths", "latency us",
+             "utilisation %"],
             [
                 [
-                    lp["ocs"], " <-> ".join(lp["servers"]),
-                    "/".join(map(str, lp["transceivers"])),
-                    "/".join(map(str, lp["wavelengths"])), lp["latency_us"],
-                    100 * lp["utilisation"],
+                    f"L{i}", job or "-", lp.get("ocs"), " <-> ".join(lp.get("servers", [])),
+                    "/".join(map(str, lp.get("transceivers", []))),
+                    "/".join(map(str, lp.get("wavelengths", []))), lp.get("latency_us"),
+                    _pct(lp.get("utilisation")),
                 ]
-                for lp in r.get("lightpaths", [])
+                for i, (lp, job) in enumerate(zip(lps, lp_jobs, strict=True))
             ],
+            "wavelengths: a->b / b->a; utilisation = time the lightpath carries its job's bytes "
+            "over the job's iteration.",
         )
-    )
-    out.append("")
-    out.append("Trunk fibres")
-    out.append(
-        _table(
+    )  # fmt: skip
+    rep.tables.append(
+        Table(
+            "fibres",
+            "Trunk fibres",
             ["fibre", "type", "length km", "wavelengths used", "of", "utilisation %"],
             [
                 [
-                    link["link"], link["fibre_type"], link["length_km"],
-                    link["wavelengths_used"], link["wavelengths"], 100 * link["utilisation"],
+                    link.get("link"), link.get("fibre_type"), link.get("length_km"),
+                    link.get("wavelengths_used"), link.get("wavelengths"),
+                    _pct(link.get("utilisation")),
                 ]
                 for link in r.get("links", [])
                 if link.get("type") == "fibre"
             ],
+            "wavelengths used: on the busier direction of the fibre pair.",
         )
-    )
-    out.append("")
-    out.append("Schedule (one iteration)")
-    for job, phases in r.get("schedule", {}).items():
-        out.append(f"  {job}:")
-        for p in phases:
-            out.append(
-                f"    {p['start_us']:>14,.1f} - {p['end_us']:>14,.1f} us  {p['lane']:<22} {p['phase']}"
-            )
+    )  # fmt: skip
+    rep.tables.append(
+        Table(
+            "schedule",
+            "Schedule (one iteration)",
+            ["job", "lane", "phase", "start us", "end us", "duration us"],
+            [
+                [
+                    job, p.get("lane"), p.get("phase"), p.get("start_us"), p.get("end_us"),
+                    (p.get("end_us") or 0.0) - (p.get("start_us") or 0.0),
+                ]
+                for job, phases in (r.get("schedule") or {}).items()
+                for p in phases
+            ],
+            "collectives overlapped with compute run from 0 on their own lane; exposed parts "
+            "follow compute (a collective's phase lasts count x time).",
+        )
+    )  # fmt: skip
+    return rep
+
+
+# --------------------------------------------------------------------------- text
+
+
+def _text_table(t: Table) -> str:
+    cells = [list(t.headers)] + [[_fmt(c) for c in row] for row in t.rows]
+    numeric = [[False] * len(t.headers)] + [[_num(c) for c in row] for row in t.rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(t.headers))]
+    lines = []
+    for n, row in enumerate(cells):
+        lines.append(
+            "  ".join(
+                c.rjust(w) if numeric[n][i] else c.ljust(w)
+                for i, (c, w) in enumerate(zip(row, widths, strict=True))
+            ).rstrip()
+        )
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    if not t.rows:
+        lines.append("(none)")
+    return "\n".join(lines)
+
+
+def text_report(r: dict[str, Any]) -> str:
+    """The whole report as text."""
+    rep = report_model(r)
+    out = [rep.title, "   ".join(f"{k}: {v}" for k, v in rep.summary)]
+    if rep.violations:
+        out.append("INFEASIBLE decisions:")
+        out.extend(f"  - {v}" for v in rep.violations)
+    if rep.timings:
+        out.append("timings: " + ", ".join(f"{k} {v:.3f}" for k, v in rep.timings))
+    for t in rep.tables:
+        out += ["", t.title, _text_table(t)]
     return "\n".join(out) + "\n"
+
+
+# --------------------------------------------------------------------------- markdown
+
+
+def _md_cell(c: Any) -> str:
+    return _fmt(c).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(t: Table) -> str:
+    if not t.rows:
+        return "_none_"
+    numeric = [any(_num(row[i]) for row in t.rows) for i in range(len(t.headers))]
+    lines = [
+        "| " + " | ".join(_md_cell(h) for h in t.headers) + " |",
+        "|" + "|".join("---:" if n else "---" for n in numeric) + "|",
+    ]
+    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in t.rows]
+    return "\n".join(lines)
+
+
+def markdown_report(r: dict[str, Any], plots: Sequence[str | Path] = ()) -> str:
+    """The whole report as GitHub-flavoured Markdown; ``plots`` are image paths (as they should
+    appear in the links, e.g. relative to the Markdown file) listed in a last section."""
+    rep = report_model(r)
+    out = [f"# {rep.title}", ""]
+    out += [f"- **{k}**: {v}" for k, v in rep.summary]
+    if rep.timings:
+        out.append("- **timings (s)**: " + ", ".join(f"{k} {v:.3f}" for k, v in rep.timings))
+    if rep.violations:
+        out += ["", "**INFEASIBLE decisions:**", ""]
+        out += [f"- {_md_cell(v)}" for v in rep.violations]
+    for t in rep.tables:
+        out += ["", f"## {t.title}", "", _md_table(t)]
+        if t.note:
+            out += ["", f"_{t.note}_"]
+    if plots:
+        out += ["", "## Plots", ""]
+        for p in plots:
+            link = Path(p).as_posix()
+            out.append(f"![{Path(p).stem}]({link.replace(' ', '%20')})")
+            out.append("")
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def plot_links(plot_paths: Sequence[str | Path], report_path: str | Path | None) -> list[str]:
+    """SVG plots among ``plot_paths`` as links relative to the report file's folder (or as
+    given when the report goes to stdout)."""
+    base = Path(report_path).resolve().parent if report_path else None
+    out = []
+    for p in plot_paths:
+        if Path(p).suffix != ".svg":
+            continue
+        out.append(os.path.relpath(Path(p).resolve(), base) if base else str(p))
+    return out
+
+
+# --------------------------------------------------------------------------- HTML
+
+CSS = """
+:root { --fg: #1f2328; --muted: #59636e; --line: #d1d9e0; --head: #f6f8fa; --accent: #0969da; }
+* { box-sizing: border-box; }
+body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans",
+       sans-serif; color: var(--fg); background: #fff; }
+header { padding: 20px 32px 12px; border-bottom: 1px solid var(--line); background: var(--head); }
+h1 { font-size: 22px; margin: 0 0 12px; }
+h2 { font-size: 18px; margin: 32px 0 8px; padding-bottom: 4px;
+     border-bottom: 1px solid var(--line); }
+main { padding: 0 32px 48px; max-width: 1500px; }
+nav { margin-top: 10px; font-size: 13px; }
+nav a { color: var(--accent); text-decoration: none; margin-right: 14px; }
+.cards { display: flex; flex-wrap: wrap; gap: 10px; }
+.card { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 6px 12px; }
+.card .k { display: block; font-size: 11px; color: var(--muted); text-transform: uppercase;
+           letter-spacing: .03em; }
+.card .v { font-size: 16px; font-weight: 600; font-variant-numeric: tabular-nums; }
+.status-optimal .v, .status-feasible .v { color: #1a7f37; }
+.status-infeasible .v, .status-time_limit .v, .status-interrupted .v { color: #cf222e; }
+.violations { border: 1px solid #cf222e; background: #ffebe9; border-radius: 6px;
+              padding: 8px 16px; margin-top: 16px; }
+.timings { color: var(--muted); font-size: 12px; margin-top: 8px; }
+.scroll { overflow-x: auto; }
+table { border-collapse: collapse; font-size: 13px; margin: 4px 0; }
+th, td { border: 1px solid var(--line); padding: 3px 8px; white-space: nowrap; }
+th { background: var(--head); text-align: left; font-weight: 600; }
+td.n { text-align: right; font-variant-numeric: tabular-nums; }
+tbody tr:nth-child(even) { background: #fafbfc; }
+p.note { color: var(--muted); font-size: 12px; margin: 4px 0 0; max-width: 1000px; }
+figure { margin: 16px 0; }
+figcaption { color: var(--muted); font-size: 12px; margin-bottom: 4px; }
+svg.plot { display: block; }
+"""
+
+# where each plot goes: after the table with this key (by plot-name prefix)
+_PLOTS_AFTER = {
+    "jobs": ("timeline-",),
+    "lightpaths": ("wavelengths",),
+    "circuits": ("ocs-",),
+    "fibres": ("utilisation",),
+}
+
+
+def _e(x: Any) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def _html_table(t: Table) -> str:
+    if not t.rows:
+        return '<p class="none">none</p>'
+    head = "".join(f"<th>{_e(h)}</th>" for h in t.headers)
+    body = []
+    for row in t.rows:
+        tds = "".join(
+            f'<td class="n">{_e(_fmt(c))}</td>' if _num(c) else f"<td>{_e(_fmt(c))}</td>"
+            for c in row
+        )
+        body.append(f"<tr>{tds}</tr>")
+    return (
+        f'<div class="scroll"><table id="table-{_e(t.key)}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def _figure(name: str, title: str, svg: str) -> str:
+    return f'<figure id="plot-{_e(name)}"><figcaption>{_e(title)}</figcaption>\n{svg}\n</figure>'
+
+
+def html_report(r: dict[str, Any], *, plots: bool = True) -> str:
+    """The whole report as one self-contained HTML page (inline CSS, plots as inline SVG)."""
+    rep = report_model(r)
+    svgs = []
+    if plots:
+        from optnet.plots import inline_svgs
+
+        svgs = inline_svgs(r)
+    used: set[str] = set()
+    status = str(r.get("status"))
+    cards = "".join(
+        f'<div class="card{" status-" + _e(status) if k == "status" else ""}">'
+        f'<span class="k">{_e(k)}</span><span class="v">{_e(v)}</span></div>'
+        for k, v in rep.summary
+    )
+    nav = "".join(f'<a href="#{_e(t.key)}">{_e(t.title)}</a>' for t in rep.tables)
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(rep.title)}</title>",
+        f"<style>{CSS}</style>",
+        "</head>",
+        "<body>",
+        f'<header><h1>{_e(rep.title)}</h1><div class="cards">{cards}</div>',
+    ]
+    if rep.timings:
+        parts.append(
+            '<div class="timings">timings (s): '
+            + _e(", ".join(f"{k} {v:.3f}" for k, v in rep.timings))
+            + "</div>"
+        )
+    parts.append(f"<nav>{nav}</nav></header>")
+    parts.append("<main>")
+    if rep.violations:
+        items = "".join(f"<li>{_e(v)}</li>" for v in rep.violations)
+        parts.append(
+            f'<section class="violations"><strong>INFEASIBLE decisions</strong><ul>{items}</ul>'
+            "</section>"
+        )
+    for t in rep.tables:
+        parts.append(f'<section id="{_e(t.key)}"><h2>{_e(t.title)}</h2>')
+        parts.append(_html_table(t))
+        if t.note:
+            parts.append(f'<p class="note">{_e(t.note)}</p>')
+        for name, title, svg in svgs:
+            if name.startswith(_PLOTS_AFTER.get(t.key, ())) and name not in used:
+                used.add(name)
+                parts.append(_figure(name, title, svg))
+        parts.append("</section>")
+    rest = [s for s in svgs if s[0] not in used]
+    if rest:
+        parts.append('<section id="plots"><h2>Plots</h2>')
+        parts += [_figure(*s) for s in rest]
+        parts.append("</section>")
+    parts += ["</main>", "</body>", "</html>"]
+    return "\n".join(parts) + "\n"
+
+
+def render(r: dict[str, Any], fmt: str, plots: Sequence[str | Path] = ()) -> str:
+    """The report in ``fmt`` (one of :data:`FORMATS`); ``plots`` only matter for Markdown."""
+    if fmt == "text":
+        return text_report(r)
+    if fmt == "markdown":
+        return markdown_report(r, plots)
+    if fmt == "html":
+        return html_report(r)
+    raise ValueError(f"unknown report format {fmt!r}; expected one of {FORMATS}")

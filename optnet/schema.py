@@ -18,8 +18,18 @@ Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False, le=1e18)]
 NonNegFloat = Annotated[float, Field(ge=0, allow_inf_nan=False, le=1e18)]
 
-KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv")
-Kind = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv"]
+KINDS = (
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+    "broadcast",
+    "reduce",
+    "send_recv",
+)
+Kind = Literal[
+    "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv"
+]
 Group = Literal["tp", "pp", "dp", "ep", "world"]
 
 
@@ -139,7 +149,8 @@ class Collective(Strict):
     """Parallel group it runs over (world = all of the job's ranks)."""
     message_bytes: PositiveFloat
     """MPICH convention: per-rank vector (all_reduce, broadcast, reduce, send_recv); the full
-    gathered vector (all_gather, reduce_scatter); bytes one rank sends to all others (all_to_all)."""
+    gathered vector (all_gather, reduce_scatter); bytes one rank sends to all others
+    (all_to_all)."""
     count: Annotated[int, Field(ge=1, le=10_000_000)] = 1
     """Times per iteration on the job's critical path."""
     overlap: Annotated[float, Field(ge=0, le=1)] = 0.0

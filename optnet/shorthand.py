@@ -77,42 +77,42 @@ class TransformerSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
-    layers: int = Field(ge=1)
+    layers: int = Field(ge=1, le=100_000)
     """Number of transformer layers L."""
 
-    hidden: int = Field(ge=1)
+    hidden: int = Field(ge=1, le=10_000_000)
     """Hidden (model) dimension h."""
 
-    heads: int = Field(ge=1)
+    heads: int = Field(ge=1, le=1_000_000)
     """Attention heads; must divide ``hidden`` (plain multi-head attention is assumed)."""
 
-    seq_len: int = Field(ge=1)
+    seq_len: int = Field(ge=1, le=100_000_000)
     """Sequence length s in tokens."""
 
-    vocab: int = Field(default=50257, ge=1)
+    vocab: int = Field(default=50257, ge=1, le=100_000_000)
     """Vocabulary size V (GPT-2 BPE by default; Megatron pads it, which we ignore)."""
 
-    ffn_hidden: int | None = Field(default=None, ge=1)
+    ffn_hidden: int | None = Field(default=None, ge=1, le=100_000_000)
     """FFN inner dimension f; ``None`` means 4 * hidden (GPT-2/GPT-3)."""
 
-    params: float | None = Field(default=None, gt=0)
+    params: float | None = Field(default=None, gt=0, le=1e15, allow_inf_nan=False)
     """Parameter count P; ``None`` means L * (4 h^2 + 2 h f) + V h (= 12 L h^2 + V h for f = 4h;
     biases, layer norms and position embeddings ignored; tied input/output embedding). With MoE
     (ep > 1) this is the count held by one tp x pp model replica (one expert per EP rank)."""
 
-    global_batch: int = Field(ge=1)
+    global_batch: int = Field(ge=1, le=1_000_000_000)
     """Global batch B in sequences per iteration (optimizer step)."""
 
-    micro_batch: int = Field(default=1, ge=1)
+    micro_batch: int = Field(default=1, ge=1, le=1_000_000_000)
     """Micro-batch b in sequences per pipeline micro-step."""
 
-    bytes_per_param: int = Field(default=2, ge=1)
+    bytes_per_param: int = Field(default=2, ge=1, le=16)
     """Bytes per parameter, gradient and activation element (2 = bf16)."""
 
-    gpu_peak_tflops: float = Field(default=989.4, gt=0)
+    gpu_peak_tflops: float = Field(default=989.4, ge=1e-3, le=1e6, allow_inf_nan=False)
     """Peak dense throughput per GPU in TFLOP/s (H100 SXM BF16 dense = 989.4, research note s.6)."""
 
-    mfu: float = Field(default=0.45, gt=0, le=1)
+    mfu: float = Field(default=0.45, ge=1e-3, le=1)
     """Achieved fraction of peak on the executed FLOPs, outside the pipeline bubble (0 < mfu <= 1).
     With ``recompute`` the executed FLOPs include the recomputation, so this is strictly the
     hardware FLOPs utilisation."""
@@ -123,7 +123,7 @@ class TransformerSpec(BaseModel):
     data_parallel: Literal["ddp", "zero1", "zero2", "zero3", "parameter_server"] = "ddp"
     """How gradients are synchronised across the dp group (``ddp`` also covers Horovod)."""
 
-    bucket_mb: float = Field(default=25.0, gt=0)
+    bucket_mb: float = Field(default=25.0, ge=1e-3, le=1e9, allow_inf_nan=False)
     """DDP/Horovod gradient bucket size in MiB (PyTorch DDP default 25; Horovod's fusion buffer
     default was 64, 128 since v0.21). Gradients are sent as ceil(grad_bytes / bucket) equal
     all-reduces."""
@@ -141,15 +141,15 @@ class TransformerSpec(BaseModel):
     compression: Literal["none", "qsgd", "dgc"] = "none"
     """Gradient compression applied to the dp gradient collective (``dp_grad``) only."""
 
-    compression_ratio: float | None = Field(default=None, ge=1)
+    compression_ratio: float | None = Field(default=None, ge=1, le=1e6, allow_inf_nan=False)
     """Uncompressed / compressed gradient bytes; ``None`` uses
     :func:`default_compression_ratio` (qsgd about 3.94 for bf16, dgc about 333 for bf16)."""
 
-    codec_gbytes_per_s: float = Field(default=100.0, gt=0)
+    codec_gbytes_per_s: float = Field(default=100.0, ge=1e-3, le=1e9, allow_inf_nan=False)
     """Encode + decode throughput per GPU in GB/s (1e9 B/s) over uncompressed bytes. A
     convention, not a measured value."""
 
-    moe_layer_interval: int = Field(default=2, ge=1)
+    moe_layer_interval: int = Field(default=2, ge=1, le=100_000)
     """With ep > 1, every ``moe_layer_interval``-th layer (1-based) is a mixture-of-experts layer;
     2 = every other layer as in GShard and Switch Transformer, 1 = every layer."""
 

@@ -32,8 +32,12 @@ def _stage(m, opt, o: SolveOptions, expr, sense=pyo.minimize) -> None:
         m.del_component(m.stage_obj)
     m.stage_obj = pyo.Objective(expr=expr, sense=sense)
     res = opt.solve(
-        m, threads=o.threads, time_limit=o.time_limit_s, rel_gap=o.mip_gap,
-        solver_options=_options(o), load_solutions=False,
+        m,
+        threads=o.threads,
+        time_limit=o.time_limit_s,
+        rel_gap=o.mip_gap,
+        solver_options=_options(o),
+        load_solutions=False,
         raise_exception_on_nonoptimal_result=False,
     )
     if res.solution_status not in (SolutionStatus.optimal, SolutionStatus.feasible):
@@ -51,9 +55,7 @@ def solve_sequential(inst: Instance, options: SolveOptions | None = None) -> Sol
     md = model_data(inst, cands, o.objective)
     m, _ = build_model(md)
     opt = SolverFactory("highs")
-    cross = sum(
-        m.w[p + rs] for p in md.pairs for rs in md.rack_pairs if rs[0] != rs[1]
-    )
+    cross = sum(m.w[p + rs] for p in md.pairs for rs in md.rack_pairs if rs[0] != rs[1])
     _stage(m, opt, o, cross)
     for v in m.y.values():
         v.fix(round(pyo.value(v)))
@@ -66,8 +68,14 @@ def solve_sequential(inst: Instance, options: SolveOptions | None = None) -> Sol
     decisions = decode(m, md)
     objective = _polish(m, opt, o)
     return SolveResult(
-        "feasible", objective, None, None, decisions,
-        {"total_s": time.perf_counter() - t0}, {}, {"name": "HiGHS", "strategy": "sequential"},
+        "feasible",
+        objective,
+        None,
+        None,
+        decisions,
+        {"total_s": time.perf_counter() - t0},
+        {},
+        {"name": "HiGHS", "strategy": "sequential"},
     )
 
 
@@ -106,8 +114,7 @@ def explain_infeasible(inst: Instance, options: SolveOptions | None = None) -> l
     names = ", ".join(j.name for j in inst.jobs)
     if helped:
         reasons.append(
-            f"each job fits alone, but jobs {names} together exceed the "
-            + " or the ".join(helped)
+            f"each job fits alone, but jobs {names} together exceed the " + " or the ".join(helped)
         )
     else:
         reasons.append(

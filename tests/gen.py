@@ -173,11 +173,23 @@ def _draw(rng: random.Random) -> tuple[schema.Cluster, schema.Workload, str]:
     return cluster, schema.Workload(jobs=jobs), f"gen{n_racks}r{n_servers}s"
 
 
-def tiny_instance(seed: int) -> Instance:
-    """A random valid tiny instance, the same for the same seed."""
+def tiny_instance(seed: int, tunable: bool = False) -> Instance:
+    """A random valid tiny instance, the same for the same seed.
+
+    ``tunable``: the transceivers tune only to a random non-empty subset of a grid of 2-4
+    wavelengths (``transceivers.wavelengths``), drawn from a second stream; otherwise the instance
+    is the one ``tiny_instance(seed)`` gives.
+    """
     rng = random.Random(seed)
+    extra = random.Random(f"tunable-{seed}")
     for _attempt in range(1000):
         cluster, workload, tag = _draw(rng)
+        if tunable:
+            W = max(2, cluster.wavelengths_per_fibre)
+            subset = extra.sample(range(W), extra.randint(1, W - 1))
+            trx = cluster.transceivers.model_copy(update={"wavelengths": subset})
+            cluster = cluster.model_copy(update={"transceivers": trx, "wavelengths_per_fibre": W})
+            cluster = schema.Cluster.model_validate(cluster.model_dump())
         inst_file = schema.InstanceFile(name=f"{tag}-{seed}", topology=cluster, workload=workload)
         inst = build_instance(inst_file, cluster, workload, default_name=f"seed{seed}")
         all_candidates(inst)  # layouts are even by construction: this must not raise
@@ -191,6 +203,7 @@ def describe(inst: Instance) -> dict:
     return {
         "fibre": {r.fibre_type for r in inst.racks},
         "W": inst.wavelengths_per_fibre,
+        "usable": len(inst.usable_wavelengths),
         "loopback": {inst.ocses[k].loopback for k in set(inst.transceiver_ocs)},
         "packet": inst.packet is not None,
         "jobs": len(inst.jobs),

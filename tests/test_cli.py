@@ -50,7 +50,9 @@ def test_hand_made_solutions_are_accepted(name):
 def test_reproducible_output_is_byte_identical(tmp_path):
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     for out in (a, b):
-        r = run("solve", str(INSTANCES / "small.yaml"), "--reproducible", "--seed", "3", "-o", str(out))
+        r = run(
+            "solve", str(INSTANCES / "small.yaml"), "--reproducible", "--seed", "3", "-o", str(out)
+        )
         assert r.exit_code == 0
     assert a.read_bytes() == b.read_bytes()
     assert "timings" not in json.loads(a.read_text())

@@ -6,7 +6,7 @@ import time
 
 import pyomo.environ as pyo
 
-from optnet.model import circuits, collectives, lightpaths, objective, placement
+from optnet.model import changes, circuits, collectives, lightpaths, objective, placement
 from optnet.model.data import ModelData, model_data
 
 __all__ = ["FAMILIES", "ModelData", "build_model", "model_data"]
@@ -34,6 +34,7 @@ FAMILIES = (
     ("collective lower bound", collectives.add_collective_lower_bound),
     ("iteration time", objective.add_iteration_time),
     ("objective", objective.add_objective),
+    ("change count", changes.add_change_count),
 )
 
 

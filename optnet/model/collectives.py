@@ -88,16 +88,20 @@ def add_pair_latency(m: pyo.ConcreteModel, md: ModelData) -> None:
     A = md.alpha_max
     m.pair_latency_lightpath = pyo.Constraint(
         m.PAIRS,
-        rule=lambda m, j, a, b: m.alpha[j, a, b]
-        >= sum(md.alpha_lp[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
-        - A * m.z[j, a, b, 0],
+        rule=lambda m, j, a, b: (
+            m.alpha[j, a, b]
+            >= sum(md.alpha_lp[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
+            - A * m.z[j, a, b, 0]
+        ),
     )
     if md.has_packet:
         m.pair_latency_packet = pyo.Constraint(
             m.PAIRS,
-            rule=lambda m, j, a, b: m.alpha[j, a, b]
-            >= sum(md.alpha_pkt[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
-            - A * (1 - m.z[j, a, b, 0]),
+            rule=lambda m, j, a, b: (
+                m.alpha[j, a, b]
+                >= sum(md.alpha_pkt[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
+                - A * (1 - m.z[j, a, b, 0])
+            ),
         )
 
 
@@ -110,15 +114,18 @@ def add_pair_bandwidth(m: pyo.ConcreteModel, md: ModelData) -> None:
     B = md.beta_max
     m.pair_bandwidth_lightpath = pyo.Constraint(
         m.PAIRS,
-        rule=lambda m, j, a, b: m.beta[j, a, b]
-        >= sum(md.beta_lp[q] * m.z[j, a, b, q] for q in m.COUNTS if q >= 1),
+        rule=lambda m, j, a, b: (
+            m.beta[j, a, b] >= sum(md.beta_lp[q] * m.z[j, a, b, q] for q in m.COUNTS if q >= 1)
+        ),
     )
     if md.has_packet:
         m.pair_bandwidth_packet = pyo.Constraint(
             m.PAIRS,
-            rule=lambda m, j, a, b: m.beta[j, a, b]
-            >= sum(md.beta_pkt[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
-            - B * (1 - m.z[j, a, b, 0]),
+            rule=lambda m, j, a, b: (
+                m.beta[j, a, b]
+                >= sum(md.beta_pkt[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
+                - B * (1 - m.z[j, a, b, 0])
+            ),
         )
 
 
@@ -139,9 +146,7 @@ def add_connectivity(m: pyo.ConcreteModel, md: ModelData) -> None:
 def add_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
     """t[c,a,g,s] >= mult_s * alpha[p] + bytes * beta[p]   for every transfer of the step
     (a synchronous step lasts as long as its slowest transfer)."""
-    rows = [
-        key + (i,) for key, ts in md.step_terms.items() for i in range(len(ts))
-    ]
+    rows = [key + (i,) for key, ts in md.step_terms.items() for i in range(len(ts))]
     m.STEP_TERMS = pyo.Set(initialize=rows, dimen=6, ordered=True)
 
     def rule(m, j, ci, a, g, s, i):
@@ -267,6 +272,8 @@ def add_collective_lower_bound(m: pyo.ConcreteModel, md: ModelData) -> None:
             m.x[o].fix(0)
     m.collective_lower_bound = pyo.Constraint(
         m.COLLECTIVES,
-        rule=lambda m, j, ci: m.T[j, ci]
-        >= sum(lb[o] * m.x[o] for o in m.OPTIONS if o[:2] == (j, ci) and lb[o] < float("inf")),
+        rule=lambda m, j, ci: (
+            m.T[j, ci]
+            >= sum(lb[o] * m.x[o] for o in m.OPTIONS if o[:2] == (j, ci) and lb[o] < float("inf"))
+        ),
     )

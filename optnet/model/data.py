@@ -26,6 +26,10 @@ class ModelData:
     cands: tuple[JobCandidates, ...]
     objective: str
     relax: frozenset[str] = frozenset()
+    previous: object | None = None  # optnet.changes.Previous: the running plan (--from)
+    max_changes: int | None = None
+    change_penalty_us: float = 0.0
+    unavailable: frozenset[int] = frozenset()  # failed servers (never placed on)
     slots: list[tuple[int, int]] = field(default_factory=list)  # (job, slot)
     racks: list[int] = field(default_factory=list)
     rack_capacity: dict[int, int] = field(default_factory=dict)
@@ -56,16 +60,17 @@ def model_data(
     objective: str = "max-iteration",
     relax: frozenset[str] = frozenset(),
     available_servers: dict[int, int] | None = None,
+    unavailable: frozenset[int] | set[int] = frozenset(),
 ) -> ModelData:
     """Build the index sets and tables (``available_servers``: rack -> usable servers)."""
-    md = ModelData(inst, cands, objective, relax)
+    md = ModelData(inst, cands, objective, relax, unavailable=frozenset(unavailable))
     md.slots = [(j, m) for j, jc in enumerate(cands) for m in range(jc.job.slots)]
     md.racks = list(range(len(inst.racks)))
-    md.rack_capacity = (
-        dict(available_servers)
-        if available_servers is not None
-        else {r: len(inst.racks[r].servers) for r in md.racks}
-    )
+    md.rack_capacity = {
+        r: sum(1 for x in inst.racks[r].servers if x not in md.unavailable) for r in md.racks
+    }
+    if available_servers is not None:
+        md.rack_capacity = {r: min(md.rack_capacity[r], available_servers[r]) for r in md.racks}
     md.rack_pairs = [(r, s) for r in md.racks for s in md.racks]
     counts = inst.transceivers_per_ocs
     md.ocs = [k for k, t in enumerate(counts) if t > 0]
@@ -87,7 +92,9 @@ def model_data(
         if inst.packet is not None:
             md.alpha_pkt[(r, s)] = physics.packet_latency_us(inst, r, s)
             md.beta_pkt[(r, s)] = physics.packet_inverse_rate(inst, r, s) * MB
-    md.beta_lp = {q: physics.lightpath_inverse_rate(inst, q) * MB for q in range(1, md.max_lightpaths + 1)}
+    md.beta_lp = {
+        q: physics.lightpath_inverse_rate(inst, q) * MB for q in range(1, md.max_lightpaths + 1)
+    }
     alphas = list(md.alpha_lp.values()) + list(md.alpha_pkt.values())
     betas = list(md.beta_lp.values()) + list(md.beta_pkt.values())
     md.alpha_max, md.alpha_min = max(alphas), min(alphas)

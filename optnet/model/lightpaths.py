@@ -25,7 +25,9 @@ def add_lightpath_variables(m: pyo.ConcreteModel, md: ModelData) -> None:
     m.OCS = pyo.Set(initialize=md.ocs, ordered=True)
     m.COUNTS = pyo.Set(initialize=list(range(md.max_lightpaths + 1)), ordered=True)
     m.n = pyo.Var(
-        m.PAIRS, m.OCS, within=pyo.NonNegativeIntegers,
+        m.PAIRS,
+        m.OCS,
+        within=pyo.NonNegativeIntegers,
         bounds=lambda m, j, a, b, k: (0, md.trx_per_ocs[k]),
     )
     m.l = pyo.Var(m.PAIRS, m.OCS, m.RACK_PAIRS, within=pyo.NonNegativeReals)
@@ -35,14 +37,19 @@ def add_lightpath_variables(m: pyo.ConcreteModel, md: ModelData) -> None:
 def add_lightpath_rack_pair(m: pyo.ConcreteModel, md: ModelData) -> None:
     """l[p,k,r,s] <= T_k * w[p,r,s]  and  sum_{r,s} l[p,k,r,s] = n[p,k]."""
     m.lightpath_on_rack_pair = pyo.Constraint(
-        m.PAIRS, m.OCS, m.RACK_PAIRS,
-        rule=lambda m, j, a, b, k, r, s: m.l[j, a, b, k, r, s]
-        <= md.trx_per_ocs[k] * m.w[j, a, b, r, s],
+        m.PAIRS,
+        m.OCS,
+        m.RACK_PAIRS,
+        rule=lambda m, j, a, b, k, r, s: (
+            m.l[j, a, b, k, r, s] <= md.trx_per_ocs[k] * m.w[j, a, b, r, s]
+        ),
     )
     m.lightpath_total = pyo.Constraint(
-        m.PAIRS, m.OCS,
-        rule=lambda m, j, a, b, k: sum(m.l[j, a, b, k, r, s] for r, s in m.RACK_PAIRS)
-        == m.n[j, a, b, k],
+        m.PAIRS,
+        m.OCS,
+        rule=lambda m, j, a, b, k: (
+            sum(m.l[j, a, b, k, r, s] for r, s in m.RACK_PAIRS) == m.n[j, a, b, k]
+        ),
     )
 
 
@@ -51,11 +58,13 @@ def add_transceiver_limit(m: pyo.ConcreteModel, md: ModelData) -> None:
     if "transceivers" in md.relax:
         return
     m.transceiver_limit = pyo.Constraint(
-        m.SLOTS, m.OCS,
-        rule=lambda m, j, s, k: sum(m.n[p + (k,)] for p in md.pairs_of_slot[(j, s)])
-        <= md.trx_per_ocs[k]
-        if md.pairs_of_slot[(j, s)]
-        else pyo.Constraint.Skip,
+        m.SLOTS,
+        m.OCS,
+        rule=lambda m, j, s, k: (
+            sum(m.n[p + (k,)] for p in md.pairs_of_slot[(j, s)]) <= md.trx_per_ocs[k]
+            if md.pairs_of_slot[(j, s)]
+            else pyo.Constraint.Skip
+        ),
     )
 
 
@@ -70,13 +79,14 @@ def add_wavelength_capacity(m: pyo.ConcreteModel, md: ModelData) -> None:
     def cap(m, k, r, s):
         if r == s:
             return 2 * sum(m.l[p + (k, r, r)] for p in md.pairs) <= W * m.c[k, r, s]
-        return (
-            sum(m.l[p + (k, r, s)] + m.l[p + (k, s, r)] for p in md.pairs) <= W * m.c[k, r, s]
-        )
+        return sum(m.l[p + (k, r, s)] + m.l[p + (k, s, r)] for p in md.pairs) <= W * m.c[k, r, s]
 
     m.wavelength_capacity = pyo.Constraint(m.CIRCUITS, rule=cap)
     missing = [
-        (k, r, s) for k in md.ocs for r, s in md.rack_pairs if (k, min(r, s), max(r, s)) not in circuits
+        (k, r, s)
+        for k in md.ocs
+        for r, s in md.rack_pairs
+        if (k, min(r, s), max(r, s)) not in circuits
     ]
     m.NO_CIRCUIT = pyo.Set(initialize=missing, dimen=3, ordered=True)
     m.no_lightpath_without_circuit = pyo.Constraint(
@@ -92,6 +102,7 @@ def add_lightpath_count(m: pyo.ConcreteModel, md: ModelData) -> None:
     )
     m.lightpath_count_value = pyo.Constraint(
         m.PAIRS,
-        rule=lambda m, j, a, b: sum(q * m.z[j, a, b, q] for q in m.COUNTS)
-        == sum(m.n[j, a, b, k] for k in m.OCS),
+        rule=lambda m, j, a, b: (
+            sum(q * m.z[j, a, b, q] for q in m.COUNTS) == sum(m.n[j, a, b, k] for k in m.OCS)
+        ),
     )

@@ -1,9 +1,9 @@
 """Iteration time of every job and the objective.
 
-    iter[j] = compute_j + sum_c (1 - f_c) count_c T[c] + e[j]
-    e[j]   >= sum_c f_c count_c T[c] - compute_j,  e[j] >= 0     (overlap beyond compute)
-    max-iteration:  min Z,  Z >= iter[j]
-    weighted-sum:   min sum_j weight_j iter[j]
+iter[j] = compute_j + sum_c (1 - f_c) count_c T[c] + e[j]
+e[j]   >= sum_c f_c count_c T[c] - compute_j,  e[j] >= 0     (overlap beyond compute)
+max-iteration:  min Z,  Z >= iter[j]
+weighted-sum:   min sum_j weight_j iter[j]
 """
 
 from __future__ import annotations
@@ -24,16 +24,20 @@ def add_iteration_time(m: pyo.ConcreteModel, md: ModelData) -> None:
 
     m.iteration_time = pyo.Constraint(
         m.JOBS,
-        rule=lambda m, j: m.iter[j]
-        == md.cands[j].job.compute_time_us
-        + sum((1 - cc.spec.overlap) * cc.spec.count * m.T[j, ci] for ci, cc in colls(j))
-        + m.e[j],
+        rule=lambda m, j: (
+            m.iter[j]
+            == md.cands[j].job.compute_time_us
+            + sum((1 - cc.spec.overlap) * cc.spec.count * m.T[j, ci] for ci, cc in colls(j))
+            + m.e[j]
+        ),
     )
     m.overlap_excess = pyo.Constraint(
         m.JOBS,
-        rule=lambda m, j: m.e[j]
-        >= sum(cc.spec.overlap * cc.spec.count * m.T[j, ci] for ci, cc in colls(j))
-        - md.cands[j].job.compute_time_us,
+        rule=lambda m, j: (
+            m.e[j]
+            >= sum(cc.spec.overlap * cc.spec.count * m.T[j, ci] for ci, cc in colls(j))
+            - md.cands[j].job.compute_time_us
+        ),
     )
 
 

@@ -1,0 +1,57 @@
+"""Incremental re-optimisation: count what changes against the running plan (``--from``).
+
+Active only when the model data carries a previous plan. With prev_rack(j,m), prev circuits C0
+and previous lightpath counts N0 (per slot pair and OCS, read through the previous placement):
+
+    moved[j,m]   = 1 - y[j,m,prev_rack(j,m)]                        (slot leaves its rack)
+    circ_delta   = sum_{C0} (1 - c) + sum_{not C0} c                 (circuits torn down/set up)
+    dn[p,o]     >= n[p,o] - N0[p,o],  dn[p,o] >= N0[p,o] - n[p,o]    (lightpaths added/removed)
+    changes      = sum moved + sum circ_delta + sum dn
+    changes <= budget   (--max-changes)    and/or    objective += penalty_us * changes
+
+Counting slot moves by rack is exact for cross-rack moves; moves inside a rack are avoided by the
+decoder, which keeps a slot on its previous server when that server is in the chosen rack.
+A previous lightpath is counted at the slot pair it served, so it is kept only if both slots stay.
+"""
+
+from __future__ import annotations
+
+import pyomo.environ as pyo
+
+from optnet.model.data import ModelData
+
+
+def add_change_count(m: pyo.ConcreteModel, md: ModelData) -> None:
+    prev = md.previous
+    if prev is None:
+        return
+    slots = [sl for sl in md.slots if sl in prev.rack_of_slot]
+    m.moved = pyo.Expression(expr=sum(1 - m.y[j, s, prev.rack_of_slot[(j, s)]] for j, s in slots))
+    m.circuit_changes = pyo.Expression(
+        expr=sum((1 - m.c[key]) if key in prev.circuits else m.c[key] for key in md.circuits)
+    )
+    n0 = {}
+    for j, a, b in md.pairs:
+        servers = prev.decisions.placement.get(j)
+        for k in md.ocs:
+            v = 0
+            if servers is not None and max(a, b) < len(servers):
+                sa, sb = servers[a], servers[b]
+                v = prev.lightpaths.get((min(sa, sb), max(sa, sb), k), 0)
+            n0[(j, a, b, k)] = v
+    m.dn = pyo.Var(m.PAIRS, m.OCS, within=pyo.NonNegativeReals)
+    m.lightpath_change_up = pyo.Constraint(
+        m.PAIRS,
+        m.OCS,
+        rule=lambda m, j, a, b, k: m.dn[j, a, b, k] >= m.n[j, a, b, k] - n0[(j, a, b, k)],
+    )
+    m.lightpath_change_down = pyo.Constraint(
+        m.PAIRS,
+        m.OCS,
+        rule=lambda m, j, a, b, k: m.dn[j, a, b, k] >= n0[(j, a, b, k)] - m.n[j, a, b, k],
+    )
+    m.changes = pyo.Expression(expr=m.moved + m.circuit_changes + sum(m.dn[i] for i in m.dn))
+    if md.max_changes is not None:
+        m.change_budget = pyo.Constraint(expr=m.changes <= md.max_changes)
+    if md.change_penalty_us:
+        m.obj.expr = m.obj.expr + md.change_penalty_us * m.changes

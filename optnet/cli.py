@@ -121,6 +121,25 @@ def main() -> None:
     "--reproducible", is_flag=True, help="Leave wall-clock timings out (byte-identical JSON)."
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
+@click.option(
+    "--from",
+    "previous",
+    type=click.Path(dir_okay=False),
+    help="Results of the running plan: re-optimise it, listing exactly what changes.",
+)
+@click.option(
+    "--max-changes",
+    type=click.IntRange(min=0),
+    default=None,
+    help="With --from: at most this many changes (moved slots, circuits, lightpaths).",
+)
+@click.option(
+    "--change-penalty-us",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="With --from: objective penalty per change, in microseconds.",
+)
 @_handle_errors
 def solve(
     instance,
@@ -136,6 +155,9 @@ def solve(
     strategy,
     reproducible,
     quiet,
+    previous,
+    max_changes,
+    change_penalty_us,
 ) -> None:
     """Jointly choose placement, OCS circuits, wavelengths and collective algorithms."""
     from optnet.evaluate import evaluate
@@ -147,7 +169,20 @@ def solve(
     if out and Path(out).exists() and not force:
         raise OptnetError(f"{out}: exists; pass --force to overwrite")
     inst = load_instance(instance, workload)
-    opts = SolveOptions(objective, time_limit, mip_gap, threads, seed, quiet=quiet)
+    prev = _read_decisions(inst, previous) if previous else None
+    if prev is None and (max_changes is not None or change_penalty_us):
+        raise errors.input_error("--max-changes/--change-penalty-us", "", "need --from")
+    opts = SolveOptions(
+        objective,
+        time_limit,
+        mip_gap,
+        threads,
+        seed,
+        quiet=quiet,
+        previous=prev,
+        max_changes=max_changes,
+        change_penalty_us=change_penalty_us,
+    )
     res = solve_sequential(inst, opts) if strategy == "sequential" else solve_instance(inst, opts)
     if res.status == "infeasible":
         raise errors.InfeasibleError(explain_infeasible(inst, opts))
@@ -168,6 +203,16 @@ def solve(
     )
     if strategy == "sequential":
         results["strategy"] = "sequential"
+    expected = ev.objective_us
+    if prev is not None:
+        from optnet.changes import diff
+
+        results["changes"] = diff(inst, prev, res.decisions)
+        counts = results["changes"]["counts"]
+        n_changes = sum(v for k, v in counts.items() if k != "wavelengths_retuned")
+        results["changes"]["counts"]["total"] = n_changes
+        if expected is not None:
+            expected += change_penalty_us * n_changes
     _output(results, out, fmt, force)
     if not ev.feasible:
         raise errors.SolverError(
@@ -176,13 +221,25 @@ def solve(
         )
     if (
         res.objective is not None
-        and ev.objective_us is not None
-        and abs(res.objective - ev.objective_us) > 1e-6 * max(1.0, abs(ev.objective_us))
+        and expected is not None
+        and abs(res.objective - expected) > 1e-6 * max(1.0, abs(expected))
     ):
         raise errors.SolverError(
-            f"internal error: MILP objective {res.objective} != evaluator {ev.objective_us}"
+            f"internal error: MILP objective {res.objective} != evaluator {expected}"
         )
     sys.exit(errors.EXIT_OK if res.status == "optimal" else errors.EXIT_FEASIBLE_NOT_PROVEN)
+
+
+def _read_decisions(inst, path: str):
+    from optnet.decisions import from_json
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise errors.input_error(path, "", "file not found") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise errors.input_error(path, "", f"not valid JSON: {exc}") from None
+    return from_json(inst, data, path)
 
 
 @main.command("evaluate")
@@ -192,20 +249,12 @@ def solve(
 @_handle_errors
 def evaluate_cmd(instance, solution, workload, objective, out, fmt, force) -> None:
     """Check and score a full set of decisions (a solution or results file)."""
-    from optnet.decisions import from_json
     from optnet.evaluate import evaluate
     from optnet.instance import load_instance
     from optnet.results import build_results
 
     inst = load_instance(instance, workload)
-    try:
-        raw = Path(solution).read_text(encoding="utf-8")
-        data = json.loads(raw)
-    except FileNotFoundError:
-        raise errors.input_error(solution, "", "file not found") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise errors.input_error(solution, "", f"not valid JSON: {exc}") from None
-    d = from_json(inst, data, solution)
+    d = _read_decisions(inst, solution)
     ev = evaluate(inst, d, objective)
     results = build_results(
         inst,

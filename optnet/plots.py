@@ -4,7 +4,8 @@ Four kinds, each computed from the results JSON alone:
 
 * ``timeline-<job>``: one iteration of a job, one lane per resource (``gpu``, ``network``,
   ``network (overlapped)``, and any other lane the schedule names); a phase whose name contains
-  ``reconfig`` is drawn as an OCS reconfiguration.
+  ``reconfig`` is drawn as an OCS reconfiguration (red, hatched) on its lane, or on a
+  ``reconfiguration`` lane when it names none.
 * ``wavelengths``: the wavelength map; one row per trunk fibre and direction (rack to OCS, OCS to
   rack), one column per wavelength index, each cell names the lightpath on it and is coloured by
   the job that owns the lightpath.
@@ -130,15 +131,19 @@ def _new_figure(width: float, height: float) -> Figure:
 # --------------------------------------------------------------------------- timelines
 
 
+def _lane(p: dict) -> str:
+    """The lane a phase is drawn on: its own, else ``reconfiguration`` for a reconfiguration."""
+    if p.get("lane"):
+        return str(p["lane"])
+    return "reconfiguration" if "reconfig" in p.get("phase", "").lower() else "other"
+
+
 def _lanes(phases: list[dict]) -> list[str]:
     order = ["gpu", "network", "network (overlapped)"]
-    lanes = [ln for ln in order if any(p.get("lane") == ln for p in phases)]
+    lanes = [ln for ln in order if any(_lane(p) == ln for p in phases)]
     for p in phases:
-        ln = p.get("lane", "")
-        if "reconfig" in p.get("phase", "").lower() and "reconfig" not in ln:
-            ln = "reconfiguration"
-        if ln not in lanes:
-            lanes.append(ln)
+        if _lane(p) not in lanes:
+            lanes.append(_lane(p))
     return lanes
 
 
@@ -168,10 +173,7 @@ def timeline_figure(job: str, phases: list[dict], iteration_us: float | None) ->
         legend.append(Patch(facecolor=colours[name], edgecolor="white", hatch=hatch, label=name))
     for p in phases:
         name = p.get("phase", "?")
-        lane = p.get("lane", "")
-        if "reconfig" in name.lower() and "reconfig" not in lane:
-            lane = "reconfiguration"
-        y = len(lanes) - 1 - lanes.index(lane)
+        y = len(lanes) - 1 - lanes.index(_lane(p))
         s, e = p.get("start_us", 0.0) * k, p.get("end_us", 0.0) * k
         ax.barh(
             y,

@@ -21,6 +21,7 @@ from pyomo.contrib.solver.common.factory import SolverFactory
 from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
 
 from optnet.candidates import JobCandidates, all_candidates
+from optnet.changes import previous_plan
 from optnet.decisions import Decisions
 from optnet.decode import decode, encode
 from optnet.errors import NoIncumbentError, SolverError
@@ -39,6 +40,10 @@ class SolveOptions:
     relax: frozenset[str] = frozenset()
     quiet: bool = True
     """False: show progress (elapsed, incumbent, bound, gap) on stderr."""
+    previous: Decisions | None = None
+    """The running plan (``--from``): count changes against it and start from it."""
+    max_changes: int | None = None
+    change_penalty_us: float = 0.0
 
 
 @dataclass
@@ -96,6 +101,12 @@ def solve_instance(
     cands = cands if cands is not None else all_candidates(inst)
     t_cand = time.perf_counter() - t0
     md = model_data(inst, cands, o.objective, o.relax, available_servers)
+    if o.previous is not None:
+        md.previous = previous_plan(inst, o.previous)
+        md.max_changes = o.max_changes
+        md.change_penalty_us = o.change_penalty_us
+        if warm_start is None:
+            warm_start = o.previous
     t1 = time.perf_counter()
     m, family_times = build_model(md)
     t_build = time.perf_counter() - t1

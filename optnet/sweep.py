@@ -324,7 +324,7 @@ def load_spec(path: str | Path, time_limit_s: float | None = None) -> Sweep:
         data = copy.deepcopy(base)
         solve = spec.solve.model_dump()
         for p, value in v.items():
-            where = f"grid.{p}" if p in spec.grid else f"points[{_point_index(spec, v, i)}].{p}"
+            where = f"grid.{p}" if p in spec.grid else f"points[{i % n_points}].{p}"
             if p.startswith("solve."):
                 field = p[len("solve.") :]
                 if field not in SOLVE_FIELDS:
@@ -357,11 +357,6 @@ def load_spec(path: str | Path, time_limit_s: float | None = None) -> Sweep:
     if problems:
         raise InputError(problems[:100])
     return Sweep(name, spec, inst_path, base, points, param_names)
-
-
-def _point_index(spec: SweepSpec, v: dict[str, Any], i: int) -> int:
-    n = max(1, len(spec.points))
-    return i % n
 
 
 def _pydantic_problem(file: str, e: dict, prefix: str = "") -> Problem:
@@ -613,13 +608,15 @@ def run_sweep(
     done = {k: r for k, r in read_rows(jsonl).items() if r.get("status") in STATUSES_FINAL}
     stem = sweep.instance_file.stem
     tasks = []
+    queued: set[str] = set()
     for p in sweep.points:
         display = str(out / "points" / f"{p.id}.yaml")
         text = f"# optnet sweep {sweep.spec_file}, point {p.index}: {json.dumps(p.params, default=str)}\n"
         text += dump_yaml(p.data)
         _write_if_changed(Path(display), text)
-        if p.key in done:
+        if p.key in done or p.key in queued:
             continue
+        queued.add(p.key)
         tasks.append(
             {
                 "key": p.key,
@@ -634,7 +631,7 @@ def run_sweep(
 
     bar = tqdm(
         total=len(sweep.points),
-        initial=len(sweep.points) - len(tasks),
+        initial=sum(1 for p in sweep.points if p.key in done),
         desc=f"sweep {sweep.spec.name or Path(sweep.spec_file).stem}",
         unit="point",
         disable=(not progress) if progress is not None else None,
@@ -671,7 +668,8 @@ def run_sweep(
                 r = dict(r, point=p.index, params=p.params)
                 rows.append(r)
         write_csv(out / "results.csv", rows, sweep.param_names)
-    return SweepOutcome(out, rows, len(sweep.points) - len(tasks), solved)
+    resumed = sum(1 for p in sweep.points if p.key in done and p.key not in queued)
+    return SweepOutcome(out, rows, resumed, solved)
 
 
 def _append_line(path: Path, line: str) -> None:

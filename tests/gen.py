@@ -6,8 +6,7 @@ What varies: 1-3 racks (mostly 2-3) of 1-2 servers (at most 4 servers), 1/2/4 GP
 1-2 OCSes with loopback on or off, 1-2 transceivers per server (attach lists such as [ocs0],
 [ocs0, ocs1], [ocs0, ocs0]), 1-4 wavelengths per fibre, SMF or HCF trunks of 0.01-2 km per rack,
 an optional packet fabric (oversubscription 1-4), 1-2 jobs on at most 3 servers in total, and
-1-2 collectives per job (every kind but send_recv, over dp, world or a multi-server tp group;
-a group inside one server draws only the kinds in ``INSIDE_SERVER_KINDS``).
+1-2 collectives per job (every kind but send_recv, over dp, world or a multi-server tp group).
 
 Draws whose exhaustive search would be large (see :func:`enumeration_size`) are redrawn from the
 same random stream, so every seed gives an instance ``tests/brute.py`` solves in well under a
@@ -29,13 +28,6 @@ KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast"
 #: Upper bound on the decision sets ``tests/brute.py`` enumerates (placements x port matchings x
 #: lightpath counts); about a second of brute force at the top.
 MAX_ENUMERATION = 60_000
-
-#: Kinds drawn for a group of several GPUs inside one server. KNOWN BUG
-#: (tests/test_exhaustive.py::test_single_server_group_every_kind): candidates.py prices the
-#: reduction of such a group with algorithm "ring", which broadcast, reduce and all_to_all lack,
-#: so all_candidates raises ValueError for them. Widening this to KINDS once fixed changes the
-#: instances of some seeds (the checks in test_exhaustive.py do not depend on particular ones).
-INSIDE_SERVER_KINDS = ("all_reduce", "all_gather", "reduce_scatter")
 
 
 def _matchings(n: int, loopback: bool) -> int:
@@ -61,14 +53,6 @@ def enumeration_size(inst: Instance) -> int:
             for k in used:
                 size *= per_ocs[k] + 1
     return size
-
-
-def _servers_spanned(group: str, gpus: int, tp: int, dp: int, G: int) -> int:
-    """Servers one instance of ``group`` spans (ranks laid out t + tp * d, G per server)."""
-    if gpus <= G:
-        return 1
-    ranks = {"world": range(gpus), "tp": range(tp), "dp": range(0, tp * dp, tp)}[group]
-    return len({r // G for r in ranks})
 
 
 def _valid_tp(gpus: int, G: int) -> list[int]:
@@ -149,11 +133,10 @@ def _draw(rng: random.Random) -> tuple[schema.Cluster, schema.Workload, str]:
         for ci in range(rng.choice([1, 1, 2])):
             overlap = rng.choice([0.0, 0.0, 1.0, round(rng.random(), 3)])
             group = rng.choice(groups)
-            inside = _servers_spanned(group, gpus, tp, dp, G) == 1 and sizes[group] >= 2
             colls.append(
                 schema.Collective(
                     name=f"c{ci}",
-                    kind=rng.choice(INSIDE_SERVER_KINDS if inside else KINDS),
+                    kind=rng.choice(KINDS),
                     group=group,
                     message_bytes=float(f"{10 ** rng.uniform(3, 8):.3e}"),
                     count=rng.randint(1, 4),

@@ -121,10 +121,10 @@ def test_generator_is_valid_small_and_deterministic():
 # --------------------------------------------------------------------------- known problems
 
 
-def _one_server_instance(kind: str, **trx) -> Instance:
+def _one_server_instance(kind: str) -> Instance:
     cluster = schema.Cluster(
         gpus_per_server=2,
-        transceivers=schema.Transceivers(attach=["o"], **trx),
+        transceivers=schema.Transceivers(attach=["o"]),
         racks=[schema.Rack(name="a", servers=1), schema.Rack(name="b", servers=1)],
         wavelengths_per_fibre=2,
         ocs=[schema.Ocs(name="o", ports=2)],
@@ -148,10 +148,8 @@ def _one_server_instance(kind: str, **trx) -> Instance:
 def test_single_server_group_every_kind(kind):
     """A collective whose group sits inside one server (2 GPUs) of every kind.
 
-    KNOWN BUG (optnet/candidates.py, collective_candidates, N == 1): it computes the gamma term
-    with ``_gamma_us(inst, kind, "ring", p, n)`` and ``gamma_coefficient`` raises ValueError
-    ("unknown algorithm 'ring'") for broadcast, reduce and all_to_all, which have no ring.
-    tests/gen.py redraws such instances until this is fixed.
+    Regression: candidates.py priced the reduction of such a group with algorithm "ring", and
+    ``gamma_coefficient`` raised ValueError for broadcast, reduce and all_to_all (no ring).
     """
     inst = _one_server_instance(kind)
     all_candidates(inst)

@@ -112,10 +112,11 @@ def main() -> None:
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option(
     "--strategy",
-    type=click.Choice(["joint", "sequential"]),
-    default="joint",
+    type=click.Choice(["auto", "joint", "sequential"]),
+    default="auto",
     show_default=True,
-    help="joint: one MILP over all decisions; sequential: the staged baseline.",
+    help="auto: relaxation bound + decomposed joint MILPs, then the whole joint MILP when the "
+    "cluster is small; joint: one MILP over all decisions; sequential: the staged baseline.",
 )
 @click.option(
     "--reproducible", is_flag=True, help="Leave wall-clock timings out (byte-identical JSON)."
@@ -164,6 +165,7 @@ def solve(
     from optnet.instance import load_instance
     from optnet.results import build_results
     from optnet.solve import SolveOptions, solve_instance
+    from optnet.scale import solve_auto
     from optnet.strategies import explain_infeasible, solve_sequential
 
     if out and Path(out).exists() and not force:
@@ -183,7 +185,12 @@ def solve(
         max_changes=max_changes,
         change_penalty_us=change_penalty_us,
     )
-    res = solve_sequential(inst, opts) if strategy == "sequential" else solve_instance(inst, opts)
+    if strategy == "sequential":
+        res = solve_sequential(inst, opts)
+    elif strategy == "joint" or prev is not None:
+        res = solve_instance(inst, opts)
+    else:
+        res = solve_auto(inst, opts)
     if res.status == "infeasible":
         raise errors.InfeasibleError(explain_infeasible(inst, opts))
     ev = evaluate(inst, res.decisions, objective)
@@ -201,8 +208,7 @@ def solve(
         model_size=res.model_size,
         reproducible=reproducible,
     )
-    if strategy == "sequential":
-        results["strategy"] = "sequential"
+    results["strategy"] = "joint" if strategy == "auto" and prev is not None else strategy
     expected = ev.objective_us
     if prev is not None:
         from optnet.changes import diff

@@ -261,7 +261,7 @@ def wavelength_figure(results: dict[str, Any]) -> Figure:
     rows, width, cells = wavelength_grid(results)
     jobs = lightpath_jobs(results)
     colours = job_colours(results)
-    fig = _new_figure(2.4 + 0.6 * max(width, 4), 1.6 + 0.26 * max(len(rows), 2))
+    fig = _new_figure(2.4 + 0.6 * max(width, 6), 1.8 + 0.26 * max(len(rows), 2))
     ax = fig.add_subplot()
     if not rows or not width:
         _empty(ax, "no trunk fibres")
@@ -302,7 +302,7 @@ def wavelength_figure(results: dict[str, Any]) -> Figure:
     ax.tick_params(length=0)
     for s in ax.spines.values():
         s.set_visible(False)
-    ax.set_title("Wavelength map (rows: trunk fibre and direction; cells: lightpath)", pad=18)
+    ax.set_title("Wavelength map\n(rows: trunk fibre and direction; cells: lightpath)", pad=18)
     used = [j for j in colours if j in set(jobs)]
     handles = [Patch(facecolor=colours[j], label=j) for j in used]
     handles.append(Patch(facecolor=UNUSED, edgecolor="#cccccc", label="free"))
@@ -313,7 +313,7 @@ def wavelength_figure(results: dict[str, Any]) -> Figure:
         frameon=False, fontsize=8,
     )  # fmt: skip
     h = fig.get_figheight()
-    fig.subplots_adjust(left=1.3 / fig.get_figwidth(), right=0.98, top=1 - 0.75 / h, bottom=0.5 / h)
+    fig.subplots_adjust(left=1.3 / fig.get_figwidth(), right=0.98, top=1 - 0.9 / h, bottom=0.5 / h)
     return fig
 
 
@@ -382,7 +382,7 @@ def ocs_figure(results: dict[str, Any], phase: str) -> Figure:
         ax = fig.add_subplot(nrows, ncols, i + 1)
         ax.set_aspect("equal")
         ax.set_xlim(-1.8, 1.8)
-        ax.set_ylim(-1.75, 1.75)
+        ax.set_ylim(-1.8, 1.8)
         ax.set_axis_off()
         circuits = [
             c
@@ -433,7 +433,7 @@ def ocs_figure(results: dict[str, Any], phase: str) -> Figure:
             ax.add_patch(Circle((x, y), 0.1, facecolor="white", edgecolor="#333333", zorder=3))
             ax.text(x, y, str(p), ha="center", va="center", fontsize=7, zorder=4)
             if p in pmap:
-                ax.text(1.55 * x, 1.52 * y, pmap[p], ha="center", va="center", fontsize=8,
+                ax.text(1.58 * x, 1.6 * y, pmap[p], ha="center", va="center", fontsize=8,
                         color="#333333")  # fmt: skip
         ax.set_title(f"{ocs}: {len(circuits)} circuit{'s' * (len(circuits) != 1)}", fontsize=9)
     fig.suptitle(

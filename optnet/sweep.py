@@ -629,7 +629,10 @@ def run_sweep(
             }
         )
 
-    bar = tqdm(
+    class _Bar(tqdm):
+        monitor_interval = 0  # no monitor thread: workers may be forked while the bar runs
+
+    bar = _Bar(
         total=len(sweep.points),
         initial=sum(1 for p in sweep.points if p.key in done),
         desc=f"sweep {sweep.spec.name or Path(sweep.spec_file).stem}",

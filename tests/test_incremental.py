@@ -19,7 +19,9 @@ def plan(tmp_path_factory):
     """The running plan for tiny.yaml, and a changed workload that wants another plan."""
     d = tmp_path_factory.mktemp("inc")
     base = d / "base.json"
-    r = CliRunner().invoke(main, ["solve", str(INSTANCES / "tiny.yaml"), "-q", "-o", str(base)])
+    r = CliRunner().invoke(
+        main, ["solve", str(INSTANCES / "tiny.yaml"), "-q", "--strategy", "joint", "-o", str(base)]
+    )
     assert r.exit_code == 0, r.output
     changed = d / "tiny2.yaml"
     changed.write_text(

@@ -1,0 +1,611 @@
+"""Calibrate optnet's link parameters from measurements (``docs/interfaces.md``).
+
+Input 1, nccl-tests output (``all_reduce_perf`` and friends, NVIDIA/nccl-tests): the table with
+columns ``size count type redop root`` then ``time algbw busbw #wrong`` for out-of-place and for
+in-place. nccl-tests times NCCL's ring/chain schedules, so for a collective over n ranks on
+links of latency alpha and rate B a message of ``size`` bytes takes
+
+    t = A(kind, n) * alpha + F(kind, n) * size / B
+
+with ``F`` the nccl-tests bus-bandwidth factor (busbw = algbw * F, doc/PERFORMANCE.md:
+all_reduce 2(n-1)/n; all_gather, reduce_scatter, alltoall (n-1)/n; broadcast, reduce,
+sendrecv 1) and ``A`` the ring's latency steps (all_reduce 2(n-1); all_gather, reduce_scatter,
+alltoall, broadcast, reduce n-1; sendrecv 1) -- the model of
+:func:`optnet.collectives.ring_intra_server_time_us`. Every file of one link type adds its rows
+(both the out-of-place and the in-place time of each size) to one linear least-squares fit of
+(alpha, 1/B), weighted by 1/t so that an 8-byte and an 8-GB message count alike (the fit
+minimises the relative error). The calibrated parameters then predict every measured size
+through optnet's own collective model, and the table shows the error per size.
+
+Input 2, a telemetry YAML: per-link measured ``latency_us`` and ``rate_gbps``.
+
+Both can override the defaults of an instance: ``nvlink`` sets ``nvlink_latency_us`` and
+``nvlink_rate_gbps``; ``lightpath`` sets ``transceivers.rate_gbps`` and the software part of
+the lightpath latency, ``constants.message_overhead_us`` = latency - 2 transceiver latencies -
+FEC - OCS (fibre propagation is computed from the trunk lengths, so a measured latency is taken
+without it: ``--propagation-us`` / ``propagation_us`` subtract it); ``packet`` sets
+``packet_fabric.rate_gbps`` and ``packet_fabric.hop_latency_us`` = latency - overhead - 2
+transceivers - FEC (a one-hop, intra-rack measurement). Telemetry is applied after the fits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+import statistics
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from optnet import collectives
+from optnet.errors import InputError, OptnetError, Problem, input_error
+
+LINK_TYPES = ("nvlink", "lightpath", "packet")
+"""Link types that map onto instance fields (other labels can be fitted, not applied)."""
+
+#: nccl-tests program name (without ``_perf``/``_perf_mpi``) -> optnet collective kind.
+NCCL_TESTS = {
+    "reduce_scatter": "reduce_scatter",
+    "all_reduce": "all_reduce",
+    "all_gather": "all_gather",
+    "alltoall": "all_to_all",
+    "broadcast": "broadcast",
+    "sendrecv": "send_recv",
+    "reduce": "reduce",
+}
+
+DTYPES = {
+    "int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double",
+    "bfloat16", "char", "int", "fp8_e4m3", "fp8_e5m2", "f8e4m3", "f8e5m2",
+}
+
+_RANK = re.compile(r"#\s*Rank\s+(\d+)\s+Group\s+\d+\s+Pid")
+_PROGRAM = re.compile(r"Collective test starting:\s*(\S+)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Measurement:
+    size: int
+    """nccl-tests ``size`` column, bytes."""
+    count: int
+    dtype: str
+    times_us: tuple[float, ...]
+    """Out-of-place then in-place time."""
+    busbw: tuple[float, ...]
+    """GB/s, as printed."""
+    wrong: int
+
+
+@dataclasses.dataclass
+class NcclTable:
+    file: str
+    kind: str
+    ranks: int
+    rows: list[Measurement]
+    link_type: str = "lightpath"
+
+
+# ------------------------------------------------------------------------------------------
+# reading nccl-tests output
+
+
+def kind_of(name: str) -> str | None:
+    """optnet collective kind of an nccl-tests program or file name (``all_reduce_perf``,
+    ``alltoall_perf_mpi``, ``node3-all_gather.txt``) or of an optnet kind; None if unknown."""
+    low = name.lower().replace("-", "_")
+    if low in collectives.KINDS:
+        return low
+    for prog, kind in NCCL_TESTS.items():  # longest names first: reduce_scatter before reduce
+        if prog in low:
+            return kind
+    return None
+
+
+def parse_nccl_tests(
+    text: str, file: str, kind: str | None = None, ranks: int | None = None
+) -> NcclTable:
+    """Parse one nccl-tests output; ``kind``/``ranks`` override what the file says."""
+    lines = text.splitlines()
+    header: list[str] | None = None
+    program = None
+    rank_ids: set[int] = set()
+    rows: list[Measurement] = []
+    for line in lines:
+        m = _PROGRAM.search(line)
+        if m:
+            program = m.group(1)
+        m = _RANK.search(line)
+        if m:
+            rank_ids.add(int(m.group(1)))
+        if "#" in line:
+            tail = line[line.index("#") + 1 :].split()
+            if header is None and "size" in tail and "busbw" in tail:
+                header = tail[tail.index("size") :]
+            continue
+        if header is None:
+            continue
+        row = _row(line.split(), header)
+        if row is not None:
+            rows.append(row)
+    if header is None:
+        raise input_error(
+            file, "", "no nccl-tests table header found (the line '#  size  count  type  redop "
+            "root  time  algbw  busbw  #wrong ...' that all_reduce_perf and friends print)"
+        )
+    if not rows:
+        raise input_error(file, "", "the nccl-tests table has no data rows")
+    if kind is None:
+        kind = kind_of(program) if program else None
+        kind = kind or kind_of(Path(file).name)
+        if kind is None:
+            raise input_error(
+                file, "", "cannot tell which collective this is (no 'Collective test starting' "
+                "line, no test name in the file name); pass --collective"
+            )
+    elif kind_of(kind) is None:
+        raise input_error(file, "", f"unknown collective {kind!r}; expected one of "
+                          f"{', '.join(NCCL_TESTS)} or {', '.join(collectives.KINDS)}")
+    else:
+        kind = kind_of(kind)
+    if ranks is None:
+        ranks = len(rank_ids) if rank_ids else _ranks_from_busbw(kind, rows)
+        if ranks is None:
+            raise input_error(
+                file, "", "cannot tell the number of ranks (no '#  Rank N Group ...' lines); "
+                "pass --ranks"
+            )
+    if ranks < 2:
+        raise input_error(file, "", f"{ranks} rank(s): a collective needs at least 2")
+    return NcclTable(file, kind, ranks, rows)
+
+
+def _row(tokens: list[str], header: list[str]) -> Measurement | None:
+    n = len(header)
+    if len(tokens) < n:
+        return None
+    cand = tokens[-n:]
+    try:
+        size = int(cand[0])
+        count = int(cand[1])
+    except ValueError:
+        return None
+    times, busbw, wrong = [], [], 0
+    dtype = cand[header.index("type")] if "type" in header else ""
+    if dtype and dtype not in DTYPES:
+        return None
+    try:
+        for i, name in enumerate(header):
+            if name in ("time", "cputime"):
+                times.append(float(cand[i]))
+            elif name == "busbw":
+                busbw.append(float(cand[i]))
+            elif name in ("#wrong", "error") and cand[i] not in ("N/A", "n/a"):
+                wrong += int(float(cand[i]))
+    except ValueError:
+        return None
+    if not times or size <= 0 or any(not (t > 0 and math.isfinite(t)) for t in times):
+        return None
+    return Measurement(size, count, dtype, tuple(times), tuple(busbw), wrong)
+
+
+def _ranks_from_busbw(kind: str, rows: list[Measurement]) -> int | None:
+    """n from busbw/algbw at the largest size (needs the factor to depend on n)."""
+    if kind in ("broadcast", "reduce", "send_recv"):
+        return None
+    big = max(rows, key=lambda r: r.size)
+    if not big.busbw or not big.times_us:
+        return None
+    algbw = big.size / big.times_us[0] / 1e3
+    r = big.busbw[0] / algbw if algbw > 0 else 0
+    n = 2 / (2 - r) if kind == "all_reduce" and r < 2 else (1 / (1 - r) if r < 1 else None)
+    if n is None or not math.isfinite(n) or n < 1.5:
+        return None
+    return round(n) if abs(n - round(n)) < 0.1 * n else None
+
+
+def read_nccl_tests(path: str | Path, kind: str | None = None, ranks: int | None = None) -> NcclTable:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        raise input_error(str(path), "", "file not found") from None
+    except OSError as exc:
+        raise input_error(str(path), "", f"cannot read: {exc.strerror or exc}") from None
+    return parse_nccl_tests(text, str(path), kind, ranks)
+
+
+# ------------------------------------------------------------------------------------------
+# the model and the fit
+
+
+def latency_steps(kind: str, n: int) -> int:
+    """A: the latency steps of NCCL's ring/chain schedule over n ranks."""
+    return {"all_reduce": 2 * (n - 1), "send_recv": 1}.get(kind, n - 1)
+
+
+def predict_us(kind: str, n: int, size: float, alpha_us: float, rate_gbps: float) -> float:
+    """Time of an nccl-tests measurement of ``size`` bytes by optnet's collective model."""
+    if kind == "send_recv":
+        beta = 1.0 / (rate_gbps * 125.0)
+        return collectives.closed_form_us("send_recv", "direct", 2, size, alpha_us, beta)
+    nbytes = size * (n - 1) / n if kind == "all_to_all" else size  # nccl-tests counts the self block
+    return collectives.ring_intra_server_time_us(kind, n, nbytes, alpha_us, rate_gbps)
+
+
+@dataclasses.dataclass
+class Fit:
+    link_type: str
+    alpha_us: float
+    rate_gbps: float
+    files: list[str]
+    points: int
+    alpha_fixed_at_zero: bool = False
+
+    @property
+    def busbw_gbytes_per_s(self) -> float:
+        return self.rate_gbps / 8.0
+
+
+def fit_link(tables: list[NcclTable], link_type: str) -> Fit:
+    """Least-squares (alpha, 1/rate) over every row of ``tables``, relative-error weighted."""
+    a_col, b_col, t = [], [], []
+    for tab in tables:
+        A = latency_steps(tab.kind, tab.ranks)
+        F = collectives.busbw_factor(tab.kind, tab.ranks)
+        for r in tab.rows:
+            for ti in r.times_us:
+                a_col.append(A)
+                b_col.append(F * r.size)
+                t.append(ti)
+    y = np.asarray(t, dtype=float)
+    X = np.column_stack([a_col, b_col]).astype(float)
+    files = [tab.file for tab in tables]
+    if len({round(b) for b in b_col}) < 2:
+        raise InputError(
+            [Problem(f, "", f"link type {link_type!r}: need at least two message sizes to fit "
+                     "latency and rate") for f in files]
+        )
+    w = 1.0 / y
+    scale = np.array([1.0, 1.0 / max(b_col)])  # condition the two columns alike
+    theta, *_ = np.linalg.lstsq((X * scale) * w[:, None], y * w, rcond=None)
+    alpha, beta = theta * scale
+    fixed = False
+    if alpha < 0:
+        fixed = True
+        xb = X[:, 1] * w
+        beta = float(np.dot(xb, y * w) / np.dot(xb, xb))
+        alpha = 0.0
+    if not beta > 0:
+        raise InputError(
+            [Problem(f, "", f"link type {link_type!r}: the times do not grow with the message "
+                     "size, so no rate can be fitted; measure larger messages (-e 1G)") for f in files]
+        )
+    return Fit(link_type, float(alpha), 1.0 / (float(beta) * 125.0), files, len(t), fixed)
+
+
+def comparison(tables: list[NcclTable], fit: Fit) -> list[dict[str, Any]]:
+    """Measured vs predicted per file and message size (mean of out-of-place and in-place)."""
+    out = []
+    for tab in tables:
+        F = collectives.busbw_factor(tab.kind, tab.ranks)
+        for r in tab.rows:
+            meas = sum(r.times_us) / len(r.times_us)
+            pred = predict_us(tab.kind, tab.ranks, r.size, fit.alpha_us, fit.rate_gbps)
+            out.append(
+                {
+                    "link_type": fit.link_type,
+                    "file": tab.file,
+                    "collective": tab.kind,
+                    "ranks": tab.ranks,
+                    "size_bytes": r.size,
+                    "measured_us": meas,
+                    "predicted_us": pred,
+                    "error_pct": 100.0 * (pred - meas) / meas,
+                    "measured_busbw_gbytes_per_s": (sum(r.busbw) / len(r.busbw)) if r.busbw else None,
+                    "predicted_busbw_gbytes_per_s": F * r.size / pred / 1e3 if pred > 0 else None,
+                    "wrong": r.wrong,
+                }
+            )
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# telemetry
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TelemetryLink(_Strict):
+    """One measured link."""
+
+    link: str | None = None
+    """Free-form name of the link measured (e.g. ``r0-s0<->r1-s0 via ocs0``)."""
+    type: str
+    """Link type: nvlink, lightpath or packet."""
+    latency_us: Annotated[float, Field(ge=0, le=1e9, allow_inf_nan=False)] | None = None
+    """Measured one-way latency of one message."""
+    rate_gbps: Annotated[float, Field(gt=0, le=1e9, allow_inf_nan=False)] | None = None
+    """Measured rate."""
+    propagation_us: Annotated[float, Field(ge=0, le=1e9, allow_inf_nan=False)] = 0.0
+    """Fibre propagation included in latency_us (subtracted: optnet adds it from lengths)."""
+
+
+class Telemetry(_Strict):
+    links: Annotated[list[TelemetryLink], Field(min_length=1)]
+
+
+def read_telemetry(path: str | Path) -> dict[str, dict[str, Any]]:
+    """Per link type: median latency (less propagation) and median rate over its links."""
+    from optnet.load import read_yaml
+
+    name = str(path)
+    raw = read_yaml(Path(path))
+    try:
+        tel = Telemetry.model_validate(raw)
+    except ValidationError as err:
+        raise InputError(
+            [Problem(name, ".".join(str(x) for x in e["loc"]), e["msg"]) for e in err.errors()]
+        ) from None
+    problems = []
+    by: dict[str, dict[str, list[float]]] = {}
+    for i, ln in enumerate(tel.links):
+        if ln.type not in LINK_TYPES:
+            problems.append(Problem(name, f"links[{i}].type",
+                                    f"unknown link type {ln.type!r}; expected {', '.join(LINK_TYPES)}"))
+            continue
+        if ln.latency_us is None and ln.rate_gbps is None:
+            problems.append(Problem(name, f"links[{i}]", "give latency_us, rate_gbps or both"))
+            continue
+        d = by.setdefault(ln.type, {"latency_us": [], "rate_gbps": []})
+        if ln.latency_us is not None:
+            if ln.propagation_us > ln.latency_us:
+                problems.append(Problem(name, f"links[{i}].propagation_us",
+                                        f"{ln.propagation_us} exceeds latency_us {ln.latency_us}"))
+                continue
+            d["latency_us"].append(ln.latency_us - ln.propagation_us)
+        if ln.rate_gbps is not None:
+            d["rate_gbps"].append(ln.rate_gbps)
+    if problems:
+        raise InputError(problems)
+    return {
+        t: {
+            "latency_us": statistics.median(v["latency_us"]) if v["latency_us"] else None,
+            "rate_gbps": statistics.median(v["rate_gbps"]) if v["rate_gbps"] else None,
+            "links": len(v["latency_us"]) + len(v["rate_gbps"]),
+            "source": f"telemetry {name}",
+        }
+        for t, v in by.items()
+    }
+
+
+# ------------------------------------------------------------------------------------------
+# applying to an instance
+
+
+def _round(x: float) -> float:
+    return float(f"{x:.6g}")
+
+
+def apply_link(
+    data: dict[str, Any], inst, link_type: str, latency_us: float | None, rate_gbps: float | None,
+    source: str,
+) -> list[dict[str, Any]]:
+    """Set the instance fields of ``link_type`` in ``data``; return the changes made."""
+    from optnet.sweep import set_path
+
+    c = inst.constants
+    consts = data.get("constants") or {}
+    topo = data.get("topology") or {}
+    trx = topo.get("transceivers") or {}
+    trx_lat = trx.get("latency_us", inst.transceiver_latency_us)
+    fec = consts.get("fec_latency_us", c.fec_latency_us)
+    ocs = consts.get("ocs_latency_us", c.ocs_latency_us)
+    overhead = consts.get("message_overhead_us", c.message_overhead_us)
+    changes: list[dict[str, Any]] = []
+
+    def put(path: str, old: Any, new: float) -> None:
+        new = _round(new)
+        set_path(data, path, new)
+        changes.append({"field": path, "old": old, "new": new, "source": source})
+
+    if link_type == "nvlink":
+        if latency_us is not None:
+            put("topology.nvlink_latency_us", inst.nvlink_latency_us, latency_us)
+        if rate_gbps is not None:
+            put("topology.nvlink_rate_gbps", inst.nvlink_rate_gbps, rate_gbps)
+    elif link_type == "lightpath":
+        if latency_us is not None:
+            floor = 2 * trx_lat + fec + ocs
+            if latency_us < floor:
+                raise OptnetError(
+                    f"{source}: lightpath latency {latency_us:.4g} us is below optnet's hardware "
+                    f"part (2 transceivers + FEC + OCS = {floor:.4g} us); lower those constants "
+                    "in the instance or check the measurement"
+                )
+            put("constants.message_overhead_us", overhead, latency_us - floor)
+        if rate_gbps is not None:
+            put("topology.transceivers.rate_gbps", inst.transceiver_rate_gbps, rate_gbps)
+    elif link_type == "packet":
+        if inst.packet is None:
+            raise OptnetError(f"{source}: link type 'packet' but the instance has no packet_fabric")
+        if latency_us is not None:
+            floor = overhead + 2 * trx_lat + fec
+            if latency_us < floor:
+                raise OptnetError(
+                    f"{source}: packet latency {latency_us:.4g} us is below optnet's fixed part "
+                    f"(overhead + 2 transceivers + FEC = {floor:.4g} us)"
+                )
+            put("topology.packet_fabric.hop_latency_us", inst.packet.hop_latency_us, latency_us - floor)
+        if rate_gbps is not None:
+            put("topology.packet_fabric.rate_gbps", inst.packet.rate_gbps, rate_gbps)
+    else:
+        raise OptnetError(
+            f"{source}: link type {link_type!r} has no instance fields; use one of "
+            f"{', '.join(LINK_TYPES)} to write a calibrated instance"
+        )
+    return changes
+
+
+# ------------------------------------------------------------------------------------------
+# the command's work
+
+
+@dataclasses.dataclass
+class Calibration:
+    fits: list[Fit]
+    rows: list[dict[str, Any]]
+    telemetry: dict[str, dict[str, Any]]
+    changes: list[dict[str, Any]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "fits": [
+                dict(dataclasses.asdict(f), busbw_gbytes_per_s=f.busbw_gbytes_per_s,
+                     rms_error_pct=_rms([r["error_pct"] for r in self.rows if r["link_type"] == f.link_type]))
+                for f in self.fits
+            ],
+            "comparison": self.rows,
+            "telemetry": self.telemetry,
+            "changes": self.changes,
+        }
+
+
+def _rms(xs: list[float]) -> float | None:
+    return math.sqrt(sum(x * x for x in xs) / len(xs)) if xs else None
+
+
+def calibrate(
+    files: list[str],
+    link_types: list[str],
+    *,
+    kind: str | None = None,
+    ranks: int | None = None,
+    propagation_us: float = 0.0,
+    telemetry: str | None = None,
+    instance: str | None = None,
+    output: str | None = None,
+    force: bool = False,
+) -> Calibration:
+    """Fit every link type, compare, and (with ``instance`` and ``output``) write the
+    calibrated instance."""
+    if not files and not telemetry:
+        raise OptnetError("nothing to calibrate: give nccl-tests output files and/or --telemetry")
+    if output and not instance:
+        raise OptnetError("-o writes a calibrated instance: pass the base one with --instance")
+    if output and Path(output).exists() and not force:
+        raise OptnetError(f"{output}: exists; pass --force to overwrite")
+    if len(link_types) > 1 and len(link_types) != len(files):
+        raise OptnetError(
+            f"--link-type given {len(link_types)} times for {len(files)} files: give it once "
+            "(for every file) or once per file, in the same order"
+        )
+    labels = list(link_types) * len(files) if len(link_types) == 1 else list(link_types)
+    labels = labels or ["lightpath"] * len(files)
+    tables: dict[str, list[NcclTable]] = {}
+    problems: list[Problem] = []
+    for f, label in zip(files, labels):
+        try:
+            tab = read_nccl_tests(f, kind, ranks)
+        except InputError as err:
+            problems.extend(err.problems)
+            continue
+        tab.link_type = label
+        tables.setdefault(label, []).append(tab)
+    if problems:
+        raise InputError(problems)
+    fits, rows = [], []
+    for label, tabs in tables.items():
+        fit = fit_link(tabs, label)
+        if label != "nvlink" and propagation_us > fit.alpha_us:
+            raise OptnetError(
+                f"--propagation-us {propagation_us} exceeds the fitted latency "
+                f"{fit.alpha_us:.4g} us of link type {label!r}"
+            )
+        fits.append(fit)
+        rows.extend(comparison(tabs, fit))
+    tel = read_telemetry(telemetry) if telemetry else {}
+    changes: list[dict[str, Any]] = []
+    if instance:
+        from optnet.instance import load_instance
+        from optnet.results import write_atomic
+        from optnet.sweep import dump_yaml, instance_data, instance_from_data
+
+        data = instance_data(instance)
+        inst = load_instance(instance)
+        for fit in sorted(fits, key=lambda f: _order(f.link_type)):
+            if fit.link_type in LINK_TYPES or output:
+                prop = 0.0 if fit.link_type == "nvlink" else propagation_us
+                changes += apply_link(
+                    data, inst, fit.link_type, fit.alpha_us - prop, fit.rate_gbps,
+                    f"fit of {', '.join(fit.files)}",
+                )
+        for t in sorted(tel, key=_order):
+            v = tel[t]
+            changes += apply_link(data, inst, t, v["latency_us"], v["rate_gbps"], v["source"])
+        if output:
+            instance_from_data(data, str(output), Path(instance).stem)  # the loader must accept it
+            head = [
+                f"# Calibrated by `optnet calibrate` from {instance}.",
+                *(f"# {c['field']}: {c['old']} -> {c['new']} ({c['source']})" for c in changes),
+            ]
+            write_atomic(output, "\n".join(head) + "\n" + dump_yaml(data), force=force)
+    return Calibration(fits, rows, tel, changes)
+
+
+def _order(link_type: str) -> int:
+    return LINK_TYPES.index(link_type) if link_type in LINK_TYPES else len(LINK_TYPES)
+
+
+def _size(n: float) -> str:
+    for unit, k in (("G", 2**30), ("M", 2**20), ("K", 2**10)):
+        if n >= k and n % k == 0:
+            return f"{n // k:.0f}{unit}"
+    return f"{n:.0f}"
+
+
+def text_report(cal: Calibration) -> str:
+    """Fitted parameters per link type, then measured vs predicted per message size."""
+    out = []
+    for f in cal.fits:
+        errs = [r["error_pct"] for r in cal.rows if r["link_type"] == f.link_type]
+        note = " (latency fixed at 0: a free fit went negative)" if f.alpha_fixed_at_zero else ""
+        out.append(
+            f"link type {f.link_type}: alpha_us {f.alpha_us:.4g}{note}, rate_gbps "
+            f"{f.rate_gbps:.4g} (busbw {f.busbw_gbytes_per_s:.4g} GB/s); {f.points} times from "
+            f"{len(f.files)} file(s); fit error rms {_rms(errs):.2f} %, max "
+            f"{max(abs(e) for e in errs):.2f} %"
+        )
+    if cal.rows:
+        out.append("")
+        hdr = (f"{'link type':<10} {'collective':<14} {'ranks':>5} {'size':>8} {'measured us':>12} "
+               f"{'predicted us':>12} {'error %':>8} {'busbw GB/s':>10} {'predicted':>10}")
+        out.append(hdr)
+        out.append("-" * len(hdr))
+        for r in cal.rows:
+            mb = r["measured_busbw_gbytes_per_s"]
+            pb = r["predicted_busbw_gbytes_per_s"]
+            out.append(
+                f"{r['link_type']:<10} {r['collective']:<14} {r['ranks']:>5} {_size(r['size_bytes']):>8} "
+                f"{r['measured_us']:>12.2f} {r['predicted_us']:>12.2f} {r['error_pct']:>8.2f} "
+                f"{'' if mb is None else f'{mb:.2f}':>10} {'' if pb is None else f'{pb:.2f}':>10}"
+            )
+    for t, v in cal.telemetry.items():
+        out.append(
+            f"telemetry {t}: latency_us {v['latency_us']}, rate_gbps {v['rate_gbps']} "
+            f"(median of {v['links']} values)"
+        )
+    if cal.changes:
+        out.append("")
+        out.append("instance changes:")
+        out += [f"  {c['field']}: {c['old']} -> {c['new']}  ({c['source']})" for c in cal.changes]
+    return "\n".join(out) + "\n"
+
+
+def report_json(cal: Calibration) -> str:
+    return json.dumps(cal.to_json(), indent=2, default=str) + "\n"

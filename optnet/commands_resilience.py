@@ -1,0 +1,140 @@
+"""``optnet resilience`` and the ``--fail`` option of ``solve`` and ``evaluate``.
+
+Registered in ``optnet.cli`` with ``main.add_command(resilience)``. This module imports
+``optnet.cli`` only when a command runs, so ``cli`` may import it at any point.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from optnet.errors import OptnetError
+
+FAIL_HELP = (
+    "Failed element, KIND:ELEMENT (repeatable): ocs:NAME, fibre:RACK->OCS, server:NAME, "
+    "transceiver:SERVER/K (drains the server) or transceiver:*/K (K dead on every server). "
+    "See docs/failures.md."
+)
+
+
+def fail_option(f):
+    """Add ``--fail KIND:ELEMENT`` (repeatable; the parameter ``fail`` is a tuple of strings)."""
+    return click.option("--fail", "fail", multiple=True, metavar="KIND:ELEMENT", help=FAIL_HELP)(f)
+
+
+def apply_cli_failures(inst, fail_strings, quiet: bool = False):
+    """``inst`` with the ``--fail`` elements failed; what each failure changes goes to stderr.
+    Bad strings raise :class:`~optnet.errors.InputError` (file ``--fail``) naming what exists."""
+    from optnet.failures import apply_failures
+
+    if not fail_strings:
+        return inst
+    inst, notes = apply_failures(inst, list(fail_strings), file="--fail")
+    if not quiet:
+        for n in notes:
+            click.echo(f"optnet: failure {n}", err=True)
+    return inst
+
+
+def _default_workers() -> int:
+    try:
+        n = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        n = os.cpu_count() or 1
+    return max(1, min(4, n))
+
+
+def _handled(fn):
+    """optnet.cli's error handling (exit codes, --debug), imported when the command runs."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, debug: bool = False, **kwargs):
+        from optnet.cli import _handle_errors
+
+        return _handle_errors(fn)(*args, debug=debug, **kwargs)
+
+    return click.option("--debug", is_flag=True, help="Show tracebacks for errors.")(wrapper)
+
+
+def _classes(ctx, param, value: str) -> tuple[str, ...]:
+    from optnet.resilience import CLASSES
+
+    names = tuple(x.strip() for x in value.split(",") if x.strip())
+    bad = [x for x in names if x not in CLASSES]
+    if bad or not names:
+        raise click.BadParameter(
+            f"unknown element class {', '.join(bad) or '(none)'}; allowed: {','.join(CLASSES)}"
+        )
+    return tuple(dict.fromkeys(names))
+
+
+@click.command("resilience")
+@click.argument("instance", type=click.Path(dir_okay=False))
+@click.option("-w", "--workload", type=click.Path(dir_okay=False), help="Workload YAML (overrides the instance's).")
+@click.option("--objective", type=click.Choice(["max-iteration", "weighted-sum"]), default="max-iteration", show_default=True)
+@click.option("--time-limit", type=click.FloatRange(min=0.01), default=60.0, show_default=True,
+              help="Seconds per case (the base solve gets the same).")
+@click.option("--mip-gap", type=click.FloatRange(min=0, max=1), default=1e-4, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--workers", type=click.IntRange(min=1, max=256), default=_default_workers, show_default="min(4, CPUs)",
+              help="Processes solving cases in parallel (one HiGHS thread each).")
+@click.option("--classes", default="ocs,fibre,server,transceiver", show_default=True, callback=_classes,
+              help="Element classes to fail one at a time.")
+@fail_option
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="Write the report here (atomically).")
+@click.option("--format", "fmt", type=click.Choice(["json", "text"]), default="text", show_default=True)
+@click.option("--force", is_flag=True, help="Overwrite an existing output file.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
+@_handled
+def resilience(instance, workload, objective, time_limit, mip_gap, seed, workers, classes, fail, out,
+               fmt, force, quiet) -> None:
+    """Re-plan for every single failure (N-1) and list the jobs' new iteration times, worst first.
+
+    Each case fails one OCS, trunk fibre, server or transceiver and re-solves the joint MILP
+    (warm-started from the base plan where it still holds); rows where the jobs can no longer
+    run come first, then the largest slowdowns. Exit code 1 when the base or some case was not
+    solved to optimality.
+    """
+    from optnet import errors
+    from optnet.instance import load_instance
+    from optnet.resilience import resilience_document, run_resilience, solve_base, text_report
+    from optnet.results import dumps, write_atomic
+    from optnet.solve import SolveOptions
+
+    if out and Path(out).exists() and not force:
+        raise OptnetError(f"{out}: exists; pass --force to overwrite")
+    inst = load_instance(instance, workload)
+    notes: list[str] = []
+    if fail:
+        from optnet.failures import apply_failures
+
+        inst, notes = apply_failures(inst, list(fail), file="--fail")
+    opts = SolveOptions(objective, time_limit, mip_gap, 1, seed, quiet=quiet)
+    base = solve_base(inst, opts)
+
+    def progress(done: int, total: int, spec: str, res: dict) -> None:
+        if quiet:
+            return
+        what = res["status"]
+        if res.get("objective_us") is not None:
+            what += f", {res['objective_us']:,.1f} us"
+        click.echo(f"optnet: [{done}/{total}] {spec}: {what} ({res.get('solve_s', 0):.1f} s)", err=True)
+
+    rows = run_resilience(inst, opts, workers=workers, classes=classes, base=base, progress=progress)
+    doc = resilience_document(inst, base, rows, opts, workers, classes, notes)
+    text = dumps(doc) if fmt == "json" else text_report(doc)
+    if out:
+        write_atomic(out, text, force=force)
+    else:
+        click.echo(text, nl=False)
+    if any(r["status"] == "error" for r in rows):
+        sys.exit(errors.EXIT_SOLVER)
+    proven = base.status == "optimal" and all(
+        r["status"] in ("optimal", "infeasible") for r in rows
+    )
+    sys.exit(errors.EXIT_OK if proven else errors.EXIT_FEASIBLE_NOT_PROVEN)

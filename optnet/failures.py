@@ -1,0 +1,405 @@
+"""Failure what-if: remove or degrade failed elements of an instance before solving.
+
+A failure is written ``KIND:ELEMENT`` (docs/failures.md):
+
+    ocs:NAME              the OCS is down: every trunk into it, hence every transceiver on it
+    fibre:RACK->OCS       one trunk fibre is cut (also ``RACK/OCS`` or ``trunk RACK->OCS``)
+    server:NAME           the server cannot host a job
+    transceiver:SERVER/K  transceiver K of one server is dead; the model treats the servers of a
+                          rack as alike, so the server is drained (conservative, see below)
+    transceiver:*/K       transceiver K is dead on every server (exact)
+    sync:FABRIC           loss of clock synchronisation of a wavelength-switched fabric (no such
+                          fabric type exists yet: always refused, with that reason)
+
+:func:`apply_failures` turns an :class:`~optnet.instance.Instance` into the degraded one. The
+encoding keeps every index stable (servers, transceivers, OCS ports), so decisions of the intact
+instance can be compared with, and carried over to, the degraded one:
+
+* a failed OCS attaches to no rack (``Ocs.racks = ()``): the MILP has no circuit on it, so no
+  lightpath can use it, and the evaluator rejects any circuit through it;
+* a cut trunk removes the rack from ``Ocs.racks``; the surviving ports keep their numbers
+  (:class:`PortedOcs`);
+* a failed or drained server is removed from its rack's ``Rack.servers`` (``Instance.servers``
+  is unchanged): the model's rack capacity and the decoder's choice of servers both read that
+  tuple, so no job is placed on it;
+* a transceiver dead on every server is attached to no OCS (``transceiver_ocs[K] = -1``): every
+  ``T_o`` counts one fewer and the decoder never picks it.
+
+The canonical failure strings are appended to ``raw["failures"]`` and ``input_hash`` is
+recomputed, so results of a what-if never carry the intact instance's hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from optnet.decisions import Circuit, Decisions
+from optnet.errors import InputError, Problem
+from optnet.instance import Instance, Ocs
+
+KINDS = ("ocs", "fibre", "server", "transceiver", "sync")
+SYNTAX = (
+    "ocs:NAME, fibre:RACK->OCS, server:NAME, transceiver:SERVER/K (or transceiver:*/K), "
+    "sync:FABRIC"
+)
+_ALIASES = {"fiber": "fibre", "trunk": "fibre", "trx": "transceiver"}
+_MAX_LISTED = 24
+
+
+@dataclass(frozen=True)
+class PortedOcs(Ocs):
+    """An OCS some of whose trunk fibres are cut: ``racks[i]`` is on port ``rack_ports[i]``.
+
+    Port numbers are those of the intact OCS, so circuits in a what-if name the same physical
+    ports as in the intact plan.
+    """
+
+    rack_ports: tuple[int, ...] = ()
+
+    def port_of(self, rack: int) -> int:
+        return self.rack_ports[self.racks.index(rack)]
+
+
+@dataclass(frozen=True, order=True)
+class Failure:
+    """One parsed failure; ``str()`` is its canonical text."""
+
+    kind: str
+    name: str
+    """OCS, rack, server or fabric name (``*`` for a transceiver on every server)."""
+    other: str | None = None
+    """fibre: the OCS name."""
+    index: int | None = None
+    """transceiver: K."""
+
+    def __str__(self) -> str:
+        if self.kind == "fibre":
+            return f"fibre:{self.name}->{self.other}"
+        if self.kind == "transceiver":
+            return f"transceiver:{self.name}/{self.index}"
+        return f"{self.kind}:{self.name}"
+
+
+def parse_failure(spec: str) -> Failure:
+    """Parse the syntax of one ``KIND:ELEMENT`` string (names are checked by
+    :func:`apply_failures`); a ``ValueError`` says what is allowed."""
+    if not isinstance(spec, str):
+        raise ValueError(f"expected a string KIND:ELEMENT ({SYNTAX})")
+    text = spec.strip()
+    kind, sep, element = text.partition(":")
+    kind = _ALIASES.get(kind.strip().lower(), kind.strip().lower())
+    element = element.strip()
+    if not sep or kind not in KINDS:
+        raise ValueError(f"unknown failure {spec!r}; allowed: {SYNTAX}")
+    if not element:
+        raise ValueError(f"{kind}: names no element; allowed: {SYNTAX}")
+    if kind == "fibre":
+        body = element[len("trunk ") :].strip() if element.startswith("trunk ") else element
+        if "->" in body:
+            rack, _, ocs = body.partition("->")
+        elif "/" in body:
+            rack, _, ocs = body.partition("/")
+        else:
+            raise ValueError(
+                f"fibre {element!r}: expected RACK->OCS (the trunk id of the results, e.g. "
+                "'trunk ra->ocs1'), or RACK/OCS"
+            )
+        rack, ocs = rack.strip(), ocs.strip()
+        if not rack or not ocs:
+            raise ValueError(f"fibre {element!r}: expected RACK->OCS with both names")
+        return Failure("fibre", rack, ocs)
+    if kind == "transceiver":
+        server, slash, k = element.rpartition("/")
+        server = server.strip()
+        try:
+            index = int(k.strip())
+        except ValueError:
+            index = -1
+        if not slash or not server or index < 0:
+            raise ValueError(
+                f"transceiver {element!r}: expected SERVER/K with K a transceiver index "
+                "(0, 1, ...), or */K for transceiver K of every server"
+            )
+        return Failure("transceiver", server, index=index)
+    return Failure(kind, element)
+
+
+def failures_of(inst: Instance) -> tuple[str, ...]:
+    """Canonical failures already applied to ``inst`` (empty for an intact instance)."""
+    return tuple(inst.raw.get("failures", ()))
+
+
+def apply_failures(
+    inst: Instance, failures: Iterable[str | Failure], file: str = "--fail"
+) -> tuple[Instance, list[str]]:
+    """The instance with ``failures`` removed or degraded, and one note per failure saying
+    what it changed (or why it changes nothing).
+
+    Every unknown kind or name is reported at once as an :class:`InputError` naming what is
+    allowed; ``file`` is where the failures came from (``--fail`` for the command line, else
+    the instance file, whose field is then ``failures[i]``).
+    """
+    specs = list(failures)
+    problems: list[Problem] = []
+    parsed: list[Failure] = []
+    for i, spec in enumerate(specs):
+        field = str(spec) if file == "--fail" else f"failures[{i}]"
+        try:
+            f = spec if isinstance(spec, Failure) else parse_failure(spec)
+            _check(inst, f)
+        except ValueError as exc:
+            problems.append(Problem(file, field, str(exc)))
+            continue
+        if f not in parsed:
+            parsed.append(f)
+    if problems:
+        raise InputError(problems)
+
+    ocses = list(inst.ocses)
+    rack_servers = [list(r.servers) for r in inst.racks]
+    t_ocs = list(inst.transceiver_ocs)
+    done = list(failures_of(inst))
+    notes: list[str] = []
+    rack_idx = {r.name: i for i, r in enumerate(inst.racks)}
+    ocs_idx = {o.name: i for i, o in enumerate(inst.ocses)}
+    for f in parsed:
+        key = str(f)
+        if key in done:
+            notes.append(f"{key}: already failed")
+            continue
+        done.append(key)
+        if f.kind == "ocs":
+            k = ocs_idx[f.name]
+            trx = [t for t, o in enumerate(inst.transceiver_ocs) if o == k]
+            if not trx:
+                notes.append(f"{key}: no transceiver reaches {f.name}: failing it changes nothing")
+            elif not ocses[k].racks:
+                notes.append(f"{key}: every trunk into {f.name} has already failed")
+            else:
+                notes.append(
+                    f"{key}: {f.name} is down with its {len(ocses[k].racks)} trunk fibres; "
+                    f"transceiver{'s' if len(trx) > 1 else ''} {_list(trx)} of every server "
+                    "cannot be used"
+                )
+            extra = {"rack_ports": ()} if isinstance(ocses[k], PortedOcs) else {}
+            ocses[k] = replace(ocses[k], racks=(), **extra)
+        elif f.kind == "fibre":
+            r, k = rack_idx[f.name], ocs_idx[f.other]
+            o = ocses[k]
+            if r not in o.racks:
+                notes.append(f"{key}: {f.other} is already down: the trunk carries nothing")
+                continue
+            keep = tuple(x for x in o.racks if x != r)
+            ports = tuple(o.port_of(x) for x in keep)
+            base = {fld: getattr(o, fld) for fld in Ocs.__dataclass_fields__}
+            ocses[k] = PortedOcs(**{**base, "racks": keep}, rack_ports=ports)
+            trx = [t for t, oo in enumerate(t_ocs) if oo == k]
+            notes.append(
+                f"{key}: trunk {f.name}->{f.other} is cut: the servers of rack {f.name} cannot "
+                f"use transceiver{'s' if len(trx) > 1 else ''} {_list(trx)} (on {f.other})"
+            )
+        elif f.kind == "server":
+            s = inst.server_index(f.name)
+            notes.append(_drain(inst, rack_servers, s, f"{key}: {f.name} cannot host a job"))
+        elif f.kind == "transceiver" and f.name == "*":
+            o = t_ocs[f.index]
+            if o < 0:
+                notes.append(f"{key}: already unusable")
+                continue
+            t_ocs[f.index] = -1
+            left, usable = t_ocs.count(o), sum(1 for x in t_ocs if x >= 0)
+            notes.append(
+                f"{key}: transceiver {f.index} (to {inst.ocses[o].name}) is dead on every server: "
+                f"each server keeps {usable} usable transceiver{'s' if usable != 1 else ''}, "
+                f"{left} of them on {inst.ocses[o].name}"
+            )
+        elif f.kind == "transceiver":
+            s = inst.server_index(f.name)
+            notes.append(
+                _drain(
+                    inst, rack_servers, s,
+                    f"{key}: optnet models the servers of a rack as alike and cannot give one "
+                    f"server fewer transceivers, so {f.name} is drained (hosts no job). This is "
+                    "conservative: the real iteration times are at most these. "
+                    f"transceiver:*/{f.index} (transceiver {f.index} dead on every server) is "
+                    "the other conservative bound",
+                )
+            )
+    racks = tuple(
+        replace(r, servers=tuple(rack_servers[i])) for i, r in enumerate(inst.racks)
+    )
+    raw = {**inst.raw, "failures": done}
+    digest = hashlib.sha256(json.dumps(raw, sort_keys=True).encode()).hexdigest()
+    out = replace(
+        inst,
+        ocses=tuple(ocses),
+        racks=racks,
+        transceiver_ocs=tuple(t_ocs),
+        raw=raw,
+        input_hash=digest,
+    )
+    return out, notes
+
+
+def _drain(inst: Instance, rack_servers: list[list[int]], s: int, note: str) -> str:
+    r = inst.servers[s].rack
+    if s not in rack_servers[r]:
+        return note + " (already unavailable)"
+    rack_servers[r].remove(s)
+    return note
+
+
+def _check(inst: Instance, f: Failure) -> None:
+    """Raise ValueError naming what is allowed when ``f`` names no element of ``inst``."""
+    ocs_names = [o.name for o in inst.ocses]
+    rack_names = [r.name for r in inst.racks]
+    server_names = [s.name for s in inst.servers]
+    if f.kind == "ocs" and f.name not in ocs_names:
+        raise ValueError(f"unknown OCS {f.name!r}; OCSes: {_names(ocs_names)}")
+    if f.kind == "fibre":
+        if f.name not in rack_names:
+            raise ValueError(f"unknown rack {f.name!r} in fibre; racks: {_names(rack_names)}")
+        if f.other not in ocs_names:
+            raise ValueError(f"unknown OCS {f.other!r} in fibre; OCSes: {_names(ocs_names)}")
+        k = ocs_names.index(f.other)
+        if k not in inst.transceiver_ocs and str(Failure("ocs", f.other)) not in failures_of(inst):
+            raise ValueError(
+                f"no trunk fibre {f.name}->{f.other}: no transceiver attaches to {f.other}; "
+                f"trunks: {_names(trunk_names(inst))}"
+            )
+    if f.kind in ("server", "transceiver") and f.name != "*" and f.name not in server_names:
+        raise ValueError(f"unknown server {f.name!r}; servers: {_names(server_names)}")
+    if f.kind == "transceiver" and not f.index < len(inst.transceiver_ocs):
+        T = len(inst.transceiver_ocs)
+        raise ValueError(
+            f"transceiver index {f.index} does not exist: every server has {T} transceivers, "
+            f"0..{T - 1} (transceivers.attach)"
+        )
+    if f.kind == "sync":
+        fabrics = [getattr(x, "name", str(x)) for x in getattr(inst, "wavelength_fabrics", ())]
+        if not fabrics:
+            raise ValueError(
+                "loss of clock synchronisation applies to a wavelength-switched "
+                "fabric, and no wavelength-switched fabric is defined (this instance has only "
+                "OCSes, which switch whole fibres and need no synchronisation)"
+            )
+        if f.name not in fabrics:
+            raise ValueError(
+                f"unknown wavelength-switched fabric {f.name!r}; fabrics: {_names(fabrics)}"
+            )
+        raise ValueError(f"sync:{f.name}: not modelled yet")  # pragma: no cover - no fabric yet
+
+
+def trunk_names(inst: Instance) -> list[str]:
+    """Every trunk fibre of ``inst`` as ``RACK->OCS`` (the ids ``fibre:`` accepts)."""
+    return [
+        f"{inst.racks[r].name}->{o.name}"
+        for k, o in enumerate(inst.ocses)
+        if k in inst.transceiver_ocs
+        for r in o.racks
+    ]
+
+
+def _names(names: list[str]) -> str:
+    if len(names) <= _MAX_LISTED:
+        return ", ".join(names)
+    return ", ".join(names[:_MAX_LISTED]) + f", ... ({len(names)} in all)"
+
+
+def _list(xs: list[int]) -> str:
+    return ", ".join(map(str, xs))
+
+
+# --------------------------------------------------------------------------- checks and carry-over
+
+
+def usable_server(inst: Instance, s: int) -> bool:
+    """Whether server ``s`` may host a job (not failed or drained)."""
+    return s in inst.racks[inst.servers[s].rack].servers
+
+
+def check_failures(inst: Instance, d: Decisions) -> list[str]:
+    """Violations of decisions ``d`` against the failures of ``inst`` that the evaluator does
+    not name itself: jobs on failed servers, lightpaths on dead transceivers. (A circuit or
+    lightpath through a failed OCS or a cut trunk is already rejected by ``check_circuits`` /
+    ``check_lightpaths``: the rack no longer attaches.)"""
+    out = []
+    for ji, servers in sorted(d.placement.items()):
+        for s in servers:
+            if 0 <= s < len(inst.servers) and not usable_server(inst, s):
+                out.append(
+                    f"placement: job {inst.jobs[ji].name} is on {inst.servers[s].name}, "
+                    "which has failed (or is drained)"
+                )
+    for lp in d.lightpaths:
+        for s, t in ((lp.server_a, lp.transceiver_a), (lp.server_b, lp.transceiver_b)):
+            if 0 <= t < len(inst.transceiver_ocs) and inst.transceiver_ocs[t] < 0:
+                out.append(
+                    f"lightpaths: transceiver {t} of {inst.servers[s].name} has failed "
+                    f"(transceiver:*/{t})"
+                )
+    return out
+
+
+def carry_over(degraded: Instance, d: Decisions) -> tuple[Decisions | None, list[str]]:
+    """The decisions ``d`` of the intact instance adapted to ``degraded`` without solving.
+
+    A job slot on a failed server moves to a free usable server of the same rack (same trunks,
+    so its lightpaths, transceivers and wavelengths stay as they are); lightpaths through a
+    failed OCS, a cut trunk or a dead transceiver are dropped, and circuits that then carry
+    nothing. Returns ``(None, why)`` when a slot has no free server left in its rack. The result
+    need not be feasible (a collective may have lost its only link): the evaluator says.
+    """
+    why: list[str] = []
+    used = {s for servers in d.placement.values() for s in servers}
+    free = {
+        r: [s for s in rack.servers if s not in used] for r, rack in enumerate(degraded.racks)
+    }
+    moved: dict[int, int] = {}
+    for ji, servers in sorted(d.placement.items()):
+        for s in servers:
+            if usable_server(degraded, s):
+                continue
+            r = degraded.servers[s].rack
+            if not free[r]:
+                return None, [
+                    f"job {degraded.jobs[ji].name} loses {degraded.servers[s].name} and rack "
+                    f"{degraded.racks[r].name} has no free server left"
+                ]
+            moved[s] = free[r].pop(0)
+            why.append(
+                f"job {degraded.jobs[ji].name} moves from {degraded.servers[s].name} to "
+                f"{degraded.servers[moved[s]].name} (same rack)"
+            )
+    placement = {ji: tuple(moved.get(s, s) for s in v) for ji, v in d.placement.items()}
+    lightpaths = []
+    dropped = 0
+    for lp in d.lightpaths:
+        lp2 = replace(lp, server_a=moved.get(lp.server_a, lp.server_a),
+                      server_b=moved.get(lp.server_b, lp.server_b))
+        ra = degraded.servers[lp2.server_a].rack
+        rb = degraded.servers[lp2.server_b].rack
+        racks = degraded.ocses[lp2.ocs].racks
+        if (
+            ra in racks
+            and rb in racks
+            and degraded.transceiver_ocs[lp2.transceiver_a] == lp2.ocs
+            and degraded.transceiver_ocs[lp2.transceiver_b] == lp2.ocs
+        ):
+            lightpaths.append(lp2)
+        else:
+            dropped += 1
+    if dropped:
+        why.append(f"{dropped} lightpath{'s' if dropped > 1 else ''} lost")
+    circuits = sorted(
+        {
+            Circuit(lp.ocs, *sorted((degraded.servers[lp.server_a].rack,
+                                     degraded.servers[lp.server_b].rack)))
+            for lp in lightpaths
+        }
+    )
+    out = Decisions(placement, circuits, lightpaths, dict(d.algorithms)).canonical()
+    return out, why

@@ -1,0 +1,468 @@
+"""Resilience report: re-plan for every single failure (N-1) and rank the failures by harm.
+
+``run_resilience`` solves the intact instance once (the *base*), then, for each element of the
+chosen classes, the instance with that one element failed (``optnet.failures``):
+
+* ``ocs``: every OCS;  ``fibre``: every trunk fibre;  ``server``: every usable server;
+* ``transceiver``: in every rack that hosts a job, one busy server loses one transceiver per
+  OCS it reaches (transceivers on the same OCS are interchangeable). optnet cannot give one server
+  fewer transceivers (servers of a rack are alike), so the row reports the better of two
+  conservative bounds: the server drained (= its ``server:`` case) or that transceiver dead on
+  every server (``transceiver:*/K``); the true iteration times are at most the row's.
+
+A case is settled without solving when the base decisions, carried over (a slot on a failed
+server moves to a free server of the same rack; lightpaths through failed elements are dropped),
+are still feasible with the base objective: a failure only removes options, so nothing better
+exists (idle servers, unused fibres...). The other cases are solved in parallel processes
+(``spawn``: each worker starts its own HiGHS with one thread, never a copy of the parent's
+scheduler), warm-started from the carried-over decisions when those are feasible.
+
+Rows are sorted worst first: cases where the jobs can no longer run, then cases without an
+answer (time limit without incumbent), then by decreasing slowdown (objective / base objective).
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, replace
+from typing import Any
+
+from optnet import __version__
+from optnet.decisions import Decisions
+from optnet.errors import InfeasibleError, NoIncumbentError, OptnetError, SolverError
+from optnet.evaluate import evaluate
+from optnet.failures import apply_failures, carry_over, failures_of, trunk_names
+from optnet.instance import Instance
+from optnet.solve import SolveOptions, solve_instance
+
+CLASSES = ("ocs", "fibre", "server", "transceiver")
+TRANSCEIVER_NOTE = (
+    "transceiver:SERVER/K rows: optnet models the servers of a rack as alike and cannot give "
+    "one server fewer transceivers, so each row is the better of two conservative bounds, the "
+    "server drained (its server: case) or transceiver K dead on every server: the real "
+    "iteration times are at most these (docs/failures.md)"
+)
+#: outcome -> rank in the worst-first order
+OUTCOMES = {"cannot_run": 0, "unknown": 1, "slower": 2, "faster": 3, "same": 4}
+_SAME = 1e-9  # relative: objectives closer than this are equal
+_FASTER = 1e-6  # relative: a case this much faster than the base is flagged
+
+
+@dataclass
+class BaseSolution:
+    """The intact plan every case is compared with."""
+
+    status: str
+    objective_us: float
+    gap: float | None
+    decisions: Decisions
+    jobs: dict[str, float]
+    """job name -> iteration time (us)."""
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "objective_us": self.objective_us,
+            "gap": self.gap,
+            "jobs": [{"name": n, "iteration_time_us": t} for n, t in self.jobs.items()],
+        }
+
+
+def solve_base(inst: Instance, options: SolveOptions | None = None) -> BaseSolution:
+    """Solve the intact instance; an infeasible one raises :class:`InfeasibleError`."""
+    from optnet.strategies import explain_infeasible
+
+    o = options or SolveOptions()
+    res = solve_instance(inst, o)
+    if res.status == "infeasible":
+        raise InfeasibleError(explain_infeasible(inst, o))
+    ev = evaluate(inst, res.decisions, o.objective)
+    _check_agreement(res.objective, ev)
+    return BaseSolution(
+        res.status,
+        float(res.objective),
+        res.gap,
+        res.decisions,
+        {j["name"]: float(j["iteration_time_us"]) for j in ev.jobs},
+    )
+
+
+def _check_agreement(objective: float | None, ev) -> None:
+    if not ev.feasible:
+        raise SolverError(
+            "internal error: the evaluator rejects the MILP's decisions:\n  "
+            + "\n  ".join(ev.violations)
+        )
+    if objective is not None and abs(objective - ev.objective_us) > 1e-6 * max(
+        1.0, abs(ev.objective_us)
+    ):
+        raise SolverError(f"internal error: MILP objective {objective} != evaluator {ev.objective_us}")
+
+
+# --------------------------------------------------------------------------- the cases
+
+
+def n_minus_1_cases(
+    inst: Instance, base: BaseSolution, classes: Iterable[str] = CLASSES
+) -> list[tuple[str, str]]:
+    """``(class, failure)`` for every single failure of the chosen classes."""
+    classes = list(classes)
+    bad = [c for c in classes if c not in CLASSES]
+    if bad:
+        raise ValueError(f"unknown element classes {bad}; allowed: {', '.join(CLASSES)}")
+    cases: list[tuple[str, str]] = []
+    if "ocs" in classes:  # OCSes not already down (an OCS no transceiver reaches: "same")
+        gone = failures_of(inst)
+        cases += [
+            ("ocs", f"ocs:{o.name}")
+            for k, o in enumerate(inst.ocses)
+            if f"ocs:{o.name}" not in gone and (o.racks or k not in inst.transceiver_ocs)
+        ]
+    if "fibre" in classes:
+        cases += [("fibre", f"fibre:{t}") for t in trunk_names(inst)]
+    if "server" in classes:
+        cases += [("server", f"server:{inst.servers[s].name}") for r in inst.racks for s in r.servers]
+    if "transceiver" in classes:
+        busy = sorted(s for servers in base.decisions.placement.values() for s in servers)
+        first_trx = {}
+        for t, k in enumerate(inst.transceiver_ocs):
+            if k >= 0:
+                first_trx.setdefault(k, t)
+        for r in range(len(inst.racks)):
+            s = next((x for x in busy if inst.servers[x].rack == r), None)
+            if s is None:
+                continue
+            for _k, t in sorted(first_trx.items()):
+                cases.append(("transceiver", f"transceiver:{inst.servers[s].name}/{t}"))
+    return cases
+
+
+def _needed(cls: str, spec: str) -> list[str]:
+    """The degraded instances a case needs (a transceiver row takes the better of two)."""
+    if cls != "transceiver":
+        return [spec]
+    server, _, k = spec[len("transceiver:") :].rpartition("/")
+    return [f"server:{server}", f"transceiver:*/{k}"]
+
+
+def _capacity_problem(inst: Instance) -> str | None:
+    need = sum(j.slots for j in inst.jobs)
+    have = sum(len(r.servers) for r in inst.racks)
+    if need > have:
+        return (
+            f"jobs need {need} servers ({', '.join(f'{j.name}: {j.slots}' for j in inst.jobs)}) "
+            f"but only {have} are usable"
+        )
+    return None
+
+
+def _settle(inst: Instance, spec: str, base: BaseSolution, objective: str) -> dict[str, Any]:
+    """Apply one failure; settle it without solving when possible, else say how to solve it."""
+    degraded, notes = apply_failures(inst, [spec], file="resilience")
+    out: dict[str, Any] = {"notes": notes, "solved": False, "warm_start": False, "replan": []}
+    problem = _capacity_problem(degraded)
+    if problem is not None:
+        return {**out, "status": "infeasible", "reasons": [problem]}
+    carried, why = carry_over(degraded, base.decisions)
+    out["replan"] = why
+    if carried is not None:
+        ev = evaluate(degraded, carried, objective)
+        if ev.feasible:
+            if ev.objective_us <= base.objective_us * (1 + _SAME):
+                jobs = {j["name"]: float(j["iteration_time_us"]) for j in ev.jobs}
+                if not why:
+                    out["notes"] = notes + ["the base plan does not use it: nothing changes"]
+                return {**out, "status": base.status, "objective_us": ev.objective_us, "jobs": jobs}
+            out["warm"] = carried
+    out["degraded"] = degraded
+    return out
+
+
+def _solve_case(degraded: Instance, options: SolveOptions, warm: Decisions | None) -> dict:
+    """Solve one degraded instance (runs in a worker process)."""
+    from optnet.strategies import explain_infeasible
+
+    t0 = time.perf_counter()
+    out: dict[str, Any] = {"solved": True, "warm_start": warm is not None}
+    try:
+        res = solve_instance(degraded, options, warm_start=warm)
+        if res.status == "infeasible":
+            try:
+                reasons = explain_infeasible(degraded, options)
+            except OptnetError as exc:
+                reasons = [f"(no explanation: {exc})"]
+            out.update(status="infeasible", reasons=reasons)
+        else:
+            ev = evaluate(degraded, res.decisions, options.objective)
+            _check_agreement(res.objective, ev)
+            out.update(
+                status=res.status,
+                objective_us=float(res.objective),
+                gap=res.gap,
+                jobs={j["name"]: float(j["iteration_time_us"]) for j in ev.jobs},
+            )
+    except NoIncumbentError as exc:
+        out.update(status="no_incumbent", reasons=[str(exc)])
+    except OptnetError as exc:
+        out.update(status="error", reasons=[str(exc)])
+    out["solve_s"] = time.perf_counter() - t0
+    return out
+
+
+def run_resilience(
+    inst: Instance,
+    options: SolveOptions | None = None,
+    workers: int = 2,
+    classes: Iterable[str] = CLASSES,
+    base: BaseSolution | None = None,
+    progress: Callable[[int, int, str, dict], None] | None = None,
+) -> list[dict]:
+    """Re-plan for every single failure of ``classes``; rows sorted worst first.
+
+    ``options.time_limit_s`` is per case; cases run with one HiGHS thread each in ``workers``
+    processes (``workers <= 1``: in this process). ``base`` is solved when not given.
+    ``progress(done, total, failure, result)`` is called as each solved case finishes.
+    """
+    o = options or SolveOptions()
+    base = base if base is not None else solve_base(inst, o)
+    cases = n_minus_1_cases(inst, base, classes)
+    case_opts = replace(o, threads=1, quiet=True)
+    results: dict[str, dict] = {}
+    pending: dict[str, dict] = {}
+    for cls, spec in cases:
+        for need in _needed(cls, spec):
+            if need in results or need in pending:
+                continue
+            r = _settle(inst, need, base, o.objective)
+            (pending if "degraded" in r else results)[need] = r
+    total = len(pending)
+    done = 0
+
+    def finish(spec: str, solved: dict) -> None:
+        nonlocal done
+        r = pending[spec]
+        results[spec] = {
+            "notes": r["notes"], "replan": r["replan"], **solved,
+        }
+        done += 1
+        if progress is not None:
+            progress(done, total, spec, results[spec])
+
+    if pending and workers <= 1:
+        for spec, r in pending.items():
+            finish(spec, _solve_case(r["degraded"], case_opts, r.get("warm")))
+    elif pending:
+        ctx = multiprocessing.get_context("spawn")
+        pool = ProcessPoolExecutor(max_workers=min(workers, total), mp_context=ctx)
+        try:
+            futures = {
+                pool.submit(_solve_case, r["degraded"], case_opts, r.get("warm")): spec
+                for spec, r in pending.items()
+            }
+            for fut in as_completed(futures):
+                finish(futures[fut], fut.result())
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
+    rows = [_row(inst, cls, spec, base, results) for cls, spec in cases]
+    rows.sort(key=_worst_first)
+    return rows
+
+
+def _better(a: dict, b: dict) -> dict:
+    """The better of two results for the same case: runs beats no answer beats cannot run;
+    then the smaller objective."""
+
+    def key(r: dict) -> tuple[int, float]:
+        rank = {"infeasible": 2, "no_incumbent": 1, "error": 1}.get(r["status"], 0)
+        return rank, r.get("objective_us") or math.inf
+
+    return a if key(a) <= key(b) else b
+
+
+def _row(inst: Instance, cls: str, spec: str, base: BaseSolution, results: dict) -> dict:
+    if cls == "transceiver":
+        drain_spec, all_spec = _needed(cls, spec)
+        drain, everywhere = results[drain_spec], results[all_spec]
+        res = _better(drain, everywhere)
+        _, notes = apply_failures(inst, [spec], file="resilience")
+        used = drain_spec if res is drain else all_spec
+        which = (
+            f"bound used: the server drained ({drain_spec})"
+            if res is drain
+            else f"bound used: the transceiver dead on every server ({all_spec})"
+        )
+        notes = notes + [which]
+    else:
+        res, used, notes = results[spec], spec, list(results[spec]["notes"])
+    status = res["status"]
+    row: dict[str, Any] = {
+        "failure": spec,
+        "class": cls,
+        "outcome": "",
+        "cannot_run": status == "infeasible",
+        "status": status,
+        "objective_us": res.get("objective_us"),
+        "slowdown": None,
+        "jobs": [],
+        "solved": res.get("solved", False),
+        "warm_start": res.get("warm_start", False),
+        "solved_as": used,
+        "replan": res.get("replan", []),
+        "notes": notes,
+        "reasons": res.get("reasons", []),
+    }
+    if "solve_s" in res:
+        row["solve_s"] = res["solve_s"]
+    if status == "infeasible":
+        row["outcome"] = "cannot_run"
+    elif row["objective_us"] is None:
+        row["outcome"] = "unknown"
+    else:
+        slow = row["objective_us"] / base.objective_us if base.objective_us > 0 else 1.0
+        row["slowdown"] = slow
+        if slow > 1 + _SAME:
+            row["outcome"] = "slower"
+        elif slow < 1 - _FASTER:
+            row["outcome"] = "faster"
+            row["notes"].append(
+                "faster than the base plan although a failure only removes options: the base "
+                f"solve was not optimal (status {base.status}, gap {base.gap}), or a model bug"
+            )
+        else:
+            row["outcome"] = "same"
+    for name, t0 in base.jobs.items():
+        t = res.get("jobs", {}).get(name)
+        row["jobs"].append(
+            {
+                "name": name,
+                "runs": t is not None,
+                "iteration_time_us": t,
+                "base_iteration_time_us": t0,
+                "slowdown": t / t0 if t is not None and t0 > 0 else None,
+            }
+        )
+    return row
+
+
+def _worst_first(row: dict):
+    return (
+        OUTCOMES[row["outcome"]],
+        -(row["slowdown"] or 0.0),
+        CLASSES.index(row["class"]),
+        row["failure"],
+    )
+
+
+# --------------------------------------------------------------------------- output
+
+
+def resilience_document(
+    inst: Instance,
+    base: BaseSolution,
+    rows: list[dict],
+    options: SolveOptions,
+    workers: int,
+    classes: Iterable[str],
+    notes: list[str] | None = None,
+) -> dict[str, Any]:
+    """The JSON document ``optnet resilience`` writes."""
+    from optnet.results import _clean
+
+    counts = {k: sum(1 for r in rows if r["outcome"] == k) for k in OUTCOMES}
+    return _clean(
+        {
+            "resilience_version": "1.0",
+            "optnet_version": __version__,
+            "instance": {
+                "name": inst.name,
+                "input_hash": inst.input_hash,
+                "files": inst.files,
+                "failures": list(failures_of(inst)),
+            },
+            "objective_name": options.objective,
+            "options": {
+                "time_limit_s_per_case": options.time_limit_s,
+                "mip_gap": options.mip_gap,
+                "seed": options.seed,
+                "workers": workers,
+                "classes": list(classes),
+            },
+            "notes": list(notes or []),
+            "base": base.summary(),
+            "summary": {
+                "cases": len(rows),
+                "solved": sum(1 for r in rows if r["solved"]),
+                **counts,
+                "worst": rows[0]["failure"] if rows else None,
+            },
+            "cases": rows,
+        }
+    )
+
+
+def text_report(doc: dict[str, Any]) -> str:
+    """A readable table of a resilience document, worst case first."""
+    base = doc["base"]
+    jobs = [j["name"] for j in base["jobs"]]
+    s = doc["summary"]
+    lines = [
+        f"resilience of {doc['instance']['name']}: {s['cases']} single failures, "
+        f"{s['solved']} re-solved ({doc['options']['workers']} processes, "
+        f"{_num(doc['options']['time_limit_s_per_case'])} s per case)",
+        f"base plan ({base['status']}): {doc['objective_name']} {_num(base['objective_us'])} us; "
+        + ", ".join(f"{j['name']} {_num(j['iteration_time_us'])} us" for j in base["jobs"]),
+    ]
+    if doc["instance"]["failures"]:
+        lines.append("already failed: " + ", ".join(doc["instance"]["failures"]))
+    lines.append(
+        f"cannot run: {s['cannot_run']}, no answer: {s['unknown']}, slower: {s['slower']}, "
+        f"same: {s['same']}" + (f", faster (!): {s['faster']}" if s["faster"] else "")
+    )
+    lines.append("")
+    header = ["failure", "outcome", "slowdown"] + [f"{j} us (x)" for j in jobs]
+    table = [header]
+    for r in doc["cases"]:
+        cells = [r["failure"], r["outcome"].replace("_", " "), _x(r["slowdown"])]
+        for j in r["jobs"]:
+            if not j["runs"]:
+                cells.append("-")
+            else:
+                cells.append(f"{_num(j['iteration_time_us'])} ({_x(j['slowdown'])})")
+        table.append(cells)
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for i, row in enumerate(table):
+        lines.append(
+            "  ".join(
+                c.ljust(w) if k < 2 else c.rjust(w) for k, (c, w) in enumerate(zip(row, widths))
+            ).rstrip()
+        )
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    details = [f"  {n}" for n in doc.get("notes", [])]
+    if any(r["class"] == "transceiver" for r in doc["cases"]):
+        details.append(f"  {TRANSCEIVER_NOTE}")
+    for r in doc["cases"]:
+        texts = list(r["reasons"])
+        texts += [n for n in r["notes"] if n.startswith(("bound used", "faster than"))]
+        if r["replan"] and not r["solved"] and r["outcome"] != "cannot_run":
+            texts.append("re-planned without solving: " + "; ".join(r["replan"]))
+        details += [f"  {r['failure']}: {t}" for t in texts]
+    if details:
+        lines += ["", "notes:"] + details
+    return "\n".join(lines) + "\n"
+
+
+def _num(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x:,.1f}"
+
+
+def _x(x: float | None) -> str:
+    return "-" if x is None else f"{x:.4f}"

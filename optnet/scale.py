@@ -1,0 +1,261 @@
+"""Scale: a provable lower bound, a decomposed incumbent, and the automatic strategy.
+
+* ``relaxation_bound``: for each job alone, the joint MILP on a relaxed cluster: one rack whose
+  trunks have the shortest delay of any rack, every OCS looping that rack back, wavelengths and
+  port matchings relaxed, the job's own transceivers. Every feasible plan of the real cluster,
+  restricted to one job, is feasible there and no slower (latencies and inverse bandwidths can only
+  drop, constraints are only removed), so the relaxation's *dual bound* is a valid lower bound on
+  that job's iteration time; the largest over jobs bounds ``max-iteration``, the weighted sum bounds
+  ``weighted-sum`` (docs/model.md §7).
+* ``solve_decomposed``: jobs get disjoint blocks of racks (the most communication-bound jobs the
+  racks with the shortest trunks; small jobs share racks first-fit); blocks share no trunk and no
+  OCS port, so each block's exact MILP is solved on its own and the union is feasible.
+* ``solve_auto``: small instances get the exact MILP, warm-started from the decomposition, with
+  the better of its bound and the relaxation bound; large ones get the decomposition and the
+  relaxation bound. The gap reported is always against a proven bound.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from optnet.decisions import Circuit, Decisions, Lightpath
+from optnet.errors import InfeasibleError, NoIncumbentError
+from optnet.evaluate import evaluate
+from optnet.instance import Instance, Ocs, Rack, Server
+from optnet.solve import SolveOptions, SolveResult, relative_gap, solve_instance
+
+EXACT_MAX_SERVERS = 32
+
+
+class _JobInfeasible(Exception):
+    pass
+
+
+def sub_instance(inst: Instance, racks: list[int], jobs: list[int]) -> tuple[Instance, list[int]]:
+    """The cluster restricted to ``racks`` with only ``jobs``; returns it and, for each of its
+    servers, the server index in ``inst``."""
+    rack_new = {r: i for i, r in enumerate(racks)}
+    servers: list[Server] = []
+    server_map: list[int] = []
+    new_racks = []
+    for r in racks:
+        rk = inst.racks[r]
+        idx = []
+        for s in rk.servers:
+            idx.append(len(servers))
+            servers.append(Server(inst.servers[s].name, rack_new[r]))
+            server_map.append(s)
+        new_racks.append(replace(rk, servers=tuple(idx)))
+    ocses = tuple(
+        replace(o, racks=tuple(rack_new[r] for r in o.racks if r in rack_new)) for o in inst.ocses
+    )
+    sub = replace(
+        inst,
+        racks=tuple(new_racks),
+        servers=tuple(servers),
+        ocses=ocses,
+        jobs=tuple(inst.jobs[j] for j in jobs),
+    )
+    return sub, server_map
+
+
+def _relaxed_cluster(inst: Instance, slots: int) -> Instance:
+    delay = min(r.trunk_delay_us for r in inst.racks)
+    rack = Rack("relaxed", tuple(range(slots)), 0.0, "smf", delay)
+    servers = tuple(Server(f"relaxed-s{i}", 0) for i in range(slots))
+    ocses = tuple(
+        Ocs(
+            o.name, max(o.ports, 1), o.reconfig_delay_us, o.insertion_loss_db, o.power_w, True, (0,)
+        )
+        for o in inst.ocses
+    )
+    return replace(inst, racks=(rack,), servers=servers, ocses=ocses)
+
+
+def relaxation_bound(inst: Instance, o: SolveOptions) -> tuple[float, list[float]]:
+    """Valid lower bound on the objective and on each job's iteration time."""
+    per_job = []
+    for job in inst.jobs:
+        relaxed = replace(_relaxed_cluster(inst, job.slots), jobs=(job,))
+        opts = replace(
+            o,
+            objective="max-iteration",
+            relax=frozenset({"wavelengths", "ports"}),
+            quiet=True,
+            previous=None,
+        )
+        res = solve_instance(relaxed, opts)
+        if res.status == "infeasible":
+            raise _JobInfeasible(
+                f"job {job.name} cannot run even alone with every wavelength and port it wants"
+            )
+        per_job.append(res.bound if res.bound is not None else job.compute_time_us)
+    if o.objective == "weighted-sum":
+        return sum(j.weight * b for j, b in zip(inst.jobs, per_job)), per_job
+    return max(per_job), per_job
+
+
+def block_assignment(inst: Instance, priority: list[float]) -> list[tuple[list[int], list[int]]]:
+    """Disjoint rack blocks: (racks, jobs). Jobs in ``priority`` order (highest first) take the
+    racks with the shortest trunks; a job needing whole racks takes consecutive free racks, a
+    smaller one the first rack with room. Jobs sharing a rack end up in one block."""
+    order = sorted(range(len(inst.racks)), key=lambda r: (inst.racks[r].trunk_delay_us, r))
+    free = {r: len(inst.racks[r].servers) for r in order}
+    jobs_in: dict[int, list[int]] = {r: [] for r in order}
+    for j in sorted(range(len(inst.jobs)), key=lambda j: (-priority[j], j)):
+        need = inst.jobs[j].slots
+        # first try a single partly used rack, then whole free racks in order
+        fit = next(
+            (r for r in order if 0 < free[r] < len(inst.racks[r].servers) and free[r] >= need), None
+        )
+        if fit is not None:
+            free[fit] -= need
+            jobs_in[fit].append(j)
+            continue
+        for r in order:
+            if need == 0:
+                break
+            if free[r] == 0:
+                continue
+            take = min(free[r], need)
+            free[r] -= take
+            need -= take
+            jobs_in[r].append(j)
+        if need > 0:
+            raise RuntimeError("jobs do not fit; the instance checks should have said so")
+    # union racks that share a job
+    parent = {r: r for r in order}
+
+    def find(r):
+        while parent[r] != r:
+            parent[r] = parent[parent[r]]
+            r = parent[r]
+        return r
+
+    rack_of_job: dict[int, list[int]] = {}
+    for r, js in jobs_in.items():
+        for j in js:
+            rack_of_job.setdefault(j, []).append(r)
+    for rs in rack_of_job.values():
+        for r in rs[1:]:
+            parent[find(r)] = find(rs[0])
+    blocks: dict[int, tuple[list[int], set[int]]] = {}
+    for r in order:
+        if not jobs_in[r]:
+            continue
+        b = blocks.setdefault(find(r), ([], set()))
+        b[0].append(r)
+        b[1].update(jobs_in[r])
+    return [(sorted(rs), sorted(js)) for rs, js in blocks.values()]
+
+
+def solve_decomposed(
+    inst: Instance, o: SolveOptions, priority: list[float] | None = None
+) -> tuple[Decisions, dict]:
+    """Solve each block's exact MILP (time split by block size) and join the decisions."""
+    t0 = time.perf_counter()
+    priority = priority or [j.compute_time_us for j in inst.jobs]
+    blocks = block_assignment(inst, priority)
+    total_slots = sum(j.slots for j in inst.jobs) or 1
+    d = Decisions()
+    info: dict = {"blocks": [], "timings": {}}
+    for racks, jobs in blocks:
+        sub, smap = sub_instance(inst, racks, jobs)
+        share = sum(inst.jobs[j].slots for j in jobs) / total_slots
+        budget = max(1.0, o.time_limit_s * share)
+        res = solve_instance(sub, replace(o, time_limit_s=budget, previous=None))
+        if res.decisions is None:
+            raise NoIncumbentError(
+                f"the decomposition found no plan for racks "
+                f"{', '.join(inst.racks[r].name for r in racks)} ({res.status})"
+            )
+        for key in ("candidates_s", "build_s", "transfer_s", "solve_s", "polish_s"):
+            info["timings"][key] = info["timings"].get(key, 0.0) + res.timings.get(key, 0.0)
+        sd = res.decisions
+        for jl, servers in sd.placement.items():
+            d.placement[jobs[jl]] = tuple(smap[s] for s in servers)
+        rmap = racks
+        d.circuits += [Circuit(c.ocs, rmap[c.rack_a], rmap[c.rack_b]) for c in sd.circuits]
+        d.lightpaths += [
+            Lightpath(
+                lp.ocs,
+                smap[lp.server_a],
+                lp.transceiver_a,
+                smap[lp.server_b],
+                lp.transceiver_b,
+                lp.wavelength_ab,
+                lp.wavelength_ba,
+            )
+            for lp in sd.lightpaths
+        ]
+        for (jl, ci), alg in sd.algorithms.items():
+            d.algorithms[(jobs[jl], ci)] = alg
+        info["blocks"].append(
+            {
+                "racks": [inst.racks[r].name for r in racks],
+                "jobs": [inst.jobs[j].name for j in jobs],
+                "status": res.status,
+                "gap": res.gap,
+            }
+        )
+    info["decomposition_s"] = time.perf_counter() - t0
+    return d.canonical(), info
+
+
+def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
+    """Bound, decomposed incumbent, then (small instances) the exact MILP warm-started from it."""
+    t0 = time.perf_counter()
+    deadline = o.time_limit_s
+    small = len(inst.servers) <= EXACT_MAX_SERVERS
+    try:
+        lb, per_job = relaxation_bound(inst, replace(o, time_limit_s=max(1.0, 0.2 * deadline)))
+    except _JobInfeasible as exc:  # a job that cannot run even on the relaxed cluster
+        if small:
+            return solve_instance(inst, o)  # the exact model proves it and explains
+        raise InfeasibleError([str(exc)]) from None
+    t_bound = time.perf_counter() - t0
+    left = max(1.0, deadline - t_bound)
+    try:
+        d, info = solve_decomposed(inst, replace(o, time_limit_s=0.5 * left), priority=per_job)
+    except NoIncumbentError:
+        if not small:
+            raise
+        res = solve_instance(inst, replace(o, time_limit_s=max(1.0, deadline - t_bound)))
+        if res.bound is not None:
+            res.bound = max(res.bound, lb)
+        elif res.status != "infeasible":
+            res.bound = lb
+        return res
+    ev = evaluate(inst, d, o.objective)
+    if not ev.feasible:
+        raise RuntimeError("decomposed plan is infeasible: " + "; ".join(ev.violations))
+    objective, decisions, bound = ev.objective_us, d, lb
+    status = "optimal" if relative_gap(objective, lb) <= o.mip_gap else "time_limit"
+    timings = {"bound_s": t_bound, "decomposition_s": info["decomposition_s"], **info["timings"]}
+    solver = {
+        "name": "HiGHS",
+        "strategy": "auto",
+        "relaxation_bound_us": lb,
+        "job_bounds_us": per_job,
+        "decomposition": info["blocks"],
+    }
+    size: dict = {}
+    left = deadline - (time.perf_counter() - t0)
+    if status != "optimal" and small and left > 1:
+        res = solve_instance(inst, replace(o, time_limit_s=left), warm_start=d)
+        for key, v in res.timings.items():
+            timings[key] = timings.get(key, 0.0) + v
+        size = res.model_size
+        solver["exact"] = {"status": res.status, "bound_us": res.bound}
+        if res.objective is not None and res.objective < objective - 1e-9:
+            objective, decisions = res.objective, res.decisions
+        if res.bound is not None:
+            bound = max(bound, res.bound)
+        if res.status == "optimal":
+            bound = max(bound, min(objective, res.bound if res.bound is not None else objective))
+        status = "optimal" if relative_gap(objective, bound) <= o.mip_gap else "time_limit"
+    gap = relative_gap(objective, bound)
+    timings["total_s"] = time.perf_counter() - t0
+    return SolveResult(status, objective, bound, gap, decisions, timings, size, solver)

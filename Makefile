@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OUT := out
 
-.PHONY: run test lint format bench sweep clean
+.PHONY: run test lint format bench sweep clean browser
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -19,9 +19,19 @@ run: $(STAMP)
 	@mkdir -p $(OUT)
 	$(BIN)/optnet solve instances/realistic.yaml -o $(OUT)/realistic.json --force --time-limit 120
 	$(BIN)/optnet report $(OUT)/realistic.json
+	$(BIN)/optnet report $(OUT)/realistic.json --format html --plots $(OUT)/plots -o $(OUT)/realistic.html --force
+	@echo "HTML report: $(OUT)/realistic.html; plots in $(OUT)/plots"
+
+## browser: headless Chromium for the HTML report test (Debian's package)
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  [ -n "$$OPTNET_CHROMIUM" ] || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	  else echo "make: the HTML report test needs Chromium: run 'sudo apt-get install -y chromium' (Debian/Ubuntu) or set OPTNET_CHROMIUM=/path/to/chrome" >&2; exit 1; fi; }
 
 ## test: lint, format check, the whole test suite
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/ruff check optnet tests bench
 	$(BIN)/ruff format --check optnet tests bench
 	$(BIN)/python -m pytest

@@ -59,8 +59,22 @@ NCCL_TESTS = {
 }
 
 DTYPES = {
-    "int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double",
-    "bfloat16", "char", "int", "fp8_e4m3", "fp8_e5m2", "f8e4m3", "f8e5m2",
+    "int8",
+    "uint8",
+    "int32",
+    "uint32",
+    "int64",
+    "uint64",
+    "half",
+    "float",
+    "double",
+    "bfloat16",
+    "char",
+    "int",
+    "fp8_e4m3",
+    "fp8_e5m2",
+    "f8e4m3",
+    "f8e5m2",
 }
 
 _RANK = re.compile(r"#\s*Rank\s+(\d+)\s+Group\s+\d+\s+Pid")
@@ -133,8 +147,10 @@ def parse_nccl_tests(
             rows.append(row)
     if header is None:
         raise input_error(
-            file, "", "no nccl-tests table header found (the line '#  size  count  type  redop "
-            "root  time  algbw  busbw  #wrong ...' that all_reduce_perf and friends print)"
+            file,
+            "",
+            "no nccl-tests table header found (the line '#  size  count  type  redop "
+            "root  time  algbw  busbw  #wrong ...' that all_reduce_perf and friends print)",
         )
     if not rows:
         raise input_error(file, "", "the nccl-tests table has no data rows")
@@ -143,20 +159,27 @@ def parse_nccl_tests(
         kind = kind or kind_of(Path(file).name)
         if kind is None:
             raise input_error(
-                file, "", "cannot tell which collective this is (no 'Collective test starting' "
-                "line, no test name in the file name); pass --collective"
+                file,
+                "",
+                "cannot tell which collective this is (no 'Collective test starting' "
+                "line, no test name in the file name); pass --collective",
             )
     elif kind_of(kind) is None:
-        raise input_error(file, "", f"unknown collective {kind!r}; expected one of "
-                          f"{', '.join(NCCL_TESTS)} or {', '.join(collectives.KINDS)}")
+        raise input_error(
+            file,
+            "",
+            f"unknown collective {kind!r}; expected one of "
+            f"{', '.join(NCCL_TESTS)} or {', '.join(collectives.KINDS)}",
+        )
     else:
         kind = kind_of(kind)
     if ranks is None:
         ranks = len(rank_ids) if rank_ids else _ranks_from_busbw(kind, rows)
         if ranks is None:
             raise input_error(
-                file, "", "cannot tell the number of ranks (no '#  Rank N Group ...' lines); "
-                "pass --ranks"
+                file,
+                "",
+                "cannot tell the number of ranks (no '#  Rank N Group ...' lines); pass --ranks",
             )
     if ranks < 2:
         raise input_error(file, "", f"{ranks} rank(s): a collective needs at least 2")
@@ -207,7 +230,9 @@ def _ranks_from_busbw(kind: str, rows: list[Measurement]) -> int | None:
     return round(n) if abs(n - round(n)) < 0.1 * n else None
 
 
-def read_nccl_tests(path: str | Path, kind: str | None = None, ranks: int | None = None) -> NcclTable:
+def read_nccl_tests(
+    path: str | Path, kind: str | None = None, ranks: int | None = None
+) -> NcclTable:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -232,7 +257,9 @@ def predict_us(kind: str, n: int, size: float, alpha_us: float, rate_gbps: float
     if kind == "send_recv":
         beta = 1.0 / (rate_gbps * 125.0)
         return collectives.closed_form_us("send_recv", "direct", 2, size, alpha_us, beta)
-    nbytes = size * (n - 1) / n if kind == "all_to_all" else size  # nccl-tests counts the self block
+    nbytes = (
+        size * (n - 1) / n if kind == "all_to_all" else size
+    )  # nccl-tests counts the self block
     return collectives.ring_intra_server_time_us(kind, n, nbytes, alpha_us, rate_gbps)
 
 
@@ -266,8 +293,15 @@ def fit_link(tables: list[NcclTable], link_type: str) -> Fit:
     files = [tab.file for tab in tables]
     if len({round(b) for b in b_col}) < 2:
         raise InputError(
-            [Problem(f, "", f"link type {link_type!r}: need at least two message sizes to fit "
-                     "latency and rate") for f in files]
+            [
+                Problem(
+                    f,
+                    "",
+                    f"link type {link_type!r}: need at least two message sizes to fit "
+                    "latency and rate",
+                )
+                for f in files
+            ]
         )
     w = 1.0 / y
     scale = np.array([1.0, 1.0 / max(b_col)])  # condition the two columns alike
@@ -281,8 +315,15 @@ def fit_link(tables: list[NcclTable], link_type: str) -> Fit:
         alpha = 0.0
     if not beta > 0:
         raise InputError(
-            [Problem(f, "", f"link type {link_type!r}: the times do not grow with the message "
-                     "size, so no rate can be fitted; measure larger messages (-e 1G)") for f in files]
+            [
+                Problem(
+                    f,
+                    "",
+                    f"link type {link_type!r}: the times do not grow with the message "
+                    "size, so no rate can be fitted; measure larger messages (-e 1G)",
+                )
+                for f in files
+            ]
         )
     return Fit(link_type, float(alpha), 1.0 / (float(beta) * 125.0), files, len(t), fixed)
 
@@ -305,7 +346,9 @@ def comparison(tables: list[NcclTable], fit: Fit) -> list[dict[str, Any]]:
                     "measured_us": meas,
                     "predicted_us": pred,
                     "error_pct": 100.0 * (pred - meas) / meas,
-                    "measured_busbw_gbytes_per_s": (sum(r.busbw) / len(r.busbw)) if r.busbw else None,
+                    "measured_busbw_gbytes_per_s": (sum(r.busbw) / len(r.busbw))
+                    if r.busbw
+                    else None,
                     "predicted_busbw_gbytes_per_s": F * r.size / pred / 1e3 if pred > 0 else None,
                     "wrong": r.wrong,
                 }
@@ -356,8 +399,13 @@ def read_telemetry(path: str | Path) -> dict[str, dict[str, Any]]:
     by: dict[str, dict[str, list[float]]] = {}
     for i, ln in enumerate(tel.links):
         if ln.type not in LINK_TYPES:
-            problems.append(Problem(name, f"links[{i}].type",
-                                    f"unknown link type {ln.type!r}; expected {', '.join(LINK_TYPES)}"))
+            problems.append(
+                Problem(
+                    name,
+                    f"links[{i}].type",
+                    f"unknown link type {ln.type!r}; expected {', '.join(LINK_TYPES)}",
+                )
+            )
             continue
         if ln.latency_us is None and ln.rate_gbps is None:
             problems.append(Problem(name, f"links[{i}]", "give latency_us, rate_gbps or both"))
@@ -365,8 +413,13 @@ def read_telemetry(path: str | Path) -> dict[str, dict[str, Any]]:
         d = by.setdefault(ln.type, {"latency_us": [], "rate_gbps": []})
         if ln.latency_us is not None:
             if ln.propagation_us > ln.latency_us:
-                problems.append(Problem(name, f"links[{i}].propagation_us",
-                                        f"{ln.propagation_us} exceeds latency_us {ln.latency_us}"))
+                problems.append(
+                    Problem(
+                        name,
+                        f"links[{i}].propagation_us",
+                        f"{ln.propagation_us} exceeds latency_us {ln.latency_us}",
+                    )
+                )
                 continue
             d["latency_us"].append(ln.latency_us - ln.propagation_us)
         if ln.rate_gbps is not None:
@@ -393,7 +446,11 @@ def _round(x: float) -> float:
 
 
 def apply_link(
-    data: dict[str, Any], inst, link_type: str, latency_us: float | None, rate_gbps: float | None,
+    data: dict[str, Any],
+    inst,
+    link_type: str,
+    latency_us: float | None,
+    rate_gbps: float | None,
     source: str,
 ) -> list[dict[str, Any]]:
     """Set the instance fields of ``link_type`` in ``data``; return the changes made."""
@@ -441,7 +498,11 @@ def apply_link(
                     f"{source}: packet latency {latency_us:.4g} us is below optnet's fixed part "
                     f"(overhead + 2 transceivers + FEC = {floor:.4g} us)"
                 )
-            put("topology.packet_fabric.hop_latency_us", inst.packet.hop_latency_us, latency_us - floor)
+            put(
+                "topology.packet_fabric.hop_latency_us",
+                inst.packet.hop_latency_us,
+                latency_us - floor,
+            )
         if rate_gbps is not None:
             put("topology.packet_fabric.rate_gbps", inst.packet.rate_gbps, rate_gbps)
     else:
@@ -466,8 +527,13 @@ class Calibration:
     def to_json(self) -> dict[str, Any]:
         return {
             "fits": [
-                dict(dataclasses.asdict(f), busbw_gbytes_per_s=f.busbw_gbytes_per_s,
-                     rms_error_pct=_rms([r["error_pct"] for r in self.rows if r["link_type"] == f.link_type]))
+                dict(
+                    dataclasses.asdict(f),
+                    busbw_gbytes_per_s=f.busbw_gbytes_per_s,
+                    rms_error_pct=_rms(
+                        [r["error_pct"] for r in self.rows if r["link_type"] == f.link_type]
+                    ),
+                )
                 for f in self.fits
             ],
             "comparison": self.rows,
@@ -542,7 +608,11 @@ def calibrate(
             if fit.link_type in LINK_TYPES or output:
                 prop = 0.0 if fit.link_type == "nvlink" else propagation_us
                 changes += apply_link(
-                    data, inst, fit.link_type, fit.alpha_us - prop, fit.rate_gbps,
+                    data,
+                    inst,
+                    fit.link_type,
+                    fit.alpha_us - prop,
+                    fit.rate_gbps,
                     f"fit of {', '.join(fit.files)}",
                 )
         for t in sorted(tel, key=_order):
@@ -583,15 +653,18 @@ def text_report(cal: Calibration) -> str:
         )
     if cal.rows:
         out.append("")
-        hdr = (f"{'link type':<10} {'collective':<14} {'ranks':>5} {'size':>8} {'measured us':>12} "
-               f"{'predicted us':>12} {'error %':>8} {'busbw GB/s':>10} {'predicted':>10}")
+        hdr = (
+            f"{'link type':<10} {'collective':<14} {'ranks':>5} {'size':>8} {'measured us':>12} "
+            f"{'predicted us':>12} {'error %':>8} {'busbw GB/s':>10} {'predicted':>10}"
+        )
         out.append(hdr)
         out.append("-" * len(hdr))
         for r in cal.rows:
             mb = r["measured_busbw_gbytes_per_s"]
             pb = r["predicted_busbw_gbytes_per_s"]
             out.append(
-                f"{r['link_type']:<10} {r['collective']:<14} {r['ranks']:>5} {_size(r['size_bytes']):>8} "
+                f"{r['link_type']:<10} {r['collective']:<14} {r['ranks']:>5} "
+                f"{_size(r['size_bytes']):>8} "
                 f"{r['measured_us']:>12.2f} {r['predicted_us']:>12.2f} {r['error_pct']:>8.2f} "
                 f"{'' if mb is None else f'{mb:.2f}':>10} {'' if pb is None else f'{pb:.2f}':>10}"
             )

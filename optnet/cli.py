@@ -164,8 +164,8 @@ def solve(
     from optnet.evaluate import evaluate
     from optnet.instance import load_instance
     from optnet.results import build_results
-    from optnet.solve import SolveOptions, solve_instance
     from optnet.scale import solve_auto
+    from optnet.solve import SolveOptions, solve_instance
     from optnet.strategies import explain_infeasible, solve_sequential
 
     if out and Path(out).exists() and not force:
@@ -302,13 +302,31 @@ def validate(instance, workload) -> None:
 @main.command()
 @click.argument("result", type=click.Path(dir_okay=False))
 @click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "html", "json"]),
+    default="text",
+    show_default=True,
+    help="html: one self-contained page (inline CSS, plots as inline SVG).",
 )
+@click.option(
+    "--plots",
+    "plots_dir",
+    type=click.Path(file_okay=False),
+    help="Also draw every plot into this folder as SVG and PNG (Markdown links them).",
+)
+@click.option(
+    "-o", "--output", "out", type=click.Path(dir_okay=False), help="Write the report here."
+)
+@click.option("--force", is_flag=True, help="Overwrite an existing output file.")
 @_handle_errors
-def report(result, fmt) -> None:
-    """Print a readable report of a results file."""
-    from optnet.report import text_report
+def report(result, fmt, plots_dir, out, force) -> None:
+    """Report a results file: tables of jobs, collectives, lightpaths, utilisation; plots."""
+    from optnet.report import plot_links, render
+    from optnet.results import write_atomic
 
+    if out and Path(out).exists() and not force:
+        raise OptnetError(f"{out}: exists; pass --force to overwrite")
     try:
         data = json.loads(Path(result).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -317,7 +335,19 @@ def report(result, fmt) -> None:
         raise errors.input_error(result, "", f"not valid JSON: {exc}") from None
     if not isinstance(data, dict) or "schema_version" not in data:
         raise errors.input_error(result, "schema_version", "not an optnet results file")
-    click.echo(text_report(data) if fmt == "text" else json.dumps(data, indent=2), nl=False)
+    paths = []
+    if plots_dir:
+        from optnet.plots import write_plots
+
+        paths = write_plots(data, plots_dir)
+    if fmt == "json":
+        text = json.dumps(data, indent=2) + "\n"
+    else:
+        text = render(data, fmt, plot_links(paths, out))
+    if out:
+        write_atomic(out, text, force=force)
+    else:
+        click.echo(text, nl=False)
 
 
 @main.command()

@@ -22,22 +22,36 @@ def _default_workers() -> int:
 @click.command()
 @click.argument("spec", type=click.Path(dir_okay=False))
 @click.option(
-    "-o", "--output", "out", type=click.Path(file_okay=False),
+    "-o",
+    "--output",
+    "out",
+    type=click.Path(file_okay=False),
     help="Output folder (default: out/sweeps/SPEC-NAME).",
 )
 @click.option(
-    "--workers", type=click.IntRange(min=1, max=1024), default=None,
+    "--workers",
+    type=click.IntRange(min=1, max=1024),
+    default=None,
     help="Worker processes (default: CPU count, at most 8); 1 runs points in this process.",
 )
 @click.option(
-    "--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+    "--executor",
+    type=click.Choice(["local", "dask"]),
+    default="local",
+    show_default=True,
     help="local: a process pool; dask: a Dask cluster (--scheduler, else a LocalCluster).",
 )
 @click.option("--scheduler", help="Address of a running Dask scheduler (tcp://HOST:8786).")
-@click.option("--time-limit", type=click.FloatRange(min=0.01), help="Seconds per point (overrides the spec).")
-@click.option("--restart", is_flag=True, help="Forget earlier results in the folder and solve every point.")
+@click.option(
+    "--time-limit", type=click.FloatRange(min=0.01), help="Seconds per point (overrides the spec)."
+)
+@click.option(
+    "--restart", is_flag=True, help="Forget earlier results in the folder and solve every point."
+)
 @click.option("--dry-run", is_flag=True, help="List the points and exit without solving.")
-@click.option("--progress/--no-progress", default=None, help="Progress bar (default: on a terminal).")
+@click.option(
+    "--progress/--no-progress", default=None, help="Progress bar (default: on a terminal)."
+)
 @_handle_errors
 def sweep(spec, out, workers, executor, scheduler, time_limit, restart, dry_run, progress) -> None:
     """Solve every variation of an instance that SPEC lists; resumable.
@@ -60,8 +74,13 @@ def sweep(spec, out, workers, executor, scheduler, time_limit, restart, dry_run,
         return
     out = out or str(Path("out") / "sweeps" / (sw.spec.name or Path(spec).stem))
     result = run_sweep(
-        sw, out, executor=executor, workers=workers or _default_workers(), scheduler=scheduler,
-        restart=restart, progress=progress,
+        sw,
+        out,
+        executor=executor,
+        workers=workers or _default_workers(),
+        scheduler=scheduler,
+        restart=restart,
+        progress=progress,
     )
     counts = ", ".join(f"{k} {v}" for k, v in sorted(result.counts().items()))
     click.echo(
@@ -81,27 +100,49 @@ def sweep(spec, out, workers, executor, scheduler, time_limit, restart, dry_run,
 @click.command("export")
 @click.argument("result", type=click.Path(dir_okay=False))
 @click.option(
-    "--format", "fmt", type=click.Choice(["gnpy", "astra-sim"]), required=True,
+    "--format",
+    "fmt",
+    type=click.Choice(["gnpy", "astra-sim"]),
+    required=True,
     help="gnpy: topology.json + services.json; astra-sim: one network YAML per job.",
 )
-@click.option("-o", "--output", "out", type=click.Path(file_okay=False), required=True, help="Output folder.")
 @click.option(
-    "--instance", type=click.Path(dir_okay=False),
+    "-o", "--output", "out", type=click.Path(file_okay=False), required=True, help="Output folder."
+)
+@click.option(
+    "--instance",
+    type=click.Path(dir_okay=False),
     help="The instance the results were solved from (default: found through the results).",
 )
 @click.option("-w", "--workload", type=click.Path(dir_okay=False), help="Its -w workload, if any.")
 @click.option(
-    "--trx-type", default="Voyager", show_default=True,
+    "--trx-type",
+    default="Voyager",
+    show_default=True,
     help="GNPy transceiver type_variety for the service requests (from eqpt_config.json).",
+)
+@click.option(
+    "--hcf-variety",
+    default="HCF",
+    show_default=True,
+    help="GNPy Fiber type_variety for hollow-core trunks (add it to eqpt_config.json, or "
+    "name an existing one such as SSMF).",
 )
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
 @_handle_errors
-def export_cmd(result, fmt, out, instance, workload, trx_type, force) -> None:
+def export_cmd(result, fmt, out, instance, workload, trx_type, hcf_variety, force) -> None:
     """Export RESULT's optical layer to GNPy or its logical topology to ASTRA-sim."""
     from optnet.export import export
 
     paths = export(
-        result, fmt, out, instance=instance, workload=workload, force=force, trx_type=trx_type
+        result,
+        fmt,
+        out,
+        instance=instance,
+        workload=workload,
+        force=force,
+        trx_type=trx_type,
+        hcf_variety=hcf_variety,
     )
     for p in paths:
         click.echo(str(p))
@@ -110,41 +151,76 @@ def export_cmd(result, fmt, out, instance, workload, trx_type, force) -> None:
 @click.command()
 @click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
 @click.option(
-    "--link-type", "link_types", multiple=True,
+    "--link-type",
+    "link_types",
+    multiple=True,
     help="Label of the link the files measured: nvlink, lightpath, packet (or any label to fit "
     "only). Once for every file, or once per file in order. Default: lightpath.",
 )
-@click.option("--collective", help="Collective of the files (default: read from the output or file name).")
-@click.option("--ranks", type=click.IntRange(min=2), help="Ranks of the runs (default: '#  Rank' lines).")
 @click.option(
-    "--propagation-us", type=click.FloatRange(min=0), default=0.0, show_default=True,
+    "--collective", help="Collective of the files (default: read from the output or file name)."
+)
+@click.option(
+    "--ranks", type=click.IntRange(min=2), help="Ranks of the runs (default: '#  Rank' lines)."
+)
+@click.option(
+    "--propagation-us",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
     help="Fibre propagation inside the measured latency (optnet adds it from trunk lengths).",
 )
-@click.option("--telemetry", type=click.Path(dir_okay=False), help="YAML of per-link measured latency_us and rate_gbps.")
-@click.option("--instance", type=click.Path(dir_okay=False), help="Instance whose defaults the calibration overrides.")
-@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="Write the calibrated instance YAML here.")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Write the calibration report as JSON.")
+@click.option(
+    "--telemetry",
+    type=click.Path(dir_okay=False),
+    help="YAML of per-link measured latency_us and rate_gbps.",
+)
+@click.option(
+    "--instance",
+    type=click.Path(dir_okay=False),
+    help="Instance whose defaults the calibration overrides.",
+)
+@click.option(
+    "-o",
+    "--output",
+    "out",
+    type=click.Path(dir_okay=False),
+    help="Write the calibrated instance YAML here.",
+)
+@click.option(
+    "--json",
+    "json_out",
+    type=click.Path(dir_okay=False),
+    help="Write the calibration report as JSON.",
+)
 @click.option("--force", is_flag=True, help="Overwrite existing output files.")
 @_handle_errors
-def calibrate(files, link_types, collective, ranks, propagation_us, telemetry, instance, out,
-              json_out, force) -> None:
+def calibrate(
+    files, link_types, collective, ranks, propagation_us, telemetry, instance, out, json_out, force
+) -> None:
     """Fit alpha-beta link parameters to nccl-tests FILES; apply them and telemetry to an
     instance."""
     from pathlib import Path
 
-    from optnet.calibrate import calibrate as run, report_json, text_report
+    from optnet import calibrate as cal_mod
     from optnet.results import write_atomic
 
     if json_out and Path(json_out).exists() and not force:
         raise errors.OptnetError(f"{json_out}: exists; pass --force to overwrite")
-    cal = run(
-        list(files), list(link_types), kind=collective, ranks=ranks,
-        propagation_us=propagation_us, telemetry=telemetry, instance=instance, output=out,
+    cal = cal_mod.calibrate(
+        list(files),
+        list(link_types),
+        kind=collective,
+        ranks=ranks,
+        propagation_us=propagation_us,
+        telemetry=telemetry,
+        instance=instance,
+        output=out,
         force=force,
     )
-    click.echo(text_report(cal), nl=False)
+    click.echo(cal_mod.text_report(cal), nl=False)
     if json_out:
-        write_atomic(json_out, report_json(cal), force=force)
+        write_atomic(json_out, cal_mod.report_json(cal), force=force)
     if out:
         click.echo(f"calibrated instance: {out}")
     sys.stdout.flush()

@@ -1,9 +1,10 @@
 """Export a results file to other tools' formats (``docs/interfaces.md``).
 
-``gnpy``: the optical layer as GNPy's topology JSON (``topology.json``: Transceiver per server,
-Roadm per rack, a Fiber per trunk and direction, a Fused element per OCS circuit and direction)
-and its service file (``services.json``: one IETF TEAS path-computation ``path-request`` per
-lightpath and direction, pinned to the lightpath's wavelength and route).
+``gnpy``: the optical layer as GNPy's topology JSON (``topology.json``: a Transceiver per server
+transceiver, a Roadm per rack multiplexer and demultiplexer, a Fiber per trunk and direction, a
+Fused element per OCS circuit and direction) and its service file (``services.json``: one IETF
+TEAS path-computation ``path-request`` per lightpath and direction, pinned to the lightpath's
+wavelength and route).
 
 ``astra-sim``: one ASTRA-sim analytical network configuration per job (``JOB.yml``:
 ``topology``, ``npus_count``, ``bandwidth`` in GB/s, ``latency`` in ns), the GPUs of a server as
@@ -123,17 +124,22 @@ def results_instance(
 
 
 def _loc(city: str, region: str, lat: float, lon: float) -> dict[str, Any]:
-    return {
-        "location": {"city": city, "region": region, "latitude": lat, "longitude": lon}
-    }
+    return {"location": {"city": city, "region": region, "latitude": lat, "longitude": lon}}
 
 
-def trx_uid(server: str) -> str:
-    return f"trx {server}"
+def trx_uid(server: str, k: int) -> str:
+    """Transceiver ``k`` of ``server``."""
+    return f"trx {server}#{k}"
 
 
-def roadm_uid(rack: str) -> str:
-    return f"roadm {rack}"
+def mux_uid(rack: str, ocs: str) -> str:
+    """The rack's multiplexer onto its trunk fibre to ``ocs`` (add side)."""
+    return f"mux {rack}/{ocs}"
+
+
+def demux_uid(rack: str, ocs: str) -> str:
+    """The rack's demultiplexer from its trunk fibre from ``ocs`` (drop side)."""
+    return f"demux {rack}/{ocs}"
 
 
 def fiber_uid(src: str, dst: str) -> str:
@@ -141,37 +147,51 @@ def fiber_uid(src: str, dst: str) -> str:
 
 
 def fused_uid(ocs: str, ra: str, rb: str) -> str:
+    """One direction of the OCS circuit joining rack ``ra``'s port to rack ``rb``'s."""
     return f"{ocs} ({ra} -> {rb})"
 
 
-def gnpy_topology(inst, results: dict[str, Any]) -> dict[str, Any]:
+def gnpy_topology(inst, results: dict[str, Any], hcf_variety: str = "HCF") -> dict[str, Any]:
     """GNPy network JSON of the optical layer with the OCS matchings of ``results``.
 
-    Coordinates are schematic: rack i and its servers at (0, i), OCS k at (1, k).
+    Transceiver k of each server feeds its rack's multiplexer (a ``Roadm``) for OCS
+    ``attach[k]``, which launches into the trunk ``Fiber`` up to the OCS; each OCS circuit
+    direction is a ``Fused`` element (the OCS insertion loss) joining one rack's up fibre to
+    the other's down fibre, which ends in that rack's demultiplexer (a ``Roadm``) and its
+    servers' transceivers. Every lightpath is then one simple path. Coordinates are
+    schematic: rack i and its servers at (0, i), OCS k at (1, k), fibres between.
     """
     elements: list[dict[str, Any]] = []
     conns: list[dict[str, str]] = []
     region = inst.name
+    variety = dict(FIBRE_VARIETY, hcf=hcf_variety)
     for ri, rack in enumerate(inst.racks):
-        elements.append(
-            {"uid": roadm_uid(rack.name), "type": "Roadm", "metadata": _loc(rack.name, region, 0, ri)}
-        )
         for si in rack.servers:
             s = inst.servers[si].name
-            elements.append(
-                {"uid": trx_uid(s), "type": "Transceiver", "metadata": _loc(s, region, 0, ri)}
-            )
-            conns.append({"from_node": trx_uid(s), "to_node": roadm_uid(rack.name)})
-            conns.append({"from_node": roadm_uid(rack.name), "to_node": trx_uid(s)})
+            for k, oi in enumerate(inst.transceiver_ocs):
+                o = inst.ocses[oi].name
+                elements.append(
+                    {
+                        "uid": trx_uid(s, k),
+                        "type": "Transceiver",
+                        "metadata": _loc(s, region, 0, ri),
+                    }
+                )
+                conns.append({"from_node": trx_uid(s, k), "to_node": mux_uid(rack.name, o)})
+                conns.append({"from_node": demux_uid(rack.name, o), "to_node": trx_uid(s, k)})
     for oi, ocs in enumerate(inst.ocses):
         for ri in ocs.racks:
             rack = inst.racks[ri]
+            for uid in (mux_uid(rack.name, ocs.name), demux_uid(rack.name, ocs.name)):
+                elements.append(
+                    {"uid": uid, "type": "Roadm", "metadata": _loc(rack.name, region, 0, ri)}
+                )
             for src, dst in ((rack.name, ocs.name), (ocs.name, rack.name)):
                 elements.append(
                     {
                         "uid": fiber_uid(src, dst),
                         "type": "Fiber",
-                        "type_variety": FIBRE_VARIETY[rack.fibre_type],
+                        "type_variety": variety[rack.fibre_type],
                         "params": {
                             "length": rack.trunk_length_km,
                             "length_units": "km",
@@ -183,23 +203,32 @@ def gnpy_topology(inst, results: dict[str, Any]) -> dict[str, Any]:
                         "metadata": _loc(f"{rack.name}-{ocs.name}", region, 0.5, (ri + oi) / 2),
                     }
                 )
-            conns.append({"from_node": roadm_uid(rack.name), "to_node": fiber_uid(rack.name, ocs.name)})
-            conns.append({"from_node": fiber_uid(ocs.name, rack.name), "to_node": roadm_uid(rack.name)})
-    ocs_by_name = {o.name: o for o in inst.ocses}
+            conns.append(
+                {
+                    "from_node": mux_uid(rack.name, ocs.name),
+                    "to_node": fiber_uid(rack.name, ocs.name),
+                }
+            )
+            conns.append(
+                {
+                    "from_node": fiber_uid(ocs.name, rack.name),
+                    "to_node": demux_uid(rack.name, ocs.name),
+                }
+            )
+    ocs_by_name = {o.name: (i, o) for i, o in enumerate(inst.ocses)}
     for c in results.get("circuits", []):
-        o = ocs_by_name.get(c["ocs"])
-        if o is None:
+        if c["ocs"] not in ocs_by_name:
             raise input_error("results", "circuits", f"unknown OCS {c['ocs']!r} for this instance")
+        oi, o = ocs_by_name[c["ocs"]]
         ra, rb = c["racks"]
-        dirs = [(ra, rb)] if ra == rb else [(ra, rb), (rb, ra)]
-        for x, y in dirs:
+        for x, y in [(ra, rb)] if ra == rb else [(ra, rb), (rb, ra)]:
             uid = fused_uid(o.name, x, y)
             elements.append(
                 {
                     "uid": uid,
                     "type": "Fused",
                     "params": {"loss": o.insertion_loss_db},
-                    "metadata": _loc(o.name, region, 1, inst.ocses.index(o)),
+                    "metadata": _loc(o.name, region, 1, oi),
                 }
             )
             conns.append({"from_node": fiber_uid(x, o.name), "to_node": uid})
@@ -217,31 +246,36 @@ def freq_slot(w: int) -> dict[str, int]:
 
 
 def gnpy_services(inst, results: dict[str, Any], trx_type: str = "Voyager") -> dict[str, Any]:
-    """GNPy service JSON: one unidirectional path request per lightpath direction, pinned to
-    the lightpath's wavelength (``effective-freq-slot``) and route (source rack ROADM, OCS
-    circuit, destination rack ROADM as ``explicit-route-objects``)."""
+    """GNPy service JSON: one unidirectional path request per lightpath direction, between the
+    lightpath's two transceivers, pinned to its wavelength (``effective-freq-slot``) and its
+    route (multiplexer, OCS circuit, demultiplexer as STRICT ``explicit-route-objects``)."""
     rack_of = {s.name: inst.racks[s.rack].name for s in inst.servers}
     requests = []
     for i, lp in enumerate(results.get("lightpaths", [])):
         a, b = lp["servers"]
+        ka, kb = lp["transceivers"]
+        o = lp["ocs"]
         wl = lp.get("wavelengths") or [None, None]
-        for d, (src, dst, w) in enumerate(((a, b, wl[0]), (b, a, wl[-1]))):
+        ends = ((a, ka, b, kb, wl[0]), (b, kb, a, ka, wl[-1]))
+        for d, (src, ks, dst, kd, w) in enumerate(ends):
             ra, rb = rack_of[src], rack_of[dst]
-            hops = [roadm_uid(ra), fused_uid(lp["ocs"], ra, rb), roadm_uid(rb)]
+            hops = [mux_uid(ra, o), fused_uid(o, ra, rb), demux_uid(rb, o)]
             requests.append(
                 {
                     "request-id": f"lp{i}{'ab'[d]} {src}->{dst}",
-                    "source": trx_uid(src),
-                    "destination": trx_uid(dst),
-                    "src-tp-id": trx_uid(src),
-                    "dst-tp-id": trx_uid(dst),
+                    "source": trx_uid(src, ks),
+                    "destination": trx_uid(dst, kd),
+                    "src-tp-id": trx_uid(src, ks),
+                    "dst-tp-id": trx_uid(dst, kd),
                     "bidirectional": False,
                     "path-constraints": {
                         "te-bandwidth": {
                             "technology": "flexi-grid",
                             "trx_type": trx_type,
                             "trx_mode": None,
-                            "effective-freq-slot": [freq_slot(w) if w is not None else {"N": None, "M": None}],
+                            "effective-freq-slot": [
+                                freq_slot(w) if w is not None else {"N": None, "M": None}
+                            ],
                             "spacing": GRID_SPACING_HZ,
                             "max-nb-of-channel": inst.wavelengths_per_fibre,
                             "output-power": None,
@@ -276,7 +310,9 @@ def _num(x: float) -> str:
     return text if any(c in text for c in ".en") else text + ".0"
 
 
-def astra_dimensions(inst, results: dict[str, Any], job: str) -> tuple[list[dict], list[str], list[str], int]:
+def astra_dimensions(
+    inst, results: dict[str, Any], job: str
+) -> tuple[list[dict], list[str], list[str], int]:
     """Dimensions of one job's logical topology: ``[{topology, npus, bandwidth (GB/s),
     latency (ns)}]``, the job's servers in NPU order, explanatory notes, and the GPUs per
     server (NPU id = GPU + that * position)."""
@@ -299,7 +335,8 @@ def astra_dimensions(inst, results: dict[str, Any], job: str) -> tuple[list[dict
         )
         notes.append(
             f"dimension 0: the {g} GPUs of a server on NVSwitch, nvlink_rate_gbps "
-            f"{_num(inst.nvlink_rate_gbps)} / 8 and nvlink_latency_us {_num(inst.nvlink_latency_us)}"
+            f"{_num(inst.nvlink_rate_gbps)} / 8, nvlink_latency_us "
+            f"{_num(inst.nvlink_latency_us)}"
         )
     m = len(servers)
     if m == 1:
@@ -329,7 +366,9 @@ def astra_dimensions(inst, results: dict[str, Any], job: str) -> tuple[list[dict
     all_pairs = {(i, j) for i in range(m) for j in range(i + 1, m)}
     if not edges:
         if inst.packet is None:
-            raise OptnetError(f"job {job!r}: its servers have neither lightpaths nor a packet fabric")
+            raise OptnetError(
+                f"job {job!r}: its servers have neither lightpaths nor a packet fabric"
+            )
         from optnet import physics
 
         ra = inst.servers[inst.server_index(servers[0])].rack
@@ -442,6 +481,7 @@ def export(
     workload: str | Path | None = None,
     force: bool = False,
     trx_type: str = "Voyager",
+    hcf_variety: str = "HCF",
 ) -> list[Path]:
     """Write the export files of ``fmt`` into ``out_dir``; return their paths."""
     from optnet.results import write_atomic
@@ -453,7 +493,9 @@ def export(
     out = Path(out_dir)
     files: dict[Path, str] = {}
     if fmt == "gnpy":
-        files[out / "topology.json"] = json.dumps(gnpy_topology(inst, results), indent=2) + "\n"
+        files[out / "topology.json"] = (
+            json.dumps(gnpy_topology(inst, results, hcf_variety), indent=2) + "\n"
+        )
         files[out / "services.json"] = (
             json.dumps(gnpy_services(inst, results, trx_type), indent=2) + "\n"
         )

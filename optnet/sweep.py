@@ -611,7 +611,8 @@ def run_sweep(
     queued: set[str] = set()
     for p in sweep.points:
         display = str(out / "points" / f"{p.id}.yaml")
-        text = f"# optnet sweep {sweep.spec_file}, point {p.index}: {json.dumps(p.params, default=str)}\n"
+        params = json.dumps(p.params, default=str)
+        text = f"# optnet sweep {sweep.spec_file}, point {p.index}: {params}\n"
         text += dump_yaml(p.data)
         _write_if_changed(Path(display), text)
         if p.key in done or p.key in queued:

@@ -377,11 +377,6 @@ def test_html_renders_in_headless_chromium(results, tmp_path):
 # --------------------------------------------------------------------------- command line
 
 
-def _cli_has_report_formats() -> bool:
-    return "--plots" in run("report", "--help").output
-
-
-@pytest.mark.skipif(not _cli_has_report_formats(), reason="`optnet report --plots` not wired yet")
 def test_report_command_writes_every_format(results, tmp_path):
     src = tmp_path / "r.json"
     src.write_text(json.dumps(results["tiny"]))

@@ -1,4 +1,4 @@
-"""Write the synthetic nccl-tests outputs in tests/data (run: python tests/data/make_nccl_sample.py).
+"""Write the synthetic nccl-tests outputs in tests/data: python tests/data/make_nccl_sample.py.
 
 Not measurements: the times come from a known alpha-beta model of NCCL's ring schedules,
 ``t = A(kind, n) * alpha + F(kind, n) * size * 8 / (1000 * rate_gbps)`` (us), times a
@@ -22,6 +22,7 @@ SAMPLES = {
     "nccl_all_gather_nvlink.txt": ("all_gather_perf", 8, 4, "none", 0.9, 2960.0, 2**10, 2**30, 2),
 }
 NOISE = 0.02
+META = "           out-of-place                       in-place          "
 
 
 def steps(kind: str, n: int) -> int:
@@ -57,27 +58,31 @@ def write(name: str) -> str:
     for r in range(n):
         host = f"node{r}" if kind == "all_reduce" else "node0"
         dev = 0 if kind == "all_reduce" else r
-        out.append(f"#  Rank {r:2d} Group  0 Pid {40000 + r:6d} on {host:>10} device {dev:2d} "
-                   f"[0x{0x1b + 0x10 * dev:02x}] NVIDIA H100 80GB HBM3")
+        out.append(
+            f"#  Rank {r:2d} Group  0 Pid {40000 + r:6d} on {host:>10} device {dev:2d} "
+            f"[0x{0x1B + 0x10 * dev:02x}] NVIDIA H100 80GB HBM3"
+        )
     out.append("#")
-    out.append("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          "
-               % ("", "", "", "", ""))
-    out.append("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s"
-               % ("size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong",
-                  "time", "algbw", "busbw", "#wrong"))
-    out.append("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s"
-               % ("(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)",
-                  "(GB/s)", "(GB/s)", ""))
+    # the three header lines, as Reporter::Reporter prints them (printf widths as f-strings)
+    out.append(f"# {'':>10}  {'':>12}  {'':>8}  {'':>6}  {'':>6}" + META)
+    out.append(
+        f"# {'size':>10}  {'count':>12}  {'type':>8}  {'redop':>6}  {'root':>6}"
+        + f"  {'time':>7}  {'algbw':>6}  {'busbw':>6} {'#wrong':>6}" * 2
+    )
+    out.append(
+        f"# {'(B)':>10}  {'(elements)':>12}  {'':>8}  {'':>6}  {'':>6}"
+        + f"  {'(us)':>7}  {'(GB/s)':>6}  {'(GB/s)':>6}  {'':>5}" * 2
+    )
     size, bw_sum, bw_n = lo, 0.0, 0
     f = factor(kind, n)
     while size <= hi:
         count = size // word if kind == "all_reduce" else size // (word * n)
-        line = "%12li  %12li  %8s  %6s  %6i" % (size, count, "float", redop, -1)
+        line = f"{size:12d}  {count:12d}  {'float':>8}  {redop:>6}  {-1:6d}"
         for _ in range(2):  # out-of-place, in-place
             t = steps(kind, n) * alpha + f * size * 8 / (1000 * rate)
             t *= float(np.exp(rng.normal(0.0, NOISE)))
             algbw = size / t / 1e3
-            line += "  %7s  %6.2f  %6.2f  %5li" % (time_str(t), algbw, algbw * f, 0)
+            line += f"  {time_str(t):>7}  {algbw:6.2f}  {algbw * f:6.2f}  {0:5d}"
             bw_sum += algbw * f
             bw_n += 1
         out.append(line)

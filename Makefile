@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OUT := out
 
-.PHONY: run test lint format bench sweep clean browser
+.PHONY: run test lint format bench sweep sweep-realistic sweep-dask clean browser
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -43,6 +43,19 @@ format: $(STAMP)
 ## bench: timing and quality table (see bench/README in the README's Benchmarks section)
 bench: $(STAMP)
 	$(BIN)/python -m bench.run
+
+## sweep: the bundled sweeps on tiny and small (seconds); results in out/sweeps/NAME/
+sweep: $(STAMP)
+	$(BIN)/optnet sweep instances/sweeps/tiny-optics.yaml -o $(OUT)/sweeps/tiny-optics
+	$(BIN)/optnet sweep instances/sweeps/small-transceivers.yaml -o $(OUT)/sweeps/small-transceivers
+
+## sweep-realistic: job mixes x fibre type on the realistic pod (8 points, ~3 min on 2 cores); resumable
+sweep-realistic: $(STAMP)
+	$(BIN)/optnet sweep instances/sweeps/realistic-jobmix.yaml -o $(OUT)/sweeps/realistic-jobmix
+
+## sweep-dask: the tiny sweep on a Dask LocalCluster (SCHEDULER=tcp://host:8786 for a running one)
+sweep-dask: $(STAMP)
+	$(BIN)/optnet sweep instances/sweeps/tiny-optics.yaml -o $(OUT)/sweeps/tiny-optics-dask --executor dask $(if $(SCHEDULER),--scheduler $(SCHEDULER))
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache .ruff_cache

@@ -366,3 +366,10 @@ def schema(part) -> None:
         "results": Results,
     }[part]
     click.echo(json.dumps(model.model_json_schema(), indent=2))
+
+
+from optnet.commands import calibrate, export_cmd, sweep  # noqa: E402
+
+main.add_command(sweep)
+main.add_command(export_cmd)
+main.add_command(calibrate)

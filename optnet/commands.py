@@ -128,13 +128,22 @@ def sweep(spec, out, workers, executor, scheduler, time_limit, restart, dry_run,
     help="GNPy Fiber type_variety for hollow-core trunks (add it to eqpt_config.json, or "
     "name an existing one such as SSMF).",
 )
+@click.option(
+    "--spacing-ghz",
+    type=click.Choice(["50", "75", "100", "150"]),
+    default="50",
+    show_default=True,
+    help="GNPy channel spacing of the wavelength grid (wide enough for the transceiver mode).",
+)
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
 @_handle_errors
-def export_cmd(result, fmt, out, instance, workload, trx_type, hcf_variety, force) -> None:
+def export_cmd(
+    result, fmt, out, instance, workload, trx_type, hcf_variety, spacing_ghz, force
+) -> None:
     """Export RESULT's optical layer to GNPy or its logical topology to ASTRA-sim."""
     from optnet.export import export
 
-    paths = export(
+    paths, notes = export(
         result,
         fmt,
         out,
@@ -143,9 +152,12 @@ def export_cmd(result, fmt, out, instance, workload, trx_type, hcf_variety, forc
         force=force,
         trx_type=trx_type,
         hcf_variety=hcf_variety,
+        spacing_ghz=float(spacing_ghz),
     )
     for p in paths:
         click.echo(str(p))
+    for n in notes:
+        click.echo(f"optnet: note: {n}", err=True)
 
 
 @click.command()

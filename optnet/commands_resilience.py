@@ -75,24 +75,70 @@ def _classes(ctx, param, value: str) -> tuple[str, ...]:
 
 @click.command("resilience")
 @click.argument("instance", type=click.Path(dir_okay=False))
-@click.option("-w", "--workload", type=click.Path(dir_okay=False), help="Workload YAML (overrides the instance's).")
-@click.option("--objective", type=click.Choice(["max-iteration", "weighted-sum"]), default="max-iteration", show_default=True)
-@click.option("--time-limit", type=click.FloatRange(min=0.01), default=60.0, show_default=True,
-              help="Seconds per case (the base solve gets the same).")
+@click.option(
+    "-w",
+    "--workload",
+    type=click.Path(dir_okay=False),
+    help="Workload YAML (overrides the instance's).",
+)
+@click.option(
+    "--objective",
+    type=click.Choice(["max-iteration", "weighted-sum"]),
+    default="max-iteration",
+    show_default=True,
+)
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=0.01),
+    default=60.0,
+    show_default=True,
+    help="Seconds per case (the base solve gets the same).",
+)
 @click.option("--mip-gap", type=click.FloatRange(min=0, max=1), default=1e-4, show_default=True)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--workers", type=click.IntRange(min=1, max=256), default=_default_workers, show_default="min(4, CPUs)",
-              help="Processes solving cases in parallel (one HiGHS thread each).")
-@click.option("--classes", default="ocs,fibre,server,transceiver", show_default=True, callback=_classes,
-              help="Element classes to fail one at a time.")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1, max=256),
+    default=_default_workers,
+    show_default="min(4, CPUs)",
+    help="Processes solving cases in parallel (one HiGHS thread each).",
+)
+@click.option(
+    "--classes",
+    default="ocs,fibre,server,transceiver",
+    show_default=True,
+    callback=_classes,
+    help="Element classes to fail one at a time.",
+)
 @fail_option
-@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="Write the report here (atomically).")
-@click.option("--format", "fmt", type=click.Choice(["json", "text"]), default="text", show_default=True)
+@click.option(
+    "-o",
+    "--output",
+    "out",
+    type=click.Path(dir_okay=False),
+    help="Write the report here (atomically).",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["json", "text"]), default="text", show_default=True
+)
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 @_handled
-def resilience(instance, workload, objective, time_limit, mip_gap, seed, workers, classes, fail, out,
-               fmt, force, quiet) -> None:
+def resilience(
+    instance,
+    workload,
+    objective,
+    time_limit,
+    mip_gap,
+    seed,
+    workers,
+    classes,
+    fail,
+    out,
+    fmt,
+    force,
+    quiet,
+) -> None:
     """Re-plan for every single failure (N-1) and list the jobs' new iteration times, worst first.
 
     Each case fails one OCS, trunk fibre, server or transceiver and re-solves the joint MILP
@@ -123,9 +169,13 @@ def resilience(instance, workload, objective, time_limit, mip_gap, seed, workers
         what = res["status"]
         if res.get("objective_us") is not None:
             what += f", {res['objective_us']:,.1f} us"
-        click.echo(f"optnet: [{done}/{total}] {spec}: {what} ({res.get('solve_s', 0):.1f} s)", err=True)
+        click.echo(
+            f"optnet: [{done}/{total}] {spec}: {what} ({res.get('solve_s', 0):.1f} s)", err=True
+        )
 
-    rows = run_resilience(inst, opts, workers=workers, classes=classes, base=base, progress=progress)
+    rows = run_resilience(
+        inst, opts, workers=workers, classes=classes, base=base, progress=progress
+    )
     doc = resilience_document(inst, base, rows, opts, workers, classes, notes)
     text = dumps(doc) if fmt == "json" else text_report(doc)
     if out:

@@ -3,8 +3,7 @@
 ``gnpy``: the optical layer as GNPy's topology JSON (``topology.json``: a Transceiver per server
 transceiver, a Roadm per rack multiplexer and demultiplexer, a Fiber per trunk and direction, a
 Fused element per OCS circuit and direction) and its service file (``services.json``: one IETF
-TEAS path-computation ``path-request`` per lightpath and direction, pinned to the lightpath's
-wavelength and route).
+TEAS path-computation ``path-request`` per lightpath, pinned to its wavelength and route).
 
 ``astra-sim``: one ASTRA-sim analytical network configuration per job (``JOB.yml``:
 ``topology``, ``npus_count``, ``bandwidth`` in GB/s, ``latency`` in ns), the GPUs of a server as
@@ -38,9 +37,10 @@ LOSS_DB_PER_KM = {"smf": 0.2, "hcf": 0.2}
 FIBRE_VARIETY = {"smf": "SSMF", "hcf": "HCF"}
 
 #: GNPy default spectrum (eqpt_config.json "SI"): f_min 191.3 THz, 50 GHz spacing; GNPy puts
-#: the first carrier at f_min + spacing. optnet wavelength w is that grid's channel w.
+#: the first carrier at f_min + spacing. optnet wavelength w is channel w of that grid (or of a
+#: wider spacing, ``spacing_ghz``, for rates whose transceiver mode needs it).
 GRID_SPACING_HZ = 50e9
-GRID_FIRST_HZ = 191.3e12 + GRID_SPACING_HZ
+GRID_F_MIN_HZ = 191.3e12
 #: IETF flexi-grid (RFC 7698): centre = 193.1 THz + N * 6.25 GHz, width = M * 12.5 GHz.
 FLEXI_ANCHOR_HZ = 193.1e12
 FLEXI_N_STEP_HZ = 6.25e9
@@ -132,14 +132,9 @@ def trx_uid(server: str, k: int) -> str:
     return f"trx {server}#{k}"
 
 
-def mux_uid(rack: str, ocs: str) -> str:
-    """The rack's multiplexer onto its trunk fibre to ``ocs`` (add side)."""
-    return f"mux {rack}/{ocs}"
-
-
-def demux_uid(rack: str, ocs: str) -> str:
-    """The rack's demultiplexer from its trunk fibre from ``ocs`` (drop side)."""
-    return f"demux {rack}/{ocs}"
+def roadm_uid(rack: str, ocs: str) -> str:
+    """The rack's WDM multiplexer/demultiplexer on its trunk to ``ocs``."""
+    return f"roadm {rack}/{ocs}"
 
 
 def fiber_uid(src: str, dst: str) -> str:
@@ -152,74 +147,70 @@ def fused_uid(ocs: str, ra: str, rb: str) -> str:
 
 
 def gnpy_topology(inst, results: dict[str, Any], hcf_variety: str = "HCF") -> dict[str, Any]:
-    """GNPy network JSON of the optical layer with the OCS matchings of ``results``.
+    """GNPy network JSON of the optical layer as configured by ``results``.
 
-    Transceiver k of each server feeds its rack's multiplexer (a ``Roadm``) for OCS
-    ``attach[k]``, which launches into the trunk ``Fiber`` up to the OCS; each OCS circuit
-    direction is a ``Fused`` element (the OCS insertion loss) joining one rack's up fibre to
-    the other's down fibre, which ends in that rack's demultiplexer (a ``Roadm``) and its
-    servers' transceivers. Every lightpath is then one simple path. Coordinates are
-    schematic: rack i and its servers at (0, i), OCS k at (1, k), fibres between.
+    Transceiver k of each server adds and drops at its rack's WDM mux/demux for OCS
+    ``attach[k]`` (a ``Roadm``), which launches into the trunk ``Fiber`` up to the OCS and
+    receives from the trunk ``Fiber`` down from it; each direction of an OCS circuit is a
+    ``Fused`` element (the OCS insertion loss) joining one rack's up fibre to the other rack's
+    down fibre. So GNPy's optical multiplex sections run from ROADM to ROADM through exactly
+    one OCS circuit, and each has its reverse (GNPy needs both). Only trunks whose OCS port is
+    in a circuit are exported (GNPy refuses a fibre that is not connected at both ends).
+    Coordinates are schematic: rack i and its servers at (0, i), OCS k at (1, k).
     """
     elements: list[dict[str, Any]] = []
     conns: list[dict[str, str]] = []
     region = inst.name
     variety = dict(FIBRE_VARIETY, hcf=hcf_variety)
-    for ri, rack in enumerate(inst.racks):
+    ocs_index = {o.name: i for i, o in enumerate(inst.ocses)}
+    rack_index = {r.name: i for i, r in enumerate(inst.racks)}
+    circuits = results.get("circuits", [])
+    used: set[tuple[int, int]] = set()
+    for c in circuits:
+        if c["ocs"] not in ocs_index or any(r not in rack_index for r in c["racks"]):
+            raise input_error(
+                "results", "circuits", f"circuit {c} names an OCS or rack not in this instance"
+            )
+        used |= {(rack_index[r], ocs_index[c["ocs"]]) for r in c["racks"]}
+
+    def link(a: str, b: str) -> None:
+        conns.append({"from_node": a, "to_node": b})
+
+    for ri, oi in sorted(used):
+        rack, ocs = inst.racks[ri], inst.ocses[oi]
+        roadm = roadm_uid(rack.name, ocs.name)
+        elements.append({"uid": roadm, "type": "Roadm", "metadata": _loc(rack.name, region, 0, ri)})
         for si in rack.servers:
             s = inst.servers[si].name
-            for k, oi in enumerate(inst.transceiver_ocs):
-                o = inst.ocses[oi].name
+            for k in (k for k, o in enumerate(inst.transceiver_ocs) if o == oi):
+                uid = trx_uid(s, k)
                 elements.append(
-                    {
-                        "uid": trx_uid(s, k),
-                        "type": "Transceiver",
-                        "metadata": _loc(s, region, 0, ri),
-                    }
+                    {"uid": uid, "type": "Transceiver", "metadata": _loc(s, region, 0, ri)}
                 )
-                conns.append({"from_node": trx_uid(s, k), "to_node": mux_uid(rack.name, o)})
-                conns.append({"from_node": demux_uid(rack.name, o), "to_node": trx_uid(s, k)})
-    for oi, ocs in enumerate(inst.ocses):
-        for ri in ocs.racks:
-            rack = inst.racks[ri]
-            for uid in (mux_uid(rack.name, ocs.name), demux_uid(rack.name, ocs.name)):
-                elements.append(
-                    {"uid": uid, "type": "Roadm", "metadata": _loc(rack.name, region, 0, ri)}
-                )
-            for src, dst in ((rack.name, ocs.name), (ocs.name, rack.name)):
-                elements.append(
-                    {
-                        "uid": fiber_uid(src, dst),
-                        "type": "Fiber",
-                        "type_variety": variety[rack.fibre_type],
-                        "params": {
-                            "length": rack.trunk_length_km,
-                            "length_units": "km",
-                            "loss_coef": LOSS_DB_PER_KM[rack.fibre_type],
-                            "att_in": 0,
-                            "con_in": 0,
-                            "con_out": 0,
-                        },
-                        "metadata": _loc(f"{rack.name}-{ocs.name}", region, 0.5, (ri + oi) / 2),
-                    }
-                )
-            conns.append(
+                link(uid, roadm)
+                link(roadm, uid)
+        for src, dst in ((rack.name, ocs.name), (ocs.name, rack.name)):
+            elements.append(
                 {
-                    "from_node": mux_uid(rack.name, ocs.name),
-                    "to_node": fiber_uid(rack.name, ocs.name),
+                    "uid": fiber_uid(src, dst),
+                    "type": "Fiber",
+                    "type_variety": variety[rack.fibre_type],
+                    "params": {
+                        "length": rack.trunk_length_km,
+                        "length_units": "km",
+                        "loss_coef": LOSS_DB_PER_KM[rack.fibre_type],
+                        "att_in": 0,
+                        "con_in": 0,
+                        "con_out": 0,
+                    },
+                    "metadata": _loc(f"{rack.name}-{ocs.name}", region, 0.5, (ri + oi) / 2),
                 }
             )
-            conns.append(
-                {
-                    "from_node": fiber_uid(ocs.name, rack.name),
-                    "to_node": demux_uid(rack.name, ocs.name),
-                }
-            )
-    ocs_by_name = {o.name: (i, o) for i, o in enumerate(inst.ocses)}
-    for c in results.get("circuits", []):
-        if c["ocs"] not in ocs_by_name:
-            raise input_error("results", "circuits", f"unknown OCS {c['ocs']!r} for this instance")
-        oi, o = ocs_by_name[c["ocs"]]
+        link(roadm, fiber_uid(rack.name, ocs.name))
+        link(fiber_uid(ocs.name, rack.name), roadm)
+    for c in circuits:
+        oi = ocs_index[c["ocs"]]
+        o = inst.ocses[oi]
         ra, rb = c["racks"]
         for x, y in [(ra, rb)] if ra == rb else [(ra, rb), (rb, ra)]:
             uid = fused_uid(o.name, x, y)
@@ -231,74 +222,92 @@ def gnpy_topology(inst, results: dict[str, Any], hcf_variety: str = "HCF") -> di
                     "metadata": _loc(o.name, region, 1, oi),
                 }
             )
-            conns.append({"from_node": fiber_uid(x, o.name), "to_node": uid})
-            conns.append({"from_node": uid, "to_node": fiber_uid(o.name, y)})
+            link(fiber_uid(x, o.name), uid)
+            link(uid, fiber_uid(o.name, y))
     return {"network_name": f"optnet {inst.name}", "elements": elements, "connections": conns}
 
 
-def freq_slot(w: int) -> dict[str, int]:
-    """IETF flexi-grid slot {N, M} of optnet wavelength ``w`` (50 GHz channels)."""
-    centre = GRID_FIRST_HZ + w * GRID_SPACING_HZ
+def freq_slot(w: int, spacing_hz: float = GRID_SPACING_HZ) -> dict[str, int]:
+    """IETF flexi-grid slot {N, M} of optnet wavelength ``w`` on a ``spacing_hz`` grid whose
+    channel 0 is GNPy's first carrier, f_min + spacing (f_min = 191.3 THz)."""
+    centre = GRID_F_MIN_HZ + (w + 1) * spacing_hz
     return {
         "N": round((centre - FLEXI_ANCHOR_HZ) / FLEXI_N_STEP_HZ),
-        "M": round(GRID_SPACING_HZ / FLEXI_M_STEP_HZ),
+        "M": round(spacing_hz / FLEXI_M_STEP_HZ),
     }
 
 
-def gnpy_services(inst, results: dict[str, Any], trx_type: str = "Voyager") -> dict[str, Any]:
-    """GNPy service JSON: one unidirectional path request per lightpath direction, between the
-    lightpath's two transceivers, pinned to its wavelength (``effective-freq-slot``) and its
-    route (multiplexer, OCS circuit, demultiplexer as STRICT ``explicit-route-objects``)."""
+def gnpy_services(
+    inst, results: dict[str, Any], trx_type: str = "Voyager", spacing_hz: float = GRID_SPACING_HZ
+) -> dict[str, Any]:
+    """GNPy service JSON: one bidirectional path request per lightpath, between its two
+    transceivers, pinned to its wavelength (``effective-freq-slot`` of the first server's
+    send direction; GNPy reserves a service's slot in both directions) and to its route
+    (``explicit-route-objects``: the two racks' ROADMs and the OCS circuit, STRICT).
+
+    Lightpaths inside one rack (through an OCS loopback circuit) are left out: their path
+    would leave and re-enter the same ROADM, which GNPy's simple paths cannot express.
+    """
     rack_of = {s.name: inst.racks[s.rack].name for s in inst.servers}
     requests = []
     for i, lp in enumerate(results.get("lightpaths", [])):
         a, b = lp["servers"]
         ka, kb = lp["transceivers"]
         o = lp["ocs"]
-        wl = lp.get("wavelengths") or [None, None]
-        ends = ((a, ka, b, kb, wl[0]), (b, kb, a, ka, wl[-1]))
-        for d, (src, ks, dst, kd, w) in enumerate(ends):
-            ra, rb = rack_of[src], rack_of[dst]
-            hops = [mux_uid(ra, o), fused_uid(o, ra, rb), demux_uid(rb, o)]
-            requests.append(
-                {
-                    "request-id": f"lp{i}{'ab'[d]} {src}->{dst}",
-                    "source": trx_uid(src, ks),
-                    "destination": trx_uid(dst, kd),
-                    "src-tp-id": trx_uid(src, ks),
-                    "dst-tp-id": trx_uid(dst, kd),
-                    "bidirectional": False,
-                    "path-constraints": {
-                        "te-bandwidth": {
-                            "technology": "flexi-grid",
-                            "trx_type": trx_type,
-                            "trx_mode": None,
-                            "effective-freq-slot": [
-                                freq_slot(w) if w is not None else {"N": None, "M": None}
-                            ],
-                            "spacing": GRID_SPACING_HZ,
-                            "max-nb-of-channel": inst.wavelengths_per_fibre,
-                            "output-power": None,
-                            "path_bandwidth": inst.transceiver_rate_gbps * 1e9,
+        w = (lp.get("wavelengths") or [None])[0]
+        ra, rb = rack_of[a], rack_of[b]
+        if ra == rb:
+            continue  # an OCS loopback: see loopback_lightpaths
+        hops = [roadm_uid(ra, o), fused_uid(o, ra, rb), roadm_uid(rb, o)]
+        requests.append(
+            {
+                "request-id": f"lp{i} {a}->{b}",
+                "source": trx_uid(a, ka),
+                "destination": trx_uid(b, kb),
+                "src-tp-id": trx_uid(a, ka),
+                "dst-tp-id": trx_uid(b, kb),
+                "bidirectional": True,
+                "path-constraints": {
+                    "te-bandwidth": {
+                        "technology": "flexi-grid",
+                        "trx_type": trx_type,
+                        "trx_mode": None,
+                        "effective-freq-slot": [
+                            freq_slot(w, spacing_hz) if w is not None else {"N": None, "M": None}
+                        ],
+                        "spacing": spacing_hz,
+                        "max-nb-of-channel": inst.wavelengths_per_fibre,
+                        "output-power": None,
+                        "path_bandwidth": inst.transceiver_rate_gbps * 1e9,
+                    }
+                },
+                "explicit-route-objects": {
+                    "route-object-include-exclude": [
+                        {
+                            "explicit-route-usage": "route-include-ero",
+                            "index": k,
+                            "num-unnum-hop": {
+                                "node-id": node,
+                                "link-tp-id": "link-tp-id is not used",
+                                "hop-type": "STRICT",
+                            },
                         }
-                    },
-                    "explicit-route-objects": {
-                        "route-object-include-exclude": [
-                            {
-                                "explicit-route-usage": "route-include-ero",
-                                "index": k,
-                                "num-unnum-hop": {
-                                    "node-id": node,
-                                    "link-tp-id": "link-tp-id is not used",
-                                    "hop-type": "STRICT",
-                                },
-                            }
-                            for k, node in enumerate(hops)
-                        ]
-                    },
-                }
-            )
+                        for k, node in enumerate(hops)
+                    ]
+                },
+            }
+        )
     return {"path-request": requests, "synchronization": []}
+
+
+def loopback_lightpaths(inst, results: dict[str, Any]) -> list[str]:
+    """Names of the lightpaths that stay inside one rack (not in the GNPy services)."""
+    rack_of = {s.name: s.rack for s in inst.servers}
+    return [
+        f"lp{i} {lp['servers'][0]}<->{lp['servers'][1]} via {lp['ocs']}"
+        for i, lp in enumerate(results.get("lightpaths", []))
+        if rack_of[lp["servers"][0]] == rack_of[lp["servers"][1]]
+    ]
 
 
 # ------------------------------------------------------------------------------------------
@@ -413,13 +422,14 @@ def astra_dimensions(
         {
             "topology": "Switch",
             "npus": m,
-            "bandwidth": min(total.values()) * rate / 8.0 / g,
+            "bandwidth": min(v for v in total.values() if v > 0) * rate / 8.0 / g,
             "latency": max(lat.values()) * 1000.0,
         }
     )
     notes.append(
         "servers: APPROXIMATION - the lightpaths form no ring, full mesh or hypercube; shown as "
-        f"a Switch with the smallest per-server lightpath bandwidth {share}"
+        f"a Switch with the smallest per-server lightpath bandwidth (of servers that have "
+        f"lightpaths) {share}"
     )
     return dims, servers, notes, g
 
@@ -482,8 +492,10 @@ def export(
     force: bool = False,
     trx_type: str = "Voyager",
     hcf_variety: str = "HCF",
-) -> list[Path]:
-    """Write the export files of ``fmt`` into ``out_dir``; return their paths."""
+    spacing_ghz: float = 50.0,
+) -> tuple[list[Path], list[str]]:
+    """Write the export files of ``fmt`` into ``out_dir``; return their paths and notes for
+    the user (what the format could not express)."""
     from optnet.results import write_atomic
 
     if fmt not in FORMATS:
@@ -492,12 +504,22 @@ def export(
     inst = results_instance(results, results_path, instance, workload)
     out = Path(out_dir)
     files: dict[Path, str] = {}
+    notes: list[str] = []
     if fmt == "gnpy":
+        loops = loopback_lightpaths(inst, results)
+        if loops:
+            notes.append(
+                f"{len(loops)} of {len(results.get('lightpaths', []))} lightpaths stay inside a "
+                "rack (OCS loopback) and are not in services.json (GNPy cannot route a path "
+                "that leaves and re-enters one ROADM): "
+                + ", ".join(loops[:8])
+                + (" ..." if len(loops) > 8 else "")
+            )
         files[out / "topology.json"] = (
             json.dumps(gnpy_topology(inst, results, hcf_variety), indent=2) + "\n"
         )
         files[out / "services.json"] = (
-            json.dumps(gnpy_services(inst, results, trx_type), indent=2) + "\n"
+            json.dumps(gnpy_services(inst, results, trx_type, spacing_ghz * 1e9), indent=2) + "\n"
         )
     else:
         for j in results["placement"]:
@@ -507,7 +529,7 @@ def export(
         raise OptnetError(f"{', '.join(existing)}: exists; pass --force to overwrite")
     for p, text in files.items():
         write_atomic(p, text, force=force)
-    return list(files)
+    return list(files), notes
 
 
 def _safe(name: str) -> str:

@@ -42,8 +42,7 @@ from optnet.instance import Instance, Ocs
 
 KINDS = ("ocs", "fibre", "server", "transceiver", "sync")
 SYNTAX = (
-    "ocs:NAME, fibre:RACK->OCS, server:NAME, transceiver:SERVER/K (or transceiver:*/K), "
-    "sync:FABRIC"
+    "ocs:NAME, fibre:RACK->OCS, server:NAME, transceiver:SERVER/K (or transceiver:*/K), sync:FABRIC"
 )
 _ALIASES = {"fiber": "fibre", "trunk": "fibre", "trx": "transceiver"}
 _MAX_LISTED = 24
@@ -220,7 +219,9 @@ def apply_failures(
             s = inst.server_index(f.name)
             notes.append(
                 _drain(
-                    inst, rack_servers, s,
+                    inst,
+                    rack_servers,
+                    s,
                     f"{key}: optnet models the servers of a rack as alike and cannot give one "
                     f"server fewer transceivers, so {f.name} is drained (hosts no job). This is "
                     "conservative: the real iteration times are at most these. "
@@ -228,9 +229,7 @@ def apply_failures(
                     "the other conservative bound",
                 )
             )
-    racks = tuple(
-        replace(r, servers=tuple(rack_servers[i])) for i, r in enumerate(inst.racks)
-    )
+    racks = tuple(replace(r, servers=tuple(rack_servers[i])) for i, r in enumerate(inst.racks))
     raw = {**inst.raw, "failures": done}
     digest = hashlib.sha256(json.dumps(raw, sort_keys=True).encode()).hexdigest()
     out = replace(
@@ -355,9 +354,7 @@ def carry_over(degraded: Instance, d: Decisions) -> tuple[Decisions | None, list
     """
     why: list[str] = []
     used = {s for servers in d.placement.values() for s in servers}
-    free = {
-        r: [s for s in rack.servers if s not in used] for r, rack in enumerate(degraded.racks)
-    }
+    free = {r: [s for s in rack.servers if s not in used] for r, rack in enumerate(degraded.racks)}
     moved: dict[int, int] = {}
     for ji, servers in sorted(d.placement.items()):
         for s in servers:
@@ -378,8 +375,11 @@ def carry_over(degraded: Instance, d: Decisions) -> tuple[Decisions | None, list
     lightpaths = []
     dropped = 0
     for lp in d.lightpaths:
-        lp2 = replace(lp, server_a=moved.get(lp.server_a, lp.server_a),
-                      server_b=moved.get(lp.server_b, lp.server_b))
+        lp2 = replace(
+            lp,
+            server_a=moved.get(lp.server_a, lp.server_a),
+            server_b=moved.get(lp.server_b, lp.server_b),
+        )
         ra = degraded.servers[lp2.server_a].rack
         rb = degraded.servers[lp2.server_b].rack
         racks = degraded.ocses[lp2.ocs].racks
@@ -396,8 +396,10 @@ def carry_over(degraded: Instance, d: Decisions) -> tuple[Decisions | None, list
         why.append(f"{dropped} lightpath{'s' if dropped > 1 else ''} lost")
     circuits = sorted(
         {
-            Circuit(lp.ocs, *sorted((degraded.servers[lp.server_a].rack,
-                                     degraded.servers[lp.server_b].rack)))
+            Circuit(
+                lp.ocs,
+                *sorted((degraded.servers[lp.server_a].rack, degraded.servers[lp.server_b].rack)),
+            )
             for lp in lightpaths
         }
     )

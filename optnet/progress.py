@@ -19,7 +19,13 @@ from typing import IO
 class Progress:
     """Subscribe to a highspy model; ``deadline_s`` is measured from ``start()``."""
 
-    def __init__(self, deadline_s: float | None, quiet: bool = True, rate_hz: float = 2.0):
+    def __init__(
+        self,
+        deadline_s: float | None,
+        quiet: bool = True,
+        rate_hz: float = 2.0,
+        stop_at: float | None = None,
+    ):
         self.deadline_s = deadline_s
         self.quiet = quiet
         self.period = 1.0 / rate_hz
@@ -27,6 +33,8 @@ class Progress:
         self.last = -math.inf
         self.first_incumbent_s: float | None = None
         self.interrupted_by_deadline = False
+        self.stop_at = stop_at
+        self.reached_target = False
         self.stream: IO[str] | None = None
 
     def start(self) -> None:
@@ -59,6 +67,9 @@ class Progress:
         t = self.elapsed()
         if self.deadline_s is not None and t >= self.deadline_s:
             self.interrupted_by_deadline = True
+            e.interrupt()
+        if self.stop_at is not None and e.data_out.mip_primal_bound <= self.stop_at:
+            self.reached_target = True
             e.interrupt()
         if self.stream is not None and t - self.last >= self.period:
             self.last = t

@@ -100,7 +100,9 @@ def _check_agreement(objective: float | None, ev) -> None:
     if objective is not None and abs(objective - ev.objective_us) > 1e-6 * max(
         1.0, abs(ev.objective_us)
     ):
-        raise SolverError(f"internal error: MILP objective {objective} != evaluator {ev.objective_us}")
+        raise SolverError(
+            f"internal error: MILP objective {objective} != evaluator {ev.objective_us}"
+        )
 
 
 # --------------------------------------------------------------------------- the cases
@@ -125,7 +127,9 @@ def n_minus_1_cases(
     if "fibre" in classes:
         cases += [("fibre", f"fibre:{t}") for t in trunk_names(inst)]
     if "server" in classes:
-        cases += [("server", f"server:{inst.servers[s].name}") for r in inst.racks for s in r.servers]
+        cases += [
+            ("server", f"server:{inst.servers[s].name}") for r in inst.racks for s in r.servers
+        ]
     if "transceiver" in classes:
         busy = sorted(s for servers in base.decisions.placement.values() for s in servers)
         first_trx = {}
@@ -246,7 +250,9 @@ def run_resilience(
         nonlocal done
         r = pending[spec]
         results[spec] = {
-            "notes": r["notes"], "replan": r["replan"], **solved,
+            "notes": r["notes"],
+            "replan": r["replan"],
+            **solved,
         }
         done += 1
         if progress is not None:

@@ -97,15 +97,20 @@ def relaxation_bound(inst: Instance, o: SolveOptions) -> tuple[float, list[float
     return max(per_job), per_job
 
 
-def block_assignment(inst: Instance, priority: list[float]) -> list[tuple[list[int], list[int]]]:
+def block_assignment(
+    inst: Instance, priority: list[float]
+) -> list[tuple[list[int], list[int], dict[tuple[int, int], int]]]:
     """Disjoint rack blocks: (racks, jobs). Jobs in ``priority`` order (highest first) take the
     racks with the shortest trunks; a job needing whole racks takes consecutive free racks, a
-    smaller one the first rack with room. Jobs sharing a rack end up in one block."""
+    smaller one the first rack with room. Jobs sharing a rack end up in one block. Each block
+    also carries the greedy placement: (job, slot) -> rack, slots filling racks in order."""
     order = sorted(range(len(inst.racks)), key=lambda r: (inst.racks[r].trunk_delay_us, r))
     free = {r: len(inst.racks[r].servers) for r in order}
     jobs_in: dict[int, list[int]] = {r: [] for r in order}
+    slot_rack: dict[tuple[int, int], int] = {}
     for j in sorted(range(len(inst.jobs)), key=lambda j: (-priority[j], j)):
         need = inst.jobs[j].slots
+        placed = 0
         # first try a single partly used rack, then whole free racks in order
         fit = next(
             (r for r in order if 0 < free[r] < len(inst.racks[r].servers) and free[r] >= need), None
@@ -113,6 +118,8 @@ def block_assignment(inst: Instance, priority: list[float]) -> list[tuple[list[i
         if fit is not None:
             free[fit] -= need
             jobs_in[fit].append(j)
+            for m in range(need):
+                slot_rack[(j, m)] = fit
             continue
         for r in order:
             if need == 0:
@@ -123,6 +130,9 @@ def block_assignment(inst: Instance, priority: list[float]) -> list[tuple[list[i
             free[r] -= take
             need -= take
             jobs_in[r].append(j)
+            for m in range(placed, placed + take):
+                slot_rack[(j, m)] = r
+            placed += take
         if need > 0:
             raise RuntimeError("jobs do not fit; the instance checks should have said so")
     # union racks that share a job
@@ -148,24 +158,53 @@ def block_assignment(inst: Instance, priority: list[float]) -> list[tuple[list[i
         b = blocks.setdefault(find(r), ([], set()))
         b[0].append(r)
         b[1].update(jobs_in[r])
-    return [(sorted(rs), sorted(js)) for rs, js in blocks.values()]
+    out = []
+    for rs, js in blocks.values():
+        racks, jobs = sorted(rs), sorted(js)
+        fixed = {
+            (jobs.index(j), m): racks.index(r) for (j, m), r in slot_rack.items() if j in js
+        }
+        out.append((racks, jobs, fixed))
+    return out
+
+
+def _try(sub: Instance, o: SolveOptions, **kw) -> SolveResult:
+    try:
+        return solve_instance(sub, o, **kw)
+    except NoIncumbentError:
+        return SolveResult("time_limit", None, None, None, None)
 
 
 def solve_decomposed(
-    inst: Instance, o: SolveOptions, priority: list[float] | None = None
+    inst: Instance,
+    o: SolveOptions,
+    priority: list[float] | None = None,
+    target_us: float | None = None,
 ) -> tuple[Decisions, dict]:
-    """Solve each block's exact MILP (time split by block size) and join the decisions."""
+    """Solve each block's exact MILP (time split by block size) and join the decisions.
+
+    With ``target_us`` (max-iteration: the proven lower bound), a block stops as soon as its
+    plan is that good: the whole plan cannot beat the bound anyway."""
     t0 = time.perf_counter()
     priority = priority or [j.compute_time_us for j in inst.jobs]
     blocks = block_assignment(inst, priority)
+    blocks.sort(key=lambda b: -max(priority[j] for j in b[1]))
     total_slots = sum(j.slots for j in inst.jobs) or 1
     d = Decisions()
     info: dict = {"blocks": [], "timings": {}}
-    for racks, jobs in blocks:
+    for racks, jobs, fixed in blocks:
         sub, smap = sub_instance(inst, racks, jobs)
         share = sum(inst.jobs[j].slots for j in jobs) / total_slots
         budget = max(1.0, o.time_limit_s * share)
-        res = solve_instance(sub, replace(o, time_limit_s=budget, previous=None))
+        bo = replace(o, previous=None, polish=False, stop_at_us=target_us)
+        # first the neighbourhood with the greedy placement fixed (finds a plan fast), then the
+        # whole block warm-started from it
+        res = _try(sub, replace(bo, time_limit_s=0.4 * budget), fixed_racks=fixed)
+        full = _try(sub, replace(bo, time_limit_s=0.6 * budget), warm_start=res.decisions)
+        if full.decisions is not None and (
+            res.decisions is None or full.objective <= res.objective + 1e-9
+        ):
+            res = full
         if res.decisions is None:
             raise NoIncumbentError(
                 f"the decomposition found no plan for racks "
@@ -218,7 +257,10 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
     t_bound = time.perf_counter() - t0
     left = max(1.0, deadline - t_bound)
     try:
-        d, info = solve_decomposed(inst, replace(o, time_limit_s=0.5 * left), priority=per_job)
+        target = lb * (1 + o.mip_gap) if o.objective == "max-iteration" else None
+        d, info = solve_decomposed(
+            inst, replace(o, time_limit_s=0.5 * left), priority=per_job, target_us=target
+        )
     except NoIncumbentError:
         if not small:
             raise

@@ -44,6 +44,10 @@ class SolveOptions:
     """The running plan (``--from``): count changes against it and start from it."""
     max_changes: int | None = None
     change_penalty_us: float = 0.0
+    stop_at_us: float | None = None
+    """Stop as soon as an incumbent this good exists (a neighbourhood that need not be better)."""
+    polish: bool = True
+    """Re-solve the LP with integers fixed so the objective is exactly the decisions' value."""
 
 
 @dataclass
@@ -93,6 +97,7 @@ def solve_instance(
     cands: tuple[JobCandidates, ...] | None = None,
     available_servers: dict[int, int] | None = None,
     warm_start: Decisions | None = None,
+    fixed_racks: dict[tuple[int, int], int] | None = None,
 ) -> SolveResult:
     """Solve the joint MILP for ``inst``; decisions are decoded and the objective polished
     (the LP with every integer decision fixed), so it is exactly a function of the decisions."""
@@ -109,6 +114,9 @@ def solve_instance(
             warm_start = o.previous
     t1 = time.perf_counter()
     m, family_times = build_model(md)
+    for (j, slot), rack in (fixed_racks or {}).items():  # a neighbourhood: placement given
+        for r in md.racks:
+            m.y[j, slot, r].fix(1 if r == rack else 0)
     t_build = time.perf_counter() - t1
     size = {
         "variables": sum(1 for _ in m.component_data_objects(pyo.Var)),
@@ -121,7 +129,7 @@ def solve_instance(
     opt = SolverFactory("highs")
     timer = HierarchicalTimer()
     t2 = time.perf_counter()
-    progress = Progress(o.time_limit_s, quiet=o.quiet)
+    progress = Progress(o.time_limit_s, quiet=o.quiet, stop_at=o.stop_at_us)
     try:
         timer.start("set_instance")
         opt.set_instance(m)
@@ -157,6 +165,8 @@ def solve_instance(
     status = _STATUS.get(res.termination_condition, "error")
     if progress.interrupted_by_deadline and status in ("interrupted", "error"):
         status = "time_limit"  # optnet's own deadline interrupted HiGHS
+    elif progress.reached_target and status in ("interrupted", "error"):
+        status = "target"  # stopped at --stop-at: good enough for the caller
     elif status == "error" and res.solution_status in (
         SolutionStatus.feasible,
         SolutionStatus.optimal,
@@ -189,7 +199,7 @@ def solve_instance(
     res.solution_loader.load_vars()
     decisions = decode(m, md)
     t3 = time.perf_counter()
-    objective = _polish(m, opt, o)
+    objective = _polish(m, opt, o) if o.polish else float(res.incumbent_objective)
     timings["polish_s"] = time.perf_counter() - t3
     if bound is not None and status == "optimal":
         bound = min(bound, objective)

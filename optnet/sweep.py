@@ -312,9 +312,9 @@ def load_spec(path: str | Path, time_limit_s: float | None = None) -> Sweep:
             for (p, _), value in zip(grid_items, combo):
                 v[p] = value
             variations.append(v)
-    param_names: list[str] = []
-    for v in variations:
-        for p in v:
+    param_names: list[str] = list(spec.grid)
+    for pt in spec.points:
+        for p in pt:
             if p not in param_names:
                 param_names.append(p)
 
@@ -677,8 +677,14 @@ def run_sweep(
 
 
 def _append_line(path: Path, line: str) -> None:
+    """Append one line and fsync; a torn last line (an interrupted write) is closed first."""
+    torn = False
+    if path.exists() and path.stat().st_size:
+        with open(path, "rb") as f:
+            f.seek(-1, os.SEEK_END)
+            torn = f.read(1) != b"\n"
     with open(path, "a", encoding="utf-8") as f:
-        f.write(line + "\n")
+        f.write(("\n" if torn else "") + line + "\n")
         f.flush()
         os.fsync(f.fileno())
 

@@ -105,7 +105,16 @@ def test_evaluate_rejects_infeasible_decisions(tmp_path):
 
 def test_time_limited_answer_is_not_called_optimal(tmp_path):
     out = tmp_path / "r.json"
-    r = run("solve", str(INSTANCES / "realistic.yaml"), "--time-limit", "1", "-o", str(out))
+    r = run(
+        "solve",
+        str(INSTANCES / "realistic.yaml"),
+        "--strategy",
+        "joint",
+        "--time-limit",
+        "1",
+        "-o",
+        str(out),
+    )
     if r.exit_code == errors.EXIT_NO_INCUMBENT:
         assert "without a feasible solution" in r.output
         return

@@ -82,8 +82,15 @@ def test_parse_errors_say_what_is_allowed(spec, words):
 
 
 def test_unknown_names_are_input_errors_listing_what_exists(tiny):
-    bad = ["ocs:nope", "fibre:r9->ocs0", "fibre:r0->nope", "server:x", "transceiver:r0-s0/5",
-           "transceiver:nobody/0", "foo:bar"]
+    bad = [
+        "ocs:nope",
+        "fibre:r9->ocs0",
+        "fibre:r0->nope",
+        "server:x",
+        "transceiver:r0-s0/5",
+        "transceiver:nobody/0",
+        "foo:bar",
+    ]
     with pytest.raises(InputError) as exc:
         apply_failures(tiny, bad)
     problems = exc.value.problems
@@ -192,7 +199,9 @@ def test_fibre_on_a_failed_ocs_changes_nothing(tiny):
 
 
 def test_server_failure(tmp_path):
-    inst = variant(tmp_path, "spare", "servers: 2, trunk_length_km: 0.05", "servers: 3, trunk_length_km: 0.05")
+    inst = variant(
+        tmp_path, "spare", "servers: 2, trunk_length_km: 0.05", "servers: 3, trunk_length_km: 0.05"
+    )
     r0 = inst.racks[0].servers
     base = solve_instance(inst, EXACT)
     busy = sorted(s for v in base.decisions.placement.values() for s in v if s in r0)

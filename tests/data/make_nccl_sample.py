@@ -41,14 +41,14 @@ def time_str(t: float) -> str:
     return f"{t:7.2f}"
 
 
-def write(name: str) -> str:
+def write(name: str, noise: float = NOISE) -> str:
     prog, n, word, redop, alpha, rate, lo, hi, seed = SAMPLES[name]
     kind = prog.removesuffix("_perf")
     rng = np.random.default_rng(seed)
     out = [
         f"# SYNTHETIC nccl-tests output, not a measurement: written by tests/data/"
         f"make_nccl_sample.py from t = A*alpha + F*size/B with alpha = {alpha} us, "
-        f"rate = {rate} Gb/s, {n} ranks, {NOISE:.0%} log-normal noise (seed {seed}).",
+        f"rate = {rate} Gb/s, {n} ranks, {noise:.0%} log-normal noise (seed {seed}).",
         f"# Collective test starting: {prog}",
         f"# nThread 1 nGpus 1 minBytes {lo} maxBytes {hi} step: 2(factor) warmup iters: 5 "
         "iters: 20 agg iters: 1 validation: 1 graph: 0",
@@ -80,7 +80,7 @@ def write(name: str) -> str:
         line = f"{size:12d}  {count:12d}  {'float':>8}  {redop:>6}  {-1:6d}"
         for _ in range(2):  # out-of-place, in-place
             t = steps(kind, n) * alpha + f * size * 8 / (1000 * rate)
-            t *= float(np.exp(rng.normal(0.0, NOISE)))
+            t *= float(np.exp(rng.normal(0.0, noise)))
             algbw = size / t / 1e3
             line += f"  {time_str(t):>7}  {algbw:6.2f}  {algbw * f:6.2f}  {0:5d}"
             bw_sum += algbw * f

@@ -36,7 +36,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from optnet.decisions import Circuit, Decisions
+from optnet.decisions import Circuit, Decisions, Lightpath
 from optnet.errors import InputError, Problem
 from optnet.instance import Instance, Ocs
 
@@ -346,62 +346,124 @@ def check_failures(inst: Instance, d: Decisions) -> list[str]:
 def carry_over(degraded: Instance, d: Decisions) -> tuple[Decisions | None, list[str]]:
     """The decisions ``d`` of the intact instance adapted to ``degraded`` without solving.
 
-    A job slot on a failed server moves to a free usable server of the same rack (same trunks,
-    so its lightpaths, transceivers and wavelengths stay as they are); lightpaths through a
-    failed OCS, a cut trunk or a dead transceiver are dropped, and circuits that then carry
-    nothing. Returns ``(None, why)`` when a slot has no free server left in its rack. The result
-    need not be feasible (a collective may have lost its only link): the evaluator says.
+    A job slot on a failed server moves to a free usable server, of the same rack if there is
+    one (same trunks: its lightpaths, transceivers and wavelengths stay as they are), else of
+    another rack. Lightpaths that lose an end (a failed OCS, a cut trunk, a dead transceiver,
+    a slot moved to another rack) are re-routed greedily: the first OCS on which both servers
+    have a free transceiver, the two racks a circuit (existing, or on two free ports) and both
+    fibre directions a free wavelength; otherwise they are lost. Circuits carry at least one
+    lightpath. Returns ``(decisions, what changed)``, or ``(None, why)`` when no usable server
+    is free. The result need not be feasible (a pair may have lost its only link): the
+    evaluator says.
     """
     why: list[str] = []
+    S = degraded.servers
     used = {s for servers in d.placement.values() for s in servers}
-    free = {r: [s for s in rack.servers if s not in used] for r, rack in enumerate(degraded.racks)}
+    free = [s for r in degraded.racks for s in r.servers if s not in used]
     moved: dict[int, int] = {}
     for ji, servers in sorted(d.placement.items()):
         for s in servers:
             if usable_server(degraded, s):
                 continue
-            r = degraded.servers[s].rack
-            if not free[r]:
+            same = [x for x in free if S[x].rack == S[s].rack]
+            if not same and not free:
                 return None, [
-                    f"job {degraded.jobs[ji].name} loses {degraded.servers[s].name} and rack "
-                    f"{degraded.racks[r].name} has no free server left"
+                    f"job {degraded.jobs[ji].name} loses {S[s].name}: no usable server is free"
                 ]
-            moved[s] = free[r].pop(0)
-            why.append(
-                f"job {degraded.jobs[ji].name} moves from {degraded.servers[s].name} to "
-                f"{degraded.servers[moved[s]].name} (same rack)"
-            )
+            moved[s] = (same or free)[0]
+            free.remove(moved[s])
+            where = "same rack" if same else f"rack {degraded.racks[S[moved[s]].rack].name}"
+            job = degraded.jobs[ji].name
+            why.append(f"job {job} moves from {S[s].name} to {S[moved[s]].name} ({where})")
     placement = {ji: tuple(moved.get(s, s) for s in v) for ji, v in d.placement.items()}
-    lightpaths = []
-    dropped = 0
+    kept, rest = [], []
     for lp in d.lightpaths:
-        lp2 = replace(
-            lp,
-            server_a=moved.get(lp.server_a, lp.server_a),
-            server_b=moved.get(lp.server_b, lp.server_b),
-        )
-        ra = degraded.servers[lp2.server_a].rack
-        rb = degraded.servers[lp2.server_b].rack
-        racks = degraded.ocses[lp2.ocs].racks
+        a, b = moved.get(lp.server_a, lp.server_a), moved.get(lp.server_b, lp.server_b)
+        lp2 = replace(lp, server_a=a, server_b=b)
+        racks = degraded.ocses[lp.ocs].racks
+        same_racks = all(S[moved.get(x, x)].rack == S[x].rack for x in (lp.server_a, lp.server_b))
         if (
-            ra in racks
-            and rb in racks
-            and degraded.transceiver_ocs[lp2.transceiver_a] == lp2.ocs
-            and degraded.transceiver_ocs[lp2.transceiver_b] == lp2.ocs
+            same_racks
+            and S[a].rack in racks
+            and S[b].rack in racks
+            and degraded.transceiver_ocs[lp.transceiver_a] == lp.ocs
+            and degraded.transceiver_ocs[lp.transceiver_b] == lp.ocs
         ):
-            lightpaths.append(lp2)
+            kept.append(lp2)
         else:
-            dropped += 1
-    if dropped:
-        why.append(f"{dropped} lightpath{'s' if dropped > 1 else ''} lost")
+            rest.append((a, b, lp.ocs))
+    lightpaths, lost = _reroute(degraded, kept, rest)
+    if len(rest) > lost:
+        n = len(rest) - lost
+        why.append(f"{n} lightpath{'s' if n > 1 else ''} re-routed")
+    if lost:
+        why.append(f"{lost} lightpath{'s' if lost > 1 else ''} lost")
     circuits = sorted(
-        {
-            Circuit(
-                lp.ocs,
-                *sorted((degraded.servers[lp.server_a].rack, degraded.servers[lp.server_b].rack)),
-            )
-            for lp in lightpaths
-        }
+        {Circuit(lp.ocs, *sorted((S[lp.server_a].rack, S[lp.server_b].rack))) for lp in lightpaths}
     )
     out = Decisions(placement, circuits, lightpaths, dict(d.algorithms)).canonical()
     return out, why
+
+
+def _reroute(inst: Instance, kept: list[Lightpath], rest: list[tuple[int, int, int]]):
+    """Place the lightpaths ``rest`` (server a, server b, preferred OCS) beside ``kept``, first
+    fit; returns (all lightpaths, number that found no room)."""
+    S = inst.servers
+    grid = inst.usable_wavelengths
+    used_trx: set[tuple[int, int]] = set()
+    used_wl: set[tuple[int, int, str, int]] = set()
+    port: dict[tuple[int, int], tuple[int, int, int]] = {}  # (ocs, rack) -> its circuit
+
+    def fibres(ra, rb, k, w_ab, w_ba):
+        return {
+            (ra, k, "up", w_ab),
+            (rb, k, "down", w_ab),
+            (rb, k, "up", w_ba),
+            (ra, k, "down", w_ba),
+        }
+
+    def take(lp: Lightpath) -> None:
+        ra, rb = S[lp.server_a].rack, S[lp.server_b].rack
+        used_trx.update({(lp.server_a, lp.transceiver_a), (lp.server_b, lp.transceiver_b)})
+        used_wl.update(fibres(ra, rb, lp.ocs, lp.wavelength_ab, lp.wavelength_ba))
+        key = (lp.ocs, min(ra, rb), max(ra, rb))
+        port[(lp.ocs, ra)] = port[(lp.ocs, rb)] = key
+
+    for lp in kept:
+        take(lp)
+    out = list(kept)
+    lost = 0
+    for a, b, k0 in rest:
+        ra, rb = S[a].rack, S[b].rack
+        placed = None
+        for k in sorted(range(len(inst.ocses)), key=lambda k: k != k0):
+            o = inst.ocses[k]
+            if ra not in o.racks or rb not in o.racks or (ra == rb and not o.loopback):
+                continue
+            key = (k, min(ra, rb), max(ra, rb))
+            if any(port.get((k, r), key) != key for r in (ra, rb)):
+                continue
+            trx = [t for t, x in enumerate(inst.transceiver_ocs) if x == k]
+            ta = next((t for t in trx if (a, t) not in used_trx), None)
+            tb = next((t for t in trx if (b, t) not in used_trx), None)
+            if ta is None or tb is None:
+                continue
+            w_ab = next(
+                (w for w in grid if not {(ra, k, "up", w), (rb, k, "down", w)} & used_wl), None
+            )
+            if w_ab is None:
+                continue
+            taken = used_wl | {(ra, k, "up", w_ab), (rb, k, "down", w_ab)}
+            w_ba = next(
+                (w for w in grid if not {(rb, k, "up", w), (ra, k, "down", w)} & taken), None
+            )
+            if w_ba is None:
+                continue
+            placed = Lightpath(k, a, ta, b, tb, w_ab, w_ba)
+            break
+        if placed is None:
+            lost += 1
+        else:
+            take(placed)
+            out.append(placed)
+    return out, lost

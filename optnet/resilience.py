@@ -434,7 +434,8 @@ def text_report(doc: dict[str, Any]) -> str:
     header = ["failure", "outcome", "slowdown"] + [f"{j} us (x)" for j in jobs]
     table = [header]
     for r in doc["cases"]:
-        cells = [r["failure"], r["outcome"].replace("_", " "), _x(r["slowdown"])]
+        mark = "*" if r["status"] not in ("optimal", "infeasible") and r["slowdown"] else ""
+        cells = [r["failure"], r["outcome"].replace("_", " "), _x(r["slowdown"]) + mark]
         for j in r["jobs"]:
             if not j["runs"]:
                 cells.append("-")
@@ -451,6 +452,11 @@ def text_report(doc: dict[str, Any]) -> str:
         if i == 0:
             lines.append("  ".join("-" * w for w in widths))
     details = [f"  {n}" for n in doc.get("notes", [])]
+    if any(r["status"] not in ("optimal", "infeasible") and r["slowdown"] for r in doc["cases"]):
+        details.append(
+            "  * not proven optimal (time limit): the slowdown of the best plan found, an upper "
+            "bound; raise --time-limit"
+        )
     if any(r["class"] == "transceiver" for r in doc["cases"]):
         details.append(f"  {TRANSCEIVER_NOTE}")
     for r in doc["cases"]:

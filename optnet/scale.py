@@ -23,6 +23,7 @@ from dataclasses import replace
 from optnet.decisions import Circuit, Decisions, Lightpath
 from optnet.errors import InfeasibleError, NoIncumbentError
 from optnet.evaluate import evaluate
+from optnet.heuristic import greedy_plan
 from optnet.instance import Instance, Ocs, Rack, Server
 from optnet.solve import SolveOptions, SolveResult, relative_gap, solve_instance
 
@@ -75,12 +76,15 @@ def _relaxed_cluster(inst: Instance, slots: int) -> Instance:
 
 
 def relaxation_bound(inst: Instance, o: SolveOptions) -> tuple[float, list[float]]:
-    """Valid lower bound on the objective and on each job's iteration time."""
+    """Valid lower bound on the objective and on each job's iteration time (``o.time_limit_s``
+    is shared by the jobs; a relaxation stopped early still gives its proven dual bound)."""
     per_job = []
+    budget = max(0.5, o.time_limit_s / max(1, len(inst.jobs)))
     for job in inst.jobs:
         relaxed = replace(_relaxed_cluster(inst, job.slots), jobs=(job,))
         opts = replace(
             o,
+            time_limit_s=budget,
             objective="max-iteration",
             relax=frozenset({"wavelengths", "ports"}),
             quiet=True,
@@ -161,9 +165,7 @@ def block_assignment(
     out = []
     for rs, js in blocks.values():
         racks, jobs = sorted(rs), sorted(js)
-        fixed = {
-            (jobs.index(j), m): racks.index(r) for (j, m), r in slot_rack.items() if j in js
-        }
+        fixed = {(jobs.index(j), m): racks.index(r) for (j, m), r in slot_rack.items() if j in js}
         out.append((racks, jobs, fixed))
     return out
 
@@ -199,7 +201,12 @@ def solve_decomposed(
         bo = replace(o, previous=None, polish=False, stop_at_us=target_us)
         # first the neighbourhood with the greedy placement fixed (finds a plan fast), then the
         # whole block warm-started from it
-        res = _try(sub, replace(bo, time_limit_s=0.4 * budget), fixed_racks=fixed)
+        start = greedy_plan(sub, fixed)
+        res = _try(sub, replace(bo, time_limit_s=0.4 * budget), fixed_racks=fixed, warm_start=start)
+        if res.decisions is None and start is not None:
+            res = SolveResult(
+                "heuristic", evaluate(sub, start, o.objective).objective_us, None, None, start
+            )
         full = _try(sub, replace(bo, time_limit_s=0.6 * budget), warm_start=res.decisions)
         if full.decisions is not None and (
             res.decisions is None or full.objective <= res.objective + 1e-9
@@ -243,13 +250,28 @@ def solve_decomposed(
     return d.canonical(), info
 
 
+def _greedy_incumbent(inst: Instance, o: SolveOptions) -> Decisions | None:
+    """The constructive plan on the block placement: the first incumbent, in milliseconds."""
+    fixed: dict[tuple[int, int], int] = {}
+    for racks, jobs, fx in block_assignment(inst, [j.compute_time_us for j in inst.jobs]):
+        for (jl, m), rl in fx.items():
+            fixed[(jobs[jl], m)] = racks[rl]
+    d = greedy_plan(inst, fixed)
+    if d is None or not evaluate(inst, d, o.objective).feasible:
+        return None
+    return d
+
+
 def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
     """Bound, decomposed incumbent, then (small instances) the exact MILP warm-started from it."""
     t0 = time.perf_counter()
     deadline = o.time_limit_s
     small = len(inst.servers) <= EXACT_MAX_SERVERS
+    first = _greedy_incumbent(inst, o)
+    t_first = time.perf_counter() - t0 if first is not None else None
+    first_us = evaluate(inst, first, o.objective).objective_us if first is not None else None
     try:
-        lb, per_job = relaxation_bound(inst, replace(o, time_limit_s=max(1.0, 0.2 * deadline)))
+        lb, per_job = relaxation_bound(inst, replace(o, time_limit_s=max(1.0, 0.25 * deadline)))
     except _JobInfeasible as exc:  # a job that cannot run even on the relaxed cluster
         if small:
             return solve_instance(inst, o)  # the exact model proves it and explains
@@ -274,12 +296,22 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
     if not ev.feasible:
         raise RuntimeError("decomposed plan is infeasible: " + "; ".join(ev.violations))
     objective, decisions, bound = ev.objective_us, d, lb
+    if first is not None:
+        ev0 = evaluate(inst, first, o.objective)
+        if ev0.objective_us < objective - 1e-9:
+            objective, decisions = ev0.objective_us, first
     status = "optimal" if relative_gap(objective, lb) <= o.mip_gap else "time_limit"
-    timings = {"bound_s": t_bound, "decomposition_s": info["decomposition_s"], **info["timings"]}
+    timings = {
+        "bound_s": t_bound,
+        "decomposition_s": info["decomposition_s"],
+        **info["timings"],
+    }
     solver = {
         "name": "HiGHS",
         "strategy": "auto",
         "relaxation_bound_us": lb,
+        "first_incumbent_s": t_first,
+        "heuristic_us": first_us,
         "job_bounds_us": per_job,
         "decomposition": info["blocks"],
     }
@@ -301,3 +333,40 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
     gap = relative_gap(objective, bound)
     timings["total_s"] = time.perf_counter() - t0
     return SolveResult(status, objective, bound, gap, decisions, timings, size, solver)
+
+
+def ideal_bound(inst: Instance, objective: str = "max-iteration") -> float:
+    """The lower bound where every job's communication runs at full transceiver bandwidth
+    (all T transceivers of a server on every pair) with zero network latency: per collective the
+    best option's time with alpha = 0 and beta = 1 / (T rate) on every transfer, plus its
+    decision-independent NVLink/reduction part; iteration time as in docs/model.md §4."""
+    from optnet.candidates import all_candidates
+    from optnet.constants import inverse_rate_us_per_byte
+
+    beta = inverse_rate_us_per_byte(len(inst.transceiver_ocs) * inst.transceiver_rate_gbps)
+    if inst.packet is not None:
+        beta = min(beta, inverse_rate_us_per_byte(inst.packet.rate_gbps))
+    iters = []
+    for jc in all_candidates(inst):
+        exposed = overl = 0.0
+        for cc in jc.collectives:
+            t = min(
+                o.constant_us
+                + max(
+                    (
+                        sum(
+                            st.count * max(b * beta for _a, _b, b in st.transfers) for st in g.steps
+                        )
+                        for g in o.groups
+                    ),
+                    default=0.0,
+                )
+                for o in cc.options
+            )
+            exposed += (1 - cc.spec.overlap) * cc.spec.count * t
+            overl += cc.spec.overlap * cc.spec.count * t
+        c = jc.job.compute_time_us
+        iters.append(c + exposed + max(0.0, overl - c))
+    if objective == "weighted-sum":
+        return sum(j.weight * t for j, t in zip(inst.jobs, iters))
+    return max(iters)

@@ -281,3 +281,41 @@ def test_cli_runner_smoke():
 
     r = CliRunner().invoke(cmd, ["--fail", "ocs:a", "--fail", "server:b"])
     assert r.exit_code == 0 and "('ocs:a', 'server:b')" in r.output
+
+
+def test_carry_over_reroutes_lost_lightpaths(tiny, tiny_base):
+    # the base plan has a loopback lightpath on ocs0 in r1; with trunk r1->ocs0 cut it moves to
+    # ocs1 (free port, free transceivers, free wavelengths) and the links are unchanged
+    inst, _ = apply_failures(tiny, ["fibre:r1->ocs0"])
+    assert any(
+        lp.ocs == 0 and inst.servers[lp.server_a].rack == 1 for lp in tiny_base.decisions.lightpaths
+    )
+    carried, why = carry_over(inst, tiny_base.decisions)
+    assert why == ["1 lightpath re-routed"]
+    assert all(
+        not (lp.ocs == 0 and inst.servers[lp.server_a].rack == 1) for lp in carried.lightpaths
+    )
+    ev = evaluate(inst, carried)
+    assert ev.feasible, ev.violations
+    assert ev.objective_us == pytest.approx(tiny_base.objective, rel=1e-9)
+    assert check_failures(inst, carried) == []
+
+
+def test_carry_over_moves_a_slot_to_another_rack(tmp_path):
+    inst = variant(
+        tmp_path, "spare", "servers: 2, trunk_length_km: 0.05", "servers: 3, trunk_length_km: 0.05"
+    )
+    base = solve_instance(inst, EXACT)
+    busy = {s for v in base.decisions.placement.values() for s in v}
+    full = [r for r in inst.racks if all(s in busy for s in r.servers)]
+    assert full, "one rack has no spare"
+    victim = full[0].servers[0]
+    degraded, _ = apply_failures(inst, [f"server:{inst.servers[victim].name}"])
+    carried, why = carry_over(degraded, base.decisions)
+    assert carried is not None
+    assert "(rack " in why[0]
+    assert victim not in {s for v in carried.placement.values() for s in v}
+    assert check_failures(degraded, carried) == []
+    assert not any(
+        v.startswith(("circuits", "lightpaths")) for v in evaluate(degraded, carried).violations
+    )

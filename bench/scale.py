@@ -1,0 +1,161 @@
+"""Issue 7's scale table: generated instances from 16 to 512 servers, each solved by
+``--strategy auto`` in its own process (so peak memory is that solve's), against a proven bound.
+
+Columns: build / transfer / solve seconds (summed over the MILPs solved), time to the first
+incumbent, incumbent, bound, gap on the iteration time and on the communication above the largest
+compute time, peak memory, and beside optnet's answer: (a) the sequential baseline (monolithic,
+run up to 64 servers), (b) the constructive heuristic alone, (c) the ideal bound (full transceiver
+bandwidth, zero latency). Usage: python -m bench.scale [SIZE ...]; OPTNET_BENCH_REPEATS repeats.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from bench.generate import SIZES, generate
+
+LIMITS_S = {"small": 10, "medium": 60, "large": 300, "tpu": 600}
+TARGET_GAP = {"small": 0.0, "medium": 0.01, "large": 0.02, "tpu": 0.05}
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def one(size: str, density: str, path: str) -> dict:
+    """Solve one instance (in this process) and return its row."""
+    from dataclasses import replace
+
+    from optnet.evaluate import evaluate
+    from optnet.instance import load_instance
+    from optnet.scale import ideal_bound, solve_auto
+    from optnet.solve import SolveOptions
+    from optnet.strategies import solve_sequential
+
+    inst = load_instance(path)
+    o = SolveOptions(time_limit_s=LIMITS_S[size], mip_gap=1e-4)
+    t0 = time.perf_counter()
+    res = solve_auto(inst, o)
+    wall = time.perf_counter() - t0
+    ev = evaluate(inst, res.decisions)
+    assert ev.feasible and abs(ev.objective_us - res.objective) <= 1e-6 * res.objective
+    max_compute = max(j.compute_time_us for j in inst.jobs)
+    comm_gap = (res.objective - res.bound) / (res.objective - max_compute)
+    seq = None
+    if len(inst.servers) <= 64:
+        try:
+            seq = solve_sequential(inst, replace(o, time_limit_s=LIMITS_S[size])).objective
+        except Exception:  # noqa: BLE001 - a baseline that fails is reported as missing
+            seq = None
+    t = res.timings
+    return {
+        "instance": f"{size}-{density}",
+        "servers": len(inst.servers),
+        "jobs": len(inst.jobs),
+        "busy": sum(j.slots for j in inst.jobs) / len(inst.servers),
+        "build_s": t.get("build_s", 0.0),
+        "transfer_s": t.get("transfer_s", 0.0),
+        "solve_s": t.get("solve_s", 0.0),
+        "bound_s": t.get("bound_s", 0.0),
+        "wall_s": wall,
+        "first_incumbent_s": res.solver.get("first_incumbent_s"),
+        "status": res.status,
+        "incumbent_us": res.objective,
+        "bound_us": res.bound,
+        "gap": res.gap,
+        "comm_gap": comm_gap,
+        "target_gap": TARGET_GAP[size],
+        "limit_s": LIMITS_S[size],
+        "sequential_us": seq,
+        "heuristic_us": res.solver.get("heuristic_us"),
+        "ideal_us": ideal_bound(inst),
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def main(sizes: list[str]) -> None:
+    repeats = int(os.environ.get("OPTNET_BENCH_REPEATS", "1"))
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in sizes:
+            for density in ("moderate", "dense"):
+                path = Path(tmp) / f"{size}-{density}.yaml"
+                path.write_text(yaml.safe_dump(generate(size, density), sort_keys=False))
+                runs = []
+                for _ in range(repeats):
+                    out = subprocess.run(
+                        [sys.executable, "-m", "bench.scale", "--one", size, density, str(path)],
+                        capture_output=True,
+                        text=True,
+                        cwd=ROOT,
+                    )
+                    if out.returncode != 0:
+                        print(out.stderr[-2000:], file=sys.stderr)
+                        runs.append({"instance": f"{size}-{density}", "status": "error"})
+                        break
+                    runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+                row = dict(runs[0])
+                ok = [r for r in runs if r.get("status") != "error"]
+                if ok:
+                    walls = [r["wall_s"] for r in ok]
+                    row.update(
+                        wall_s=statistics.median(walls),
+                        wall_min_s=min(walls),
+                        wall_max_s=max(walls),
+                        repeats=len(ok),
+                    )
+                rows.append(row)
+                _print_row(row)
+    out_dir = ROOT / "out"
+    out_dir.mkdir(exist_ok=True)
+    (out_dir / "bench-scale.json").write_text(json.dumps(rows, indent=2) + "\n")
+    print()
+    print("wall time against servers (median s):")
+    for r in rows:
+        if "wall_s" in r:
+            print(f"  {r['servers']:>4} servers  {r['instance']:<16} {r['wall_s']:8.1f} s")
+
+
+HEADER = (
+    f"{'instance':<16} {'srv':>4} {'build':>6} {'xfer':>6} {'solve':>7} {'first':>6} "
+    f"{'wall':>7} {'status':>9} {'incumbent us':>13} {'bound us':>13} {'gap %':>7} "
+    f"{'comm gap %':>10} {'target %':>8} {'MiB':>6} {'sequential':>13} {'heuristic':>13} "
+    f"{'ideal':>13}"
+)
+
+
+def _fmt(x, spec: str) -> str:
+    return format(x, spec) if isinstance(x, (int, float)) else f"{'n/a':>13}"
+
+
+def _print_row(r: dict) -> None:
+    if not hasattr(_print_row, "done"):
+        print(HEADER)
+        print("-" * len(HEADER))
+        _print_row.done = True
+    if r.get("status") == "error":
+        print(f"{r['instance']:<16} error")
+        return
+    print(
+        f"{r['instance']:<16} {r['servers']:>4} {r['build_s']:>6.2f} {r['transfer_s']:>6.2f} "
+        f"{r['solve_s']:>7.2f} {r['first_incumbent_s'] or 0:>6.2f} {r['wall_s']:>7.1f} "
+        f"{r['status']:>9} {r['incumbent_us']:>13,.0f} {r['bound_us']:>13,.0f} "
+        f"{100 * r['gap']:>7.3f} {100 * r['comm_gap']:>10.3f} {100 * r['target_gap']:>8.1f} "
+        f"{r['peak_rss_mib']:>6.0f} {_fmt(r['sequential_us'], '13,.0f')} "
+        f"{_fmt(r['heuristic_us'], '13,.0f')} {r['ideal_us']:>13,.0f}",
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--one":
+        print(json.dumps(one(sys.argv[2], sys.argv[3], sys.argv[4])))
+    else:
+        main(sys.argv[1:] or list(SIZES))

@@ -1,0 +1,82 @@
+"""The scale machinery on instances small enough to know the truth by exhaustive search:
+the relaxation bound never exceeds the true optimum, `auto` never claims optimality it has not
+proven, and constructive and decomposed plans are feasible and scored exactly."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+from brute import brute_force
+from gen import tiny_instance
+
+from optnet.evaluate import evaluate
+from optnet.heuristic import greedy_plan
+from optnet.scale import block_assignment, ideal_bound, relaxation_bound, solve_auto
+from optnet.solve import SolveOptions
+
+SEEDS = tuple(range(0, 40))
+
+
+@functools.cache
+def truth(seed: int, objective: str):
+    return brute_force(tiny_instance(seed), objective)[0]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_relaxation_bound_is_a_lower_bound(seed):
+    inst = tiny_instance(seed)
+    best = truth(seed, "max-iteration")
+    if best is None:  # nothing to bound: auto must then say infeasible, not invent a plan
+        assert solve_auto(inst, SolveOptions(time_limit_s=20)).status == "infeasible"
+        return
+    lb, per_job = relaxation_bound(inst, SolveOptions(time_limit_s=10))
+    assert lb <= best * (1 + 1e-6)
+    assert len(per_job) == len(inst.jobs)
+    # the ideal bound (full bandwidth, zero latency) is below the truth as well
+    assert ideal_bound(inst) <= best * (1 + 1e-6)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_auto_is_honest(seed):
+    inst = tiny_instance(seed)
+    best = truth(seed, "max-iteration")
+    if best is None:
+        assert solve_auto(inst, SolveOptions(time_limit_s=20)).status == "infeasible"
+        return
+    res = solve_auto(inst, SolveOptions(time_limit_s=20, mip_gap=1e-6))
+    ev = evaluate(inst, res.decisions)
+    assert ev.feasible
+    assert res.objective == pytest.approx(ev.objective_us, rel=1e-6)
+    assert res.objective >= best * (1 - 1e-6)
+    assert res.bound <= best * (1 + 1e-6)
+    if res.status == "optimal":
+        assert res.objective == pytest.approx(best, rel=2e-6)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_greedy_plans_are_feasible(seed):
+    inst = tiny_instance(seed)
+    fixed = {}
+    for racks, jobs, fx in block_assignment(inst, [j.compute_time_us for j in inst.jobs]):
+        for (jl, m), rl in fx.items():
+            fixed[(jobs[jl], m)] = racks[rl]
+    assert sorted(fixed) == sorted(
+        (j, m) for j, job in enumerate(inst.jobs) for m in range(job.slots)
+    )
+    d = greedy_plan(inst, fixed)
+    if d is not None:
+        ev = evaluate(inst, d)
+        assert ev.feasible, ev.violations
+        best = truth(seed, "max-iteration")
+        assert best is not None and ev.objective_us >= best * (1 - 1e-6)
+
+
+def test_some_seeds_are_proven_by_the_bound_alone():
+    proven = 0
+    for seed in SEEDS[:20]:
+        if truth(seed, "max-iteration") is None:
+            continue
+        res = solve_auto(tiny_instance(seed), SolveOptions(time_limit_s=20, mip_gap=1e-6))
+        proven += res.status == "optimal"
+    assert proven >= 10

@@ -18,7 +18,7 @@ import click
 from optnet import errors
 from optnet.errors import OptnetError
 
-OBJECTIVES = ("max-iteration", "weighted-sum")
+OBJECTIVES = ("max-iteration", "weighted-sum", "max-slowdown", "energy", "carbon")
 
 
 def _handle_errors(fn):
@@ -141,6 +141,12 @@ def main() -> None:
     show_default=True,
     help="With --from: objective penalty per change, in microseconds.",
 )
+@click.option(
+    "--iteration-budget-us",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Every job's iteration time at most this (with --objective energy|carbon: the budget).",
+)
 @_handle_errors
 def solve(
     instance,
@@ -159,6 +165,7 @@ def solve(
     previous,
     max_changes,
     change_penalty_us,
+    iteration_budget_us,
 ) -> None:
     """Jointly choose placement, OCS circuits, wavelengths and collective algorithms."""
     from optnet.evaluate import evaluate
@@ -184,16 +191,30 @@ def solve(
         previous=prev,
         max_changes=max_changes,
         change_penalty_us=change_penalty_us,
+        iteration_budget_us=iteration_budget_us,
     )
+    if objective == "carbon" and inst.carbon is None:
+        raise errors.input_error(instance, "topology.carbon", "the carbon objective needs it")
+    if objective == "max-slowdown":
+        from optnet.fairness import alone_times
+
+        opts.alone_us = alone_times(inst, opts)
+    time_objective = objective in ("max-iteration", "weighted-sum")
     if strategy == "sequential":
         res = solve_sequential(inst, opts)
-    elif strategy == "joint" or prev is not None:
+    elif strategy == "joint" or prev is not None or not time_objective or iteration_budget_us:
         res = solve_instance(inst, opts)
     else:
         res = solve_auto(inst, opts)
     if res.status == "infeasible":
         raise errors.InfeasibleError(explain_infeasible(inst, opts))
-    ev = evaluate(inst, res.decisions, objective)
+    ev = evaluate(
+        inst,
+        res.decisions,
+        objective,
+        alone_us=opts.alone_us,
+        iteration_budget_us=iteration_budget_us,
+    )
     results = build_results(
         inst,
         res.decisions,
@@ -366,6 +387,41 @@ def schema(part) -> None:
         "results": Results,
     }[part]
     click.echo(json.dumps(model.model_json_schema(), indent=2))
+
+
+@main.command()
+@click.argument("instance", type=click.Path(dir_okay=False))
+@click.option("-w", "--workload", type=click.Path(dir_okay=False))
+@click.option("--points", type=click.IntRange(min=2, max=50), default=6, show_default=True)
+@click.option("--time-limit", type=click.FloatRange(min=0.01), default=60.0, show_default=True)
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="Table as CSV.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="SVG or PNG plot.")
+@click.option("--force", is_flag=True)
+@_handle_errors
+def pareto(instance, workload, points, time_limit, out, plot_path, force) -> None:
+    """Trace the latency-energy Pareto front (epsilon-constraint, each point a joint MILP)."""
+    from optnet.instance import load_instance
+    from optnet.pareto import pareto_front, plot_front
+    from optnet.results import write_atomic
+    from optnet.solve import SolveOptions
+
+    for p in (out, plot_path):
+        if p and Path(p).exists() and not force:
+            raise OptnetError(f"{p}: exists; pass --force to overwrite")
+    inst = load_instance(instance, workload)
+    front = pareto_front(inst, SolveOptions(time_limit_s=time_limit), points)
+    cols = ["max_iteration_us", "energy_j_per_iteration", "lightpaths", "budget_us", "status"]
+    lines = [",".join(cols)] + [",".join(str(r[c]) for c in cols) for r in front]
+    click.echo(f"{'max iteration us':>18} {'energy J/iter':>14} {'lightpaths':>10}  status")
+    for r in front:
+        click.echo(
+            f"{r['max_iteration_us']:>18,.1f} {r['energy_j_per_iteration']:>14,.3f} "
+            f"{r['lightpaths']:>10}  {r['status']}"
+        )
+    if out:
+        write_atomic(out, "\n".join(lines) + "\n", force=force)
+    if plot_path:
+        plot_front(front, plot_path)
 
 
 from optnet.commands import calibrate, export_cmd, sweep  # noqa: E402

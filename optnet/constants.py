@@ -67,3 +67,20 @@ def inverse_rate_us_per_byte(rate_gbps: float) -> float:
     8e-05
     """
     return 1.0 / (rate_gbps * BYTES_PER_US_PER_GBPS)
+
+
+#: GPU power while computing: NVIDIA H100 SXM5 maximum TDP 700 W (NVIDIA's datasheet; not in the
+#: research notes: [U] until checked there).
+GPU_BUSY_W = 700.0
+
+#: GPU power while it waits on communication: kernels stalled, HBM and NVLink idle-ish. optnet's
+#: convention (30 % of TDP); no measured source in the research notes.
+GPU_WAIT_W = 210.0
+
+#: Transceiver power per Gb/s of line rate: ~3.5 W for a 100G QSFP28, ~12 W for a 400G QSFP-DD
+#: (vendor datasheets, [U]).
+TRANSCEIVER_W_PER_GBPS = 0.035
+
+#: An electrical packet switch of OCS-like radix draws ~3 kW against ~108 W for a MEMS OCS.
+#: Source: optical.md §2 (Apollo/Palomar row) [S].
+PACKET_SWITCH_W = 3000.0

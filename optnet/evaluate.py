@@ -14,9 +14,17 @@ from optnet import physics
 from optnet.candidates import JobCandidates, Option, all_candidates
 from optnet.collectives import busbw_factor
 from optnet.decisions import Decisions, Lightpath
+from optnet.energy import check_tenants, energy_per_iteration_j, energy_report
 from optnet.instance import Instance
 
-OBJECTIVES = ("max-iteration", "weighted-sum")
+OBJECTIVES = ("max-iteration", "weighted-sum", "max-slowdown", "energy", "carbon")
+UNITS = {
+    "max-iteration": "us",
+    "weighted-sum": "us",
+    "max-slowdown": "ratio",
+    "energy": "J per iteration",
+    "carbon": "gCO2e per iteration",
+}
 
 
 @dataclass
@@ -29,6 +37,7 @@ class Evaluation:
     lightpaths: list[dict] = field(default_factory=list)
     links: list[dict] = field(default_factory=list)
     schedule: dict = field(default_factory=dict)
+    energy: dict = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- feasibility
@@ -221,9 +230,18 @@ def evaluate(
     d: Decisions,
     objective: str = "max-iteration",
     candidates: tuple[JobCandidates, ...] | None = None,
+    *,
+    alone_us: list[float] | None = None,
+    iteration_budget_us: float | None = None,
 ) -> Evaluation:
-    """Check every constraint family, then compute every latency and utilisation."""
-    violations = check_placement(inst, d) + check_circuits(inst, d) + check_lightpaths(inst, d)
+    """Check every constraint family, then compute every latency and utilisation, the energy,
+    carbon and fairness figures, and the objective (docs/model.md §4, docs/energy.md)."""
+    violations = (
+        check_placement(inst, d)
+        + check_circuits(inst, d)
+        + check_lightpaths(inst, d)
+        + check_tenants(inst, d)
+    )
     cands = candidates if candidates is not None else all_candidates(inst)
     q: dict[tuple[int, int], int] = defaultdict(int)
     per_ocs: dict[tuple[int, int], list[int]] = defaultdict(list)
@@ -319,14 +337,32 @@ def evaluate(
             }
         )
         ev.schedule[job.name] = _job_schedule(job.compute_time_us, phases)
+    if iteration_budget_us is not None:
+        for job, t in zip(inst.jobs, iteration):
+            if t > iteration_budget_us * (1 + 1e-9):
+                ev.violations.append(
+                    f"budget: job {job.name} takes {t:.3f} us per iteration, over the budget "
+                    f"{iteration_budget_us:.3f} us"
+                )
     if ev.violations:
         ev.feasible = False
     if iteration:
-        ev.objective_us = (
-            max(iteration)
-            if objective == "max-iteration"
-            else sum(j.weight * t for j, t in zip(inst.jobs, iteration))
-        )
+        ev.energy = energy_report(inst, d, iteration, alone_us)
+        if objective == "weighted-sum":
+            ev.objective_us = sum(j.weight * t for j, t in zip(inst.jobs, iteration))
+        elif objective == "max-slowdown":
+            if alone_us is None:
+                raise ValueError("max-slowdown needs the jobs' alone times")
+            ev.objective_us = max(t / a for t, a in zip(iteration, alone_us))
+        elif objective in ("energy", "carbon"):
+            e = energy_per_iteration_j(inst, d, iteration)
+            if objective == "carbon":
+                if inst.carbon is None:
+                    raise ValueError("the carbon objective needs topology.carbon")
+                e = e * inst.carbon.intensity_g_per_kwh / 3.6e6
+            ev.objective_us = e
+        else:
+            ev.objective_us = max(iteration)
     owner = {s: ji for ji, ss in d.placement.items() for s in ss}
     iter_of = {ji: iteration[ji] for ji in range(len(iteration))}
     for lp in sorted(d.lightpaths):

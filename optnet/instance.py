@@ -78,6 +78,8 @@ class JobSpec:
     collectives: tuple[CollectiveSpec, ...]
     slots: int
     """Whole servers the job occupies (slot m holds ranks m*G .. m*G+G-1)."""
+    iterations: int = 1
+    tenant: str | None = None
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,9 @@ class Instance:
     constants: schema.Constants
     jobs: tuple[JobSpec, ...]
     raw: dict = field(repr=False, compare=False, default_factory=dict)
+    power: schema.Power = field(default_factory=schema.Power)
+    carbon: schema.Carbon | None = None
+    tenants: tuple[schema.Tenant, ...] = ()
     """The validated input as plain data (for exports and re-loading with changes)."""
 
     @property
@@ -260,6 +265,11 @@ def build_instance(
     _unique([j.name for j in workload.jobs], "jobs", "job", wp)
     for ji, j in enumerate(workload.jobs):
         jobs.append(_job(j, ji, G, wp))
+    owners = {j.tenant for j in jobs}
+    _unique([t.name for t in workload.tenants], "tenants", "tenant", wp)
+    for ti, t in enumerate(workload.tenants):
+        if t.name not in owners:
+            wp(f"tenants[{ti}].name", f"no job belongs to tenant {t.name!r}")
     total_slots = sum(j.slots for j in jobs)
     if total_slots > len(servers):
         wp(
@@ -296,6 +306,9 @@ def build_instance(
         constants=consts,
         jobs=tuple(jobs),
         raw=raw,
+        power=cluster.power,
+        carbon=cluster.carbon,
+        tenants=tuple(workload.tenants),
     )
 
 
@@ -404,5 +417,16 @@ def _job(j: schema.Job, ji: int, G: int, wp) -> JobSpec:
             )
     _unique([c.name for c in colls], f"{f}.collectives", "collective", wp)
     return JobSpec(
-        j.name, j.gpus, p.tp, p.pp, p.dp, p.ep, float(compute), j.weight, tuple(colls), slots
+        j.name,
+        j.gpus,
+        p.tp,
+        p.pp,
+        p.dp,
+        p.ep,
+        float(compute),
+        j.weight,
+        tuple(colls),
+        slots,
+        j.iterations,
+        j.tenant,
     )

@@ -10,12 +10,14 @@ chosen classes, the instance with that one element failed (``optnet.failures``):
   conservative bounds: the server drained (= its ``server:`` case) or that transceiver dead on
   every server (``transceiver:*/K``); the true iteration times are at most the row's.
 
-A case is settled without solving when the base decisions, carried over (a slot on a failed
-server moves to a free server of the same rack; lightpaths through failed elements are dropped),
-are still feasible with the base objective: a failure only removes options, so nothing better
-exists (idle servers, unused fibres...). The other cases are solved in parallel processes
-(``spawn``: each worker starts its own HiGHS with one thread, never a copy of the parent's
-scheduler), warm-started from the carried-over decisions when those are feasible.
+A case is settled without solving when the base decisions, carried over
+(``failures.carry_over``: a slot on a failed server moves to a free server, lightpaths that lost
+an element are re-routed first-fit or dropped), are still feasible with the base objective: a
+failure only removes options, so nothing better exists (idle servers, unused fibres...). Cases
+whose degraded instances have the same MILP (any busy server of a full rack) are solved once.
+The rest are solved in parallel processes (``spawn``: each worker starts its own HiGHS with one
+thread, never a copy of the parent's scheduler), warm-started from the carried-over decisions
+when those are feasible.
 
 Rows are sorted worst first: cases where the jobs can no longer run, then cases without an
 answer (time limit without incumbent), then by decreasing slowdown (objective / base objective).
@@ -181,9 +183,19 @@ def _settle(inst: Instance, spec: str, base: BaseSolution, objective: str) -> di
                 if not why:
                     out["notes"] = notes + ["the base plan does not use it: nothing changes"]
                 return {**out, "status": base.status, "objective_us": ev.objective_us, "jobs": jobs}
-            out["warm"] = carried
+            out["warm"], out["warm_objective"] = carried, ev.objective_us
     out["degraded"] = degraded
     return out
+
+
+def _model_key(inst: Instance) -> tuple:
+    """What the MILP of a degraded instance depends on beyond the intact instance: the trunks
+    of every OCS, the usable servers per rack (a count), the OCS of every transceiver."""
+    return (
+        tuple(o.racks for o in inst.ocses),
+        tuple(len(r.servers) for r in inst.racks),
+        inst.transceiver_ocs,
+    )
 
 
 def _solve_case(degraded: Instance, options: SolveOptions, warm: Decisions | None) -> dict:
@@ -243,31 +255,43 @@ def run_resilience(
                 continue
             r = _settle(inst, need, base, o.objective)
             (pending if "degraded" in r else results)[need] = r
-    total = len(pending)
+    # degraded instances with the same structure have the same MILP (the servers of a rack are
+    # alike: failing any one of them leaves the same capacity): solve each model once
+    groups: dict[tuple, list[str]] = {}
+    for spec, r in pending.items():
+        groups.setdefault(_model_key(r["degraded"]), []).append(spec)
+    tasks = []
+    for specs in groups.values():
+        warm = [pending[x] for x in specs if "warm" in pending[x]]
+        best = min(warm, key=lambda r: r["warm_objective"]) if warm else None
+        tasks.append((specs, pending[specs[0]]["degraded"], best["warm"] if best else None))
+    total = len(tasks)
     done = 0
 
-    def finish(spec: str, solved: dict) -> None:
+    def finish(specs: list[str], solved: dict) -> None:
         nonlocal done
-        r = pending[spec]
-        results[spec] = {
-            "notes": r["notes"],
-            "replan": r["replan"],
-            **solved,
-        }
+        for i, spec in enumerate(specs):
+            r = pending[spec]
+            notes = list(r["notes"])
+            if i:
+                notes.append(
+                    f"the same model as {specs[0]} (the servers of a rack are alike): solved once"
+                )
+            results[spec] = {"notes": notes, "replan": r["replan"], **solved}
         done += 1
         if progress is not None:
-            progress(done, total, spec, results[spec])
+            progress(done, total, " = ".join(specs), results[specs[0]])
 
-    if pending and workers <= 1:
-        for spec, r in pending.items():
-            finish(spec, _solve_case(r["degraded"], case_opts, r.get("warm")))
-    elif pending:
+    if tasks and workers <= 1:
+        for specs, degraded, warm in tasks:
+            finish(specs, _solve_case(degraded, case_opts, warm))
+    elif tasks:
         ctx = multiprocessing.get_context("spawn")
         pool = ProcessPoolExecutor(max_workers=min(workers, total), mp_context=ctx)
         try:
             futures = {
-                pool.submit(_solve_case, r["degraded"], case_opts, r.get("warm")): spec
-                for spec, r in pending.items()
+                pool.submit(_solve_case, degraded, case_opts, warm): specs
+                for specs, degraded, warm in tasks
             }
             for fut in as_completed(futures):
                 finish(futures[fut], fut.result())

@@ -16,7 +16,7 @@ from typing import Any
 from optnet import __version__
 from optnet.decisions import Decisions, to_json
 from optnet.errors import OptnetError
-from optnet.evaluate import Evaluation
+from optnet.evaluate import UNITS, Evaluation
 from optnet.instance import Instance
 
 SCHEMA_VERSION = "1.0"
@@ -50,7 +50,7 @@ def build_results(
         "status": status,
         "objective_name": objective_name,
         "objective": objective,
-        "objective_unit": "us",
+        "objective_unit": UNITS.get(objective_name, "us"),
         "bound": bound,
         "gap": gap,
         "comm_gap": comm_gap,
@@ -76,6 +76,7 @@ def build_results(
     out["schedule"] = ev.schedule
     out["jobs"] = ev.jobs
     out["links"] = ev.links
+    out["energy"] = ev.energy
     return _clean(out)
 
 

@@ -112,6 +112,32 @@ class PacketFabric(Strict):
     """Leaf uplink oversubscription: traffic between racks gets rate_gbps / oversubscription."""
     hop_latency_us: NonNegFloat = C.PACKET_HOP_LATENCY_US
     """Latency of each switch hop (1 hop inside a rack, 3 between racks)."""
+    switches: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    """Switches drawing power; default one leaf per rack plus half as many spines (rounded up)."""
+
+
+class Power(Strict):
+    """Power draw; defaults and sources in docs/energy.md (OCS power is per OCS, above)."""
+
+    gpu_busy_w: NonNegFloat = C.GPU_BUSY_W
+    """A GPU computing."""
+    gpu_wait_w: NonNegFloat = C.GPU_WAIT_W
+    """A GPU waiting on communication (exposed communication time)."""
+    transceiver_w: NonNegFloat | None = None
+    """One active transceiver (each lightpath lights two); default rate x 0.035 W per Gb/s."""
+    packet_switch_w: NonNegFloat = C.PACKET_SWITCH_W
+    """One electrical packet switch (leaf or spine) of the packet fabric."""
+
+
+class Carbon(Strict):
+    """Grid carbon intensity at the site: constant, or an hourly profile the run walks through."""
+
+    intensity_g_per_kwh: Annotated[float, Field(ge=0, le=5000, allow_inf_nan=False)]
+    """gCO2e per kWh (used when no profile is given, and for per-iteration figures)."""
+    profile_g_per_kwh: list[Annotated[float, Field(ge=0, le=5000, allow_inf_nan=False)]] | None = (
+        None
+    )
+    """Hourly intensities from the run's start, repeated if the run is longer."""
 
 
 class Cluster(Strict):
@@ -129,6 +155,10 @@ class Cluster(Strict):
     """Wavelengths a trunk fibre carries (each at most once per direction)."""
     ocs: Annotated[list[Ocs], Field(min_length=1)]
     packet_fabric: PacketFabric | None = None
+    power: Power = Power()
+    """Power draw of GPUs, transceivers and switches (energy reports and objectives)."""
+    carbon: Carbon | None = None
+    """Grid carbon intensity of the site (carbon reports and the carbon objective)."""
 
 
 class Parallelism(Strict):
@@ -174,10 +204,27 @@ class Job(Strict):
     """Shorthand: derive compute time and collectives from a transformer's shape."""
     traffic_bytes: list[list[NonNegFloat]] | None = None
     """Explicit rank-to-rank traffic matrix, bytes per iteration (rows send, columns receive)."""
+    iterations: Annotated[int, Field(ge=1, le=10**12)] = 1
+    """Iterations in the training run (per-run energy, carbon and GPU-hours)."""
+    tenant: Name | None = None
+    """Tenant owning the job (for per-tenant guarantees)."""
+
+
+class Tenant(Strict):
+    """Guarantees for a tenant's jobs, enforced by the MILP."""
+
+    name: Name
+    min_lightpaths: Annotated[int, Field(ge=0, le=10**7)] = 0
+    """At least this many lightpaths (wavelengths on trunks) serve the tenant's jobs."""
+    min_hcf_lightpaths: Annotated[int, Field(ge=0, le=10**7)] = 0
+    """At least this many of them touch a hollow-core trunk."""
+    min_ocs_ports: Annotated[int, Field(ge=0, le=10**7)] = 0
+    """At least this many OCS ports carry the tenant's lightpaths."""
 
 
 class Workload(Strict):
     jobs: Annotated[list[Job], Field(min_length=1)]
+    tenants: list[Tenant] = []
 
 
 class InstanceFile(Strict):

@@ -48,6 +48,10 @@ class SolveOptions:
     """Stop as soon as an incumbent this good exists (a neighbourhood that need not be better)."""
     polish: bool = True
     """Re-solve the LP with integers fixed so the objective is exactly the decisions' value."""
+    iteration_budget_us: float | None = None
+    """Every job's iteration time at most this (energy/carbon objectives, Pareto fronts)."""
+    alone_us: list[float] | None = None
+    """max-slowdown: each job's iteration time alone on the cluster."""
 
 
 @dataclass
@@ -106,6 +110,8 @@ def solve_instance(
     cands = cands if cands is not None else all_candidates(inst)
     t_cand = time.perf_counter() - t0
     md = model_data(inst, cands, o.objective, o.relax, available_servers)
+    md.iteration_budget_us = o.iteration_budget_us
+    md.alone_us = o.alone_us
     if o.previous is not None:
         md.previous = previous_plan(inst, o.previous)
         md.max_changes = o.max_changes

@@ -99,6 +99,7 @@ def test_idle_and_spare_servers_are_settled_without_solving(tmp_path):
     assert len(rows) == len(inst.servers)
     busy = {s for v in base.decisions.placement.values() for s in v}
     assert len(busy) == 4
+    full = []
     for r in rows:
         s = inst.server_index(r["failure"].split(":", 1)[1])
         spare = [x for x in inst.racks[inst.servers[s].rack].servers if x not in busy]
@@ -111,6 +112,11 @@ def test_idle_and_spare_servers_are_settled_without_solving(tmp_path):
         else:  # re-planned by the MILP: still runs (a spare is left elsewhere), never faster
             assert r["solved"] and not r["cannot_run"]
             assert r["slowdown"] >= 1 - 1e-9
+            full.append(r)
+    # the servers of a full rack are alike: one MILP, shared by every row of that rack
+    assert len(full) == 2
+    assert full[0]["objective_us"] == full[1]["objective_us"]
+    assert sum("solved once" in " ".join(r["notes"]) for r in full) == 1
 
 
 def test_infeasible_ocs_failure_is_cannot_run(tmp_path):

@@ -6,7 +6,15 @@ import time
 
 import pyomo.environ as pyo
 
-from optnet.model import changes, circuits, collectives, lightpaths, objective, placement
+from optnet.model import (
+    changes,
+    circuits,
+    collectives,
+    lightpaths,
+    objective,
+    placement,
+    tenants,
+)
 from optnet.model.data import ModelData, model_data
 
 __all__ = ["FAMILIES", "ModelData", "build_model", "model_data"]
@@ -33,6 +41,8 @@ FAMILIES = (
     ("collective time", collectives.add_collective_time),
     ("collective lower bound", collectives.add_collective_lower_bound),
     ("iteration time", objective.add_iteration_time),
+    ("iteration budget", objective.add_iteration_budget),
+    ("tenant guarantees", tenants.add_tenant_guarantees),
     ("objective", objective.add_objective),
     ("change count", changes.add_change_count),
 )

@@ -30,6 +30,8 @@ class ModelData:
     max_changes: int | None = None
     change_penalty_us: float = 0.0
     unavailable: frozenset[int] = frozenset()  # failed servers (never placed on)
+    iteration_budget_us: float | None = None
+    alone_us: list[float] | None = None  # max-slowdown: each job's iteration time alone
     slots: list[tuple[int, int]] = field(default_factory=list)  # (job, slot)
     racks: list[int] = field(default_factory=list)
     rack_capacity: dict[int, int] = field(default_factory=dict)

@@ -41,11 +41,31 @@ def add_iteration_time(m: pyo.ConcreteModel, md: ModelData) -> None:
     )
 
 
+def add_iteration_budget(m: pyo.ConcreteModel, md: ModelData) -> None:
+    """iter[j] <= B   for every job (``--iteration-budget-us``; the epsilon of the Pareto front)."""
+    if md.iteration_budget_us is None:
+        return
+    m.iteration_budget = pyo.Constraint(
+        m.JOBS, rule=lambda m, j: m.iter[j] <= md.iteration_budget_us
+    )
+
+
 def add_objective(m: pyo.ConcreteModel, md: ModelData) -> None:
+    """max-iteration: min Z, Z >= iter[j];  weighted-sum: min sum_j w_j iter[j];
+    max-slowdown: min Z, Z >= iter[j] / alone_j;  energy / carbon: ``model/energy.py``."""
     if md.objective == "weighted-sum":
         m.obj = pyo.Objective(
             expr=sum(md.cands[j].job.weight * m.iter[j] for j in m.JOBS), sense=pyo.minimize
         )
+    elif md.objective == "max-slowdown":
+        m.Z = pyo.Var(within=pyo.NonNegativeReals)
+        alone = md.alone_us
+        m.max_slowdown = pyo.Constraint(m.JOBS, rule=lambda m, j: m.Z * alone[j] >= m.iter[j])
+        m.obj = pyo.Objective(expr=m.Z, sense=pyo.minimize)
+    elif md.objective in ("energy", "carbon"):
+        from optnet.model.energy import add_energy_objective
+
+        add_energy_objective(m, md)
     else:
         m.Z = pyo.Var(within=pyo.NonNegativeReals)
         m.max_iteration = pyo.Constraint(m.JOBS, rule=lambda m, j: m.Z >= m.iter[j])

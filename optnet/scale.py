@@ -295,6 +295,8 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
     ev = evaluate(inst, d, o.objective)
     if not ev.feasible:
         raise RuntimeError("decomposed plan is infeasible: " + "; ".join(ev.violations))
+    if t_first is None:  # no constructive plan: the first incumbent is the decomposition's
+        t_first = time.perf_counter() - t0
     objective, decisions, bound = ev.objective_us, d, lb
     if first is not None:
         ev0 = evaluate(inst, first, o.objective)

@@ -209,6 +209,9 @@ def solve_instance(
     timings["polish_s"] = time.perf_counter() - t3
     if bound is not None and status == "optimal":
         bound = min(bound, objective)
+    if md.objective_scale != 1.0:  # carbon: the model minimised joules
+        objective *= md.objective_scale
+        bound = bound * md.objective_scale if bound is not None else None
     gap = relative_gap(objective, bound)
     return SolveResult(status, objective, bound, gap, decisions, timings, size, info)
 

@@ -36,7 +36,7 @@ def _matchings(items: list[int], loopback: bool):
             yield [(first, other)] + m
 
 
-def brute_force(inst: Instance, objective: str = "max-iteration"):
+def brute_force(inst: Instance, objective: str = "max-iteration", **eval_kwargs):
     """Return (best objective, best decisions, number of feasible decision sets scored)."""
     cands = all_candidates(inst)
     slots = [(j, m) for j, job in enumerate(inst.jobs) for m in range(job.slots)]
@@ -73,7 +73,7 @@ def brute_force(inst: Instance, objective: str = "max-iteration"):
                 d.algorithms = _best_algorithms(inst, cands, d)
                 if d.algorithms is None:
                     continue
-                ev = evaluate(inst, d, objective, cands)
+                ev = evaluate(inst, d, objective, cands, **eval_kwargs)
                 if not ev.feasible:
                     continue
                 scored += 1

@@ -58,6 +58,7 @@ def sub_instance(inst: Instance, racks: list[int], jobs: list[int]) -> tuple[Ins
         servers=tuple(servers),
         ocses=ocses,
         jobs=tuple(inst.jobs[j] for j in jobs),
+        tenants=(),
     )
     return sub, server_map
 
@@ -81,7 +82,7 @@ def relaxation_bound(inst: Instance, o: SolveOptions) -> tuple[float, list[float
     per_job = []
     budget = max(0.5, o.time_limit_s / max(1, len(inst.jobs)))
     for job in inst.jobs:
-        relaxed = replace(_relaxed_cluster(inst, job.slots), jobs=(job,))
+        relaxed = replace(_relaxed_cluster(inst, job.slots), jobs=(job,), tenants=())
         opts = replace(
             o,
             time_limit_s=budget,
@@ -264,6 +265,9 @@ def _greedy_incumbent(inst: Instance, o: SolveOptions) -> Decisions | None:
 
 def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
     """Bound, decomposed incumbent, then (small instances) the exact MILP warm-started from it."""
+    if any(t.min_lightpaths or t.min_hcf_lightpaths or t.min_ocs_ports for t in inst.tenants):
+        # tenant guarantees tie jobs in different blocks together: solve the whole joint model
+        return solve_instance(inst, o)
     t0 = time.perf_counter()
     deadline = o.time_limit_s
     small = len(inst.servers) <= EXACT_MAX_SERVERS

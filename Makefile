@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OUT := out
 
-.PHONY: run test lint format bench sweep sweep-realistic sweep-dask clean browser
+.PHONY: run test lint format bench bench-quick sweep sweep-realistic sweep-dask clean browser
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -40,8 +40,13 @@ format: $(STAMP)
 	$(BIN)/ruff format optnet tests bench
 	$(BIN)/ruff check --fix optnet tests bench
 
-## bench: timing and quality table (see bench/README in the README's Benchmarks section)
+## bench: the bundled instances (3 repeats), then the scale table 16 -> 512 servers (~30 min)
 bench: $(STAMP)
+	$(BIN)/python -m bench.run
+	$(BIN)/python -m bench.scale
+
+## bench-quick: the bundled instances only
+bench-quick: $(STAMP)
 	$(BIN)/python -m bench.run
 
 ## sweep: the bundled sweeps on tiny and small (seconds); results in out/sweeps/NAME/

@@ -184,7 +184,5 @@ def resilience(
         click.echo(text, nl=False)
     if any(r["status"] == "error" for r in rows):
         sys.exit(errors.EXIT_SOLVER)
-    proven = base.status == "optimal" and all(
-        r["status"] in ("optimal", "infeasible") for r in rows
-    )
+    proven = base.status == "optimal" and all(r["proven"] for r in rows)
     sys.exit(errors.EXIT_OK if proven else errors.EXIT_FEASIBLE_NOT_PROVEN)

@@ -142,3 +142,38 @@ def test_report_reads_results(tmp_path):
     assert "iteration us" in r.output and "Lightpaths" in r.output
     r = run("report", str(INSTANCES / "tiny.yaml"))
     assert r.exit_code == errors.EXIT_INPUT
+
+
+@pytest.mark.parametrize(
+    "exc, code",
+    [
+        (errors.SolverError("HiGHS ended with kSolveError"), errors.EXIT_SOLVER),
+        (
+            errors.NoIncumbentError("HiGHS stopped (time_limit) without a feasible solution"),
+            errors.EXIT_NO_INCUMBENT,
+        ),
+    ],
+)
+def test_solver_failures_have_their_own_exit_codes(monkeypatch, exc, code):
+    import optnet.scale
+
+    def fail(*_a, **_k):
+        raise exc
+
+    monkeypatch.setattr(optnet.scale, "solve_auto", fail)
+    r = run("solve", str(INSTANCES / "tiny.yaml"), "-q")
+    assert r.exit_code == code
+    assert str(exc) in r.output and "Traceback" not in r.output
+
+
+def test_no_incumbent_from_a_real_time_limit(tmp_path):
+    """A real HiGHS stop without a plan: the dense 64-server instance cannot be solved whole
+    in 0.05 s."""
+    import yaml
+    from bench.generate import generate
+
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump(generate("medium", "dense")))
+    r = run("solve", str(path), "--strategy", "joint", "--time-limit", "0.05", "-q")
+    assert r.exit_code == errors.EXIT_NO_INCUMBENT, r.output
+    assert "without a feasible solution" in r.output

@@ -67,6 +67,8 @@ class NoIncumbentError(OptnetError):
     """The solver stopped (time limit, interrupt) before finding any feasible solution."""
 
     exit_code = EXIT_NO_INCUMBENT
+    bound: float | None = None
+    """HiGHS's proven dual bound at the stop, if it had one."""
 
 
 def input_error(file: str, field: str, message: str) -> InputError:

@@ -367,7 +367,7 @@ def _row(
         slow = row["objective_us"] / base.objective_us if base.objective_us > 0 else 1.0
         # the case's own bound, or the intact instance's: whichever is tighter
         bounds = [b for b in (res.get("bound_us"), base.bound_us) if b is not None]
-        if status == "optimal" and res.get("solved"):
+        if not bounds and status == "optimal":  # HiGHS proved the gap but gave no bound
             bounds.append(row["objective_us"] * (1 - mip_gap))
         if bounds:
             row["bound_us"] = min(max(bounds), row["objective_us"])

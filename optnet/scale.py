@@ -91,12 +91,18 @@ def relaxation_bound(inst: Instance, o: SolveOptions) -> tuple[float, list[float
             quiet=True,
             previous=None,
         )
-        res = solve_instance(relaxed, opts)
+        try:
+            res = solve_instance(relaxed, opts)
+        except NoIncumbentError as exc:  # stopped early: its dual bound still holds
+            floor = ideal_bound(replace(inst, jobs=(job,)))
+            per_job.append(max(exc.bound or 0.0, floor))
+            continue
         if res.status == "infeasible":
             raise _JobInfeasible(
                 f"job {job.name} cannot run even alone with every wavelength and port it wants"
             )
-        per_job.append(res.bound if res.bound is not None else job.compute_time_us)
+        floor = ideal_bound(replace(inst, jobs=(job,)))
+        per_job.append(max(res.bound if res.bound is not None else 0.0, floor))
     if o.objective == "weighted-sum":
         return sum(j.weight * b for j, b in zip(inst.jobs, per_job)), per_job
     return max(per_job), per_job
@@ -178,11 +184,44 @@ def _try(sub: Instance, o: SolveOptions, **kw) -> SolveResult:
         return SolveResult("time_limit", None, None, None, None)
 
 
+def _restrict(d: Decisions, inst: Instance, racks: list[int], jobs: list[int]) -> Decisions:
+    """The part of a whole-cluster plan that belongs to one block, in the block's indices."""
+    _sub, smap = sub_instance(inst, racks, jobs)
+    local = {g: i for i, g in enumerate(smap)}
+    rl = {r: i for i, r in enumerate(racks)}
+    out = Decisions()
+    for jl, j in enumerate(jobs):
+        out.placement[jl] = tuple(local[s] for s in d.placement[j])
+        for (jj, ci), alg in d.algorithms.items():
+            if jj == j:
+                out.algorithms[(jl, ci)] = alg
+    out.lightpaths = [
+        Lightpath(
+            lp.ocs,
+            local[lp.server_a],
+            lp.transceiver_a,
+            local[lp.server_b],
+            lp.transceiver_b,
+            lp.wavelength_ab,
+            lp.wavelength_ba,
+        )
+        for lp in d.lightpaths
+        if lp.server_a in local and lp.server_b in local
+    ]
+    out.circuits = [
+        Circuit(c.ocs, rl[c.rack_a], rl[c.rack_b])
+        for c in d.circuits
+        if c.rack_a in rl and c.rack_b in rl
+    ]
+    return out
+
+
 def solve_decomposed(
     inst: Instance,
     o: SolveOptions,
     priority: list[float] | None = None,
     target_us: float | None = None,
+    fallback: Decisions | None = None,
 ) -> tuple[Decisions, dict]:
     """Solve each block's exact MILP (time split by block size) and join the decisions.
 
@@ -203,6 +242,8 @@ def solve_decomposed(
         # first the neighbourhood with the greedy placement fixed (finds a plan fast), then the
         # whole block warm-started from it
         start = greedy_plan(sub, fixed)
+        if start is None and fallback is not None:
+            start = _restrict(fallback, inst, racks, jobs)
         res = _try(sub, replace(bo, time_limit_s=0.4 * budget), fixed_racks=fixed, warm_start=start)
         if res.decisions is None and start is not None:
             res = SolveResult(
@@ -251,10 +292,13 @@ def solve_decomposed(
     return d.canonical(), info
 
 
-def _greedy_incumbent(inst: Instance, o: SolveOptions) -> Decisions | None:
+def _greedy_incumbent(
+    inst: Instance, o: SolveOptions, priority: list[float] | None = None
+) -> Decisions | None:
     """The constructive plan on the block placement: the first incumbent, in milliseconds."""
     fixed: dict[tuple[int, int], int] = {}
-    for racks, jobs, fx in block_assignment(inst, [j.compute_time_us for j in inst.jobs]):
+    priority = priority or [j.compute_time_us for j in inst.jobs]
+    for racks, jobs, fx in block_assignment(inst, priority):
         for (jl, m), rl in fx.items():
             fixed[(jobs[jl], m)] = racks[rl]
     d = greedy_plan(inst, fixed)
@@ -282,20 +326,27 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
         raise InfeasibleError([str(exc)]) from None
     t_bound = time.perf_counter() - t0
     left = max(1.0, deadline - t_bound)
+    fallback = _greedy_incumbent(inst, o, per_job)
     try:
         target = lb * (1 + o.mip_gap) if o.objective == "max-iteration" else None
         d, info = solve_decomposed(
-            inst, replace(o, time_limit_s=0.5 * left), priority=per_job, target_us=target
+            inst,
+            replace(o, time_limit_s=0.6 * left),
+            priority=per_job,
+            target_us=target,
+            fallback=fallback,
         )
     except NoIncumbentError:
-        if not small:
+        if small:  # the whole joint model decides (and proves infeasibility if so)
+            res = solve_instance(inst, replace(o, time_limit_s=max(1.0, deadline - t_bound)))
+            if res.bound is not None:
+                res.bound = max(res.bound, lb)
+            elif res.status != "infeasible":
+                res.bound = lb
+            return res
+        if first is None:
             raise
-        res = solve_instance(inst, replace(o, time_limit_s=max(1.0, deadline - t_bound)))
-        if res.bound is not None:
-            res.bound = max(res.bound, lb)
-        elif res.status != "infeasible":
-            res.bound = lb
-        return res
+        d, info = first, {"blocks": [], "timings": {}, "decomposition_s": 0.0}
     ev = evaluate(inst, d, o.objective)
     if not ev.feasible:
         raise RuntimeError("decomposed plan is infeasible: " + "; ".join(ev.violations))

@@ -193,11 +193,13 @@ def solve_instance(
     if status == "infeasible":
         return SolveResult("infeasible", None, bound, None, None, timings, size, info)
     if res.solution_status not in (SolutionStatus.optimal, SolutionStatus.feasible):
-        if status in ("time_limit", "interrupted"):
-            raise NoIncumbentError(
+        if status in ("time_limit", "interrupted", "target"):
+            err = NoIncumbentError(
                 f"HiGHS stopped ({status}) after {t_total:.1f} s without a feasible solution; "
                 "raise --time-limit"
             )
+            err.bound = bound  # a proven dual bound survives the missing incumbent
+            raise err
         raise SolverError(f"HiGHS ended with {res.termination_condition.name} and no solution")
     if o.relax:  # a relaxation (for diagnosis): its decisions need not be decodable
         obj = res.incumbent_objective

@@ -193,3 +193,36 @@ def test_cli_resilience_bad_input(extra, words):
     r = CliRunner().invoke(resilience, [str(INSTANCES / "tiny.yaml"), *extra])
     assert r.exit_code == errors.EXIT_INPUT
     assert words in r.output
+
+
+def test_the_intact_bound_proves_a_time_limited_case(tiny, tiny_report):
+    """A case stopped by the time limit at the base objective is optimal: the intact instance's
+    bound is a bound of every case."""
+    from optnet.resilience import _row
+
+    base, _ = tiny_report
+    results = {
+        "ocs:ocs0": {
+            "status": "time_limit",
+            "objective_us": base.objective_us,
+            "solved": True,
+            "bound_us": 0.5 * base.objective_us,
+            "jobs": dict(base.jobs),
+            "notes": [],
+        },
+        "ocs:ocs1": {
+            "status": "time_limit",
+            "objective_us": 2 * base.objective_us,
+            "solved": True,
+            "bound_us": 0.5 * base.objective_us,
+            "jobs": dict(base.jobs),
+            "notes": [],
+        },
+    }
+    proven = _row(None, "ocs", "ocs:ocs0", base, results, 1e-4)
+    assert proven["proven"] and proven["gap"] == 0 and proven["outcome"] == "same"
+    open_ = _row(None, "ocs", "ocs:ocs1", base, results, 1e-4)
+    assert not open_["proven"] and open_["gap"] == pytest.approx(0.5)
+    text = text_report(resilience_document(tiny, base, [open_, proven], EXACT, 1, ["ocs"]))
+    assert "2.0000*" in text and "1.0000*" not in text
+    assert "not proven optimal (time limit)" in text

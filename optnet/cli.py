@@ -16,6 +16,7 @@ from pathlib import Path
 import click
 
 from optnet import errors
+from optnet.commands_resilience import apply_cli_failures, fail_option, resilience
 from optnet.errors import OptnetError
 
 OBJECTIVES = ("max-iteration", "weighted-sum", "max-slowdown", "energy", "carbon")
@@ -141,6 +142,7 @@ def main() -> None:
     show_default=True,
     help="With --from: objective penalty per change, in microseconds.",
 )
+@fail_option
 @click.option(
     "--iteration-budget-us",
     type=click.FloatRange(min=0, min_open=True),
@@ -165,6 +167,7 @@ def solve(
     previous,
     max_changes,
     change_penalty_us,
+    fail,
     iteration_budget_us,
 ) -> None:
     """Jointly choose placement, OCS circuits, wavelengths and collective algorithms."""
@@ -177,7 +180,7 @@ def solve(
 
     if out and Path(out).exists() and not force:
         raise OptnetError(f"{out}: exists; pass --force to overwrite")
-    inst = load_instance(instance, workload)
+    inst = apply_cli_failures(load_instance(instance, workload), fail, quiet=quiet)
     prev = _read_decisions(inst, previous) if previous else None
     if prev is None and (max_changes is not None or change_penalty_us):
         raise errors.input_error("--max-changes/--change-penalty-us", "", "need --from")
@@ -273,14 +276,21 @@ def _read_decisions(inst, path: str):
 @click.argument("instance", type=click.Path(dir_okay=False))
 @click.argument("solution", type=click.Path(dir_okay=False))
 @_with(_common)
+@fail_option
 @_handle_errors
-def evaluate_cmd(instance, solution, workload, objective, out, fmt, force) -> None:
+def evaluate_cmd(instance, solution, workload, objective, out, fmt, force, fail) -> None:
     """Check and score a full set of decisions (a solution or results file)."""
     from optnet.evaluate import evaluate
     from optnet.instance import load_instance
     from optnet.results import build_results
 
-    inst = load_instance(instance, workload)
+    if objective == "max-slowdown":
+        raise errors.input_error(
+            "--objective", "", "max-slowdown needs each job's time alone: use optnet solve"
+        )
+    inst = apply_cli_failures(load_instance(instance, workload), fail)
+    if objective == "carbon" and inst.carbon is None:
+        raise errors.input_error(instance, "topology.carbon", "the carbon objective needs it")
     d = _read_decisions(inst, solution)
     ev = evaluate(inst, d, objective)
     results = build_results(
@@ -429,3 +439,4 @@ from optnet.commands import calibrate, export_cmd, sweep  # noqa: E402
 main.add_command(sweep)
 main.add_command(export_cmd)
 main.add_command(calibrate)
+main.add_command(resilience)

@@ -84,3 +84,18 @@ TRANSCEIVER_W_PER_GBPS = 0.035
 #: An electrical packet switch of OCS-like radix draws ~3 kW against ~108 W for a MEMS OCS.
 #: Source: optical.md §2 (Apollo/Palomar row) [S].
 PACKET_SWITCH_W = 3000.0
+
+#: Attenuation of SMF: best ultra-low-loss SMF 0.16-0.2 dB/km (optical.md §3 [S]); 0.2 is the
+#: conservative end.
+SMF_LOSS_DB_PER_KM = 0.2
+
+#: Attenuation of hollow-core fibre: the DNANF record is 0.091 dB/km (optical.md §3 [S]);
+#: deployed HCF is worse, so optnet assumes 0.2 dB/km like SMF unless told otherwise.
+HCF_LOSS_DB_PER_KM = 0.2
+
+#: A (de)multiplexer's insertion loss: optnet's convention (typical CWDM/DWDM mux datasheets give
+#: 1.5-3 dB, [U]).
+MUX_LOSS_DB = 2.0
+
+#: A mated connector pair: optnet's convention (0.3-0.75 dB in TIA-568 terms, [U]).
+CONNECTOR_LOSS_DB = 0.5

@@ -57,6 +57,10 @@ def check_placement(inst: Instance, d: Decisions) -> list[str]:
         for s in servers:
             if not 0 <= s < len(inst.servers):
                 out.append(f"placement: job {job.name}: server index {s} does not exist")
+            elif s not in inst.racks[inst.servers[s].rack].servers:
+                out.append(
+                    f"placement: job {job.name} is on {inst.servers[s].name}, which has failed"
+                )
             elif s in owner:
                 out.append(
                     f"placement: server {inst.servers[s].name} is given to both {owner[s]} "
@@ -109,6 +113,8 @@ def check_lightpaths(inst: Instance, d: Decisions) -> list[str]:
         for s, t in ((lp.server_a, lp.transceiver_a), (lp.server_b, lp.transceiver_b)):
             if not 0 <= t < len(inst.transceiver_ocs):
                 out.append(f"lightpaths: {name}: transceiver {t} does not exist")
+            elif inst.transceiver_ocs[t] < 0:
+                out.append(f"lightpaths: {name}: transceiver {t} has failed")
             elif inst.transceiver_ocs[t] != lp.ocs:
                 out.append(
                     f"lightpaths: {name}: transceiver {t} is attached to "
@@ -126,6 +132,12 @@ def check_lightpaths(inst: Instance, d: Decisions) -> list[str]:
                 out.append(f"lightpaths: {name}: wavelength {wl} is not on the grid 0..{W - 1}")
             elif tunable is not None and wl not in tunable:
                 out.append(f"lightpaths: {name}: transceivers cannot tune to wavelength {wl}")
+        if not physics.within_power_budget(inst, ra, rb, lp.ocs):
+            out.append(
+                f"power budget: {name} loses "
+                f"{physics.lightpath_loss_db(inst, ra, rb, lp.ocs):.2f} dB, more than the "
+                f"transceivers' {inst.transceiver_power_budget_db:.2f} dB budget"
+            )
         fibre_use[(ra, lp.ocs, "up", lp.wavelength_ab)] += 1
         fibre_use[(rb, lp.ocs, "down", lp.wavelength_ab)] += 1
         fibre_use[(rb, lp.ocs, "up", lp.wavelength_ba)] += 1
@@ -382,6 +394,7 @@ def evaluate(
                 ],
                 "circuit": [inst.racks[min(ra, rb)].name, inst.racks[max(ra, rb)].name],
                 "latency_us": physics.lightpath_latency_us(inst, ra, rb),
+                "loss_db": physics.lightpath_loss_db(inst, ra, rb, lp.ocs),
                 "utilisation": busy / iter_of[ji] if ji is not None and iter_of.get(ji) else 0.0,
             }
         )

@@ -16,6 +16,7 @@ from collections import defaultdict
 from optnet.candidates import JobCandidates, all_candidates
 from optnet.decisions import Circuit, Decisions, Lightpath
 from optnet.instance import Instance
+from optnet.physics import within_power_budget
 
 
 def greedy_plan(
@@ -54,7 +55,7 @@ def greedy_plan(
     trx_free = {s: defaultdict(list) for s in range(len(inst.servers))}
     for s in range(len(inst.servers)):
         for t, k in enumerate(inst.transceiver_ocs):
-            if inst.ocses[k].racks:
+            if k >= 0 and inst.ocses[k].racks:
                 trx_free[s][k].append(t)
     partner: dict[tuple[int, int], int] = {}  # (ocs, rack) -> rack joined by a circuit
     used_wl: dict[tuple[int, int, str], set[int]] = defaultdict(set)  # (rack, ocs, dir) -> wls
@@ -69,6 +70,8 @@ def greedy_plan(
                 continue
             o = inst.ocses[k]
             if ra not in o.racks or rb not in o.racks or (ra == rb and not o.loopback):
+                continue
+            if not within_power_budget(inst, ra, rb, k):
                 continue
             pa, pb = partner.get((k, ra)), partner.get((k, rb))
             if (pa is not None and pa != rb) or (pb is not None and pb != ra):

@@ -95,6 +95,7 @@ class Instance:
     transceiver_rate_gbps: float
     transceiver_latency_us: float
     transceiver_wavelengths: tuple[int, ...] | None
+    transceiver_power_budget_db: float | None
     wavelengths_per_fibre: int
     gpus_per_server: int
     nvlink_rate_gbps: float
@@ -286,7 +287,7 @@ def build_instance(
         "workload": workload.model_dump(mode="json"),
     }
     digest = hashlib.sha256(json.dumps(raw, sort_keys=True).encode()).hexdigest()
-    return Instance(
+    instance = Instance(
         name=inst.name or default_name,
         input_hash=digest,
         files=dict(files or {}),
@@ -297,6 +298,7 @@ def build_instance(
         transceiver_rate_gbps=cluster.transceivers.rate_gbps,
         transceiver_latency_us=cluster.transceivers.latency_us,
         transceiver_wavelengths=tuple(wl) if wl is not None else None,
+        transceiver_power_budget_db=cluster.transceivers.power_budget_db,
         wavelengths_per_fibre=W,
         gpus_per_server=G,
         nvlink_rate_gbps=cluster.nvlink_rate_gbps,
@@ -310,6 +312,11 @@ def build_instance(
         carbon=cluster.carbon,
         tenants=tuple(workload.tenants),
     )
+    if inst.failures:  # what-if: failed elements are removed or degraded before solving
+        from optnet.failures import apply_failures
+
+        instance, _notes = apply_failures(instance, list(inst.failures), file=topo_file)
+    return instance
 
 
 def _unique(names: list[str], field: str, what: str, report) -> None:

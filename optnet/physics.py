@@ -82,3 +82,27 @@ def packet_inverse_rate(inst: Instance, rack_a: int, rack_b: int) -> float:
     if rack_a != rack_b:
         rate /= inst.packet.oversubscription
     return inverse_rate_us_per_byte(rate)
+
+
+def lightpath_loss_db(inst: Instance, rack_a: int, rack_b: int, ocs: int) -> float:
+    """Optical loss of a lightpath: two (de)multiplexers, both trunks' attenuation, the OCS's
+    insertion loss and two connector pairs (docs/model.md §2)."""
+    c = inst.constants
+
+    def trunk(r: int) -> float:
+        rk = inst.racks[r]
+        per_km = c.hcf_loss_db_per_km if rk.fibre_type == "hcf" else c.smf_loss_db_per_km
+        return rk.trunk_length_km * per_km
+
+    return (
+        2 * c.mux_loss_db
+        + trunk(rack_a)
+        + trunk(rack_b)
+        + inst.ocses[ocs].insertion_loss_db
+        + 2 * c.connector_loss_db
+    )
+
+
+def within_power_budget(inst: Instance, rack_a: int, rack_b: int, ocs: int) -> bool:
+    budget = inst.transceiver_power_budget_db
+    return budget is None or lightpath_loss_db(inst, rack_a, rack_b, ocs) <= budget + 1e-9

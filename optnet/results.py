@@ -56,7 +56,12 @@ def build_results(
         "comm_gap": comm_gap,
         "feasible": ev.feasible,
         "violations": ev.violations,
-        "instance": {"name": inst.name, "input_hash": inst.input_hash, "files": inst.files},
+        "instance": {
+            "name": inst.name,
+            "input_hash": inst.input_hash,
+            "files": inst.files,
+            "failures": list(inst.raw.get("failures", [])),
+        },
     }
     if not reproducible:
         out["timings"] = {k: round(v, 6) for k, v in (timings or {}).items()}

@@ -400,7 +400,8 @@ def ideal_bound(inst: Instance, objective: str = "max-iteration") -> float:
     from optnet.candidates import all_candidates
     from optnet.constants import inverse_rate_us_per_byte
 
-    beta = inverse_rate_us_per_byte(len(inst.transceiver_ocs) * inst.transceiver_rate_gbps)
+    live = sum(1 for k in inst.transceiver_ocs if k >= 0 and inst.ocses[k].racks) or 1
+    beta = inverse_rate_us_per_byte(live * inst.transceiver_rate_gbps)
     if inst.packet is not None:
         beta = min(beta, inverse_rate_us_per_byte(inst.packet.rate_gbps))
     iters = []

@@ -50,6 +50,14 @@ class Constants(Strict):
     """Forward error correction latency per lightpath or packet path."""
     ocs_latency_us: NonNegFloat = C.OCS_LATENCY_US
     """Data-path latency of passing an OCS."""
+    smf_loss_db_per_km: NonNegFloat = C.SMF_LOSS_DB_PER_KM
+    """Attenuation of standard single-mode fibre."""
+    hcf_loss_db_per_km: NonNegFloat = C.HCF_LOSS_DB_PER_KM
+    """Attenuation of hollow-core fibre."""
+    mux_loss_db: NonNegFloat = C.MUX_LOSS_DB
+    """Insertion loss of a rack's (de)multiplexer; a lightpath passes two."""
+    connector_loss_db: NonNegFloat = C.CONNECTOR_LOSS_DB
+    """Loss per connector pair; a lightpath passes two (one per trunk end at the OCS)."""
 
 
 class Transceivers(Strict):
@@ -63,6 +71,9 @@ class Transceivers(Strict):
     """Latency of one transceiver; each end of a lightpath adds it."""
     wavelengths: list[Annotated[int, Field(ge=0, le=1023)]] | None = None
     """Wavelength indices a transceiver can tune to; omitted = every wavelength of the grid."""
+    power_budget_db: NonNegFloat | None = None
+    """Optical power budget (launch power minus receiver sensitivity); a lightpath losing more
+    is infeasible. Omitted: not checked."""
 
 
 FibreType = Literal["smf", "hcf"]
@@ -234,3 +245,6 @@ class InstanceFile(Strict):
     constants: Constants = Constants()
     topology: Cluster | str
     workload: Workload | str
+    failures: list[Annotated[str, Field(min_length=1, max_length=300)]] = []
+    """Failed elements for a what-if solve, KIND:ELEMENT (docs/failures.md), e.g. ocs:ocs1,
+    fibre:ra->ocs0, server:ra-s2, transceiver:ra-s0/1."""

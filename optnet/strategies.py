@@ -87,6 +87,7 @@ def explain_infeasible(inst: Instance, options: SolveOptions | None = None) -> l
         "wavelengths": "wavelengths per trunk fibre",
         "transceivers": "transceivers per server",
         "ports": "OCS port matchings (one circuit per trunk)",
+        "power_budget": "optical power budget (lightpaths losing too much)",
     }
     from dataclasses import replace
 
@@ -132,8 +133,9 @@ def _needs(inst: Instance, ji: int) -> str:
         if cc.span_slots > 1:
             algs = ", ".join(o.algorithm for o in cc.options)
             parts.append(f"{cc.spec.name} spans {cc.span_slots} servers (algorithms: {algs})")
+    live = sum(1 for k in inst.transceiver_ocs if k >= 0)
     base = (
-        f"no packet fabric, {job.slots} servers, {len(inst.transceiver_ocs)} transceivers per "
+        f"no packet fabric, {job.slots} servers, {live} transceivers per "
         f"server, {inst.wavelengths_per_fibre} wavelengths per fibre"
         if inst.packet is None
         else f"{job.slots} servers"

@@ -41,7 +41,7 @@ def brute_force(inst: Instance, objective: str = "max-iteration", **eval_kwargs)
     cands = all_candidates(inst)
     slots = [(j, m) for j, job in enumerate(inst.jobs) for m in range(job.slots)]
     servers = list(range(len(inst.servers)))
-    ocs_used = sorted(set(inst.transceiver_ocs))
+    ocs_used = sorted({k for k in inst.transceiver_ocs if k >= 0 and inst.ocses[k].racks})
     trx_of = {k: [t for t, o in enumerate(inst.transceiver_ocs) if o == k] for k in ocs_used}
     circuit_options = [
         [(k, m) for m in _matchings(list(inst.ocses[k].racks), inst.ocses[k].loopback)]

@@ -66,7 +66,8 @@ def model_data(
     unavailable: frozenset[int] | set[int] = frozenset(),
 ) -> ModelData:
     """Build the index sets and tables (``available_servers``: rack -> usable servers)."""
-    md = ModelData(inst, cands, objective, relax, unavailable=frozenset(unavailable))
+    failed = {i for i, sv in enumerate(inst.servers) if i not in inst.racks[sv.rack].servers}
+    md = ModelData(inst, cands, objective, relax, unavailable=frozenset(unavailable) | failed)
     md.slots = [(j, m) for j, jc in enumerate(cands) for m in range(jc.job.slots)]
     md.racks = list(range(len(inst.racks)))
     md.rack_capacity = {
@@ -76,13 +77,15 @@ def model_data(
         md.rack_capacity = {r: min(md.rack_capacity[r], available_servers[r]) for r in md.racks}
     md.rack_pairs = [(r, s) for r in md.racks for s in md.racks]
     counts = inst.transceivers_per_ocs
-    md.ocs = [k for k, t in enumerate(counts) if t > 0]
+    md.ocs = [k for k, t in enumerate(counts) if t > 0 and inst.ocses[k].racks]
     md.trx_per_ocs = {k: counts[k] for k in md.ocs}
     for k in md.ocs:
         o = inst.ocses[k]
         for r in o.racks:
             for s in o.racks:
-                if r < s or (r == s and o.loopback):
+                if (r < s or (r == s and o.loopback)) and (
+                    "power_budget" in relax or physics.within_power_budget(inst, r, s, k)
+                ):
                     md.circuits.append((k, r, s))
     md.pairs = [(j, a, b) for j, jc in enumerate(cands) for a, b in jc.pairs]
     md.pairs_of_slot = {sl: [] for sl in md.slots}

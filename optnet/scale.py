@@ -77,11 +77,21 @@ def _relaxed_cluster(inst: Instance, slots: int) -> Instance:
 
 
 def relaxation_bound(inst: Instance, o: SolveOptions) -> tuple[float, list[float]]:
-    """Valid lower bound on the objective and on each job's iteration time (``o.time_limit_s``
-    is shared by the jobs; a relaxation stopped early still gives its proven dual bound)."""
-    per_job = []
-    budget = max(0.5, o.time_limit_s / max(1, len(inst.jobs)))
-    for job in inst.jobs:
+    """Valid lower bound on the objective and on each job's iteration time.
+
+    ``o.time_limit_s`` is shared by the jobs (what one leaves, the next may use); a relaxation
+    stopped early still gives its proven dual bound, floored by ``ideal_bound``. For
+    ``max-iteration`` jobs go in decreasing order of their ideal bound and a relaxation stops as
+    soon as its own incumbent shows it cannot lift the running maximum."""
+    t0 = time.perf_counter()
+    floors = [ideal_bound(replace(inst, jobs=(job,))) for job in inst.jobs]
+    order = sorted(range(len(inst.jobs)), key=lambda j: (-floors[j], j))
+    per_job = list(floors)
+    running = 0.0
+    for n, j in enumerate(order):
+        job = inst.jobs[j]
+        left = o.time_limit_s - (time.perf_counter() - t0)
+        budget = max(0.5, left / (len(order) - n))
         relaxed = replace(_relaxed_cluster(inst, job.slots), jobs=(job,), tenants=())
         opts = replace(
             o,
@@ -90,19 +100,20 @@ def relaxation_bound(inst: Instance, o: SolveOptions) -> tuple[float, list[float
             relax=frozenset({"wavelengths", "ports"}),
             quiet=True,
             previous=None,
+            polish=False,
+            stop_at_us=running if o.objective == "max-iteration" and running > 0 else None,
         )
         try:
             res = solve_instance(relaxed, opts)
         except NoIncumbentError as exc:  # stopped early: its dual bound still holds
-            floor = ideal_bound(replace(inst, jobs=(job,)))
-            per_job.append(max(exc.bound or 0.0, floor))
-            continue
-        if res.status == "infeasible":
-            raise _JobInfeasible(
-                f"job {job.name} cannot run even alone with every wavelength and port it wants"
-            )
-        floor = ideal_bound(replace(inst, jobs=(job,)))
-        per_job.append(max(res.bound if res.bound is not None else 0.0, floor))
+            per_job[j] = max(exc.bound or 0.0, floors[j])
+        else:
+            if res.status == "infeasible":
+                raise _JobInfeasible(
+                    f"job {job.name} cannot run even alone with every wavelength and port it wants"
+                )
+            per_job[j] = max(res.bound if res.bound is not None else 0.0, floors[j])
+        running = max(running, per_job[j])
     if o.objective == "weighted-sum":
         return sum(j.weight * b for j, b in zip(inst.jobs, per_job)), per_job
     return max(per_job), per_job
@@ -228,27 +239,38 @@ def solve_decomposed(
     With ``target_us`` (max-iteration: the proven lower bound), a block stops as soon as its
     plan is that good: the whole plan cannot beat the bound anyway."""
     t0 = time.perf_counter()
+    deadline = t0 + o.time_limit_s
     priority = priority or [j.compute_time_us for j in inst.jobs]
     blocks = block_assignment(inst, priority)
     blocks.sort(key=lambda b: -max(priority[j] for j in b[1]))
-    total_slots = sum(j.slots for j in inst.jobs) or 1
+    left_slots = sum(j.slots for j in inst.jobs) or 1
     d = Decisions()
     info: dict = {"blocks": [], "timings": {}}
     for racks, jobs, fixed in blocks:
         sub, smap = sub_instance(inst, racks, jobs)
-        share = sum(inst.jobs[j].slots for j in jobs) / total_slots
-        budget = max(1.0, o.time_limit_s * share)
+        slots = sum(inst.jobs[j].slots for j in jobs)
+        # time left shared by the blocks left, in proportion to their size: a block that stops
+        # early (target reached) leaves its time to the next ones
+        budget = max(1.0, (deadline - time.perf_counter()) * slots / left_slots)
+        left_slots -= slots
         bo = replace(o, previous=None, polish=False, stop_at_us=target_us)
+        # warm start: the better of this block's constructive plan and the whole-cluster one
+        starts = [greedy_plan(sub, fixed)]
+        if fallback is not None:
+            starts.append(_restrict(fallback, inst, racks, jobs))
+        scored = []
+        for st in starts:
+            if st is not None:
+                ev = evaluate(sub, st, o.objective)
+                if ev.feasible:
+                    scored.append((ev.objective_us, st))
+        scored.sort(key=lambda t: t[0])
+        start = scored[0][1] if scored else None
         # first the neighbourhood with the greedy placement fixed (finds a plan fast), then the
-        # whole block warm-started from it
-        start = greedy_plan(sub, fixed)
-        if start is None and fallback is not None:
-            start = _restrict(fallback, inst, racks, jobs)
+        # whole block warm-started from the best plan so far
         res = _try(sub, replace(bo, time_limit_s=0.4 * budget), fixed_racks=fixed, warm_start=start)
-        if res.decisions is None and start is not None:
-            res = SolveResult(
-                "heuristic", evaluate(sub, start, o.objective).objective_us, None, None, start
-            )
+        if start is not None and (res.decisions is None or scored[0][0] < res.objective - 1e-9):
+            res = SolveResult("heuristic", scored[0][0], None, None, start)
         full = _try(sub, replace(bo, time_limit_s=0.6 * budget), warm_start=res.decisions)
         if full.decisions is not None and (
             res.decisions is None or full.objective <= res.objective + 1e-9

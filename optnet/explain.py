@@ -1,0 +1,1221 @@
+"""``optnet explain``: which resource binds each job, and what one more unit of it would save.
+
+Four steps (docs/explain.md):
+
+1. **Duals.** The joint MILP is built for the plan's instance, every integer decision is fixed to
+   the plan (``decode.encode``) and made continuous, and the LP is solved twice with HiGHS: once
+   with the plan's objective, once with ``sum_j iter[j]`` (with the integers fixed the jobs do
+   not interact, so that LP yields every job's own sensitivities at once). The
+   ``collective_lower_bound`` cut is dropped first: with the integers fixed it is often tight and
+   would absorb the duals that belong to the links. The dual of ``pair_bandwidth_lightpath[p]``
+   is then d(objective)/d(beta_p) (us per us/MB), of ``pair_latency_lightpath[p]``
+   d(objective)/d(alpha_p), of the chosen option's ``collective_time`` rows
+   d(objective)/d(constant) (NVLink and reduction).
+2. **Blockers.** For the job's pair with the largest first-order gain from one more lightpath,
+   each OCS is checked: a free transceiver at both servers, a circuit between the racks (or both
+   trunk ports free to set one up), a free wavelength on it. What fails is what binds.
+3. **Units.** Each purchasable unit (one more wavelength per fibre; one more transceiver per
+   server on an OCS; one more OCS with a transceiver per server; a rack's trunk in hollow-core
+   fibre; NVLink 10 % faster) is applied to a copy of the instance; the new lightpaths it allows
+   on the *kept* plan are placed greedily (largest first-order gain first, one per pair).
+   ``predicted`` = sum of dual x change (first order); ``kept plan`` = the evaluator's exact
+   saving of the plan plus those lightpaths. By convexity of the LP value in its right-hand side,
+   kept plan <= predicted.
+4. **Confirmation.** The joint MILP of the modified instance is re-solved (warm-started from the
+   kept plan plus its new lightpaths) and compared with a re-solve of the unmodified instance
+   (warm-started from the plan) at the same gap: ``confirmed`` = the difference of the two optima.
+   The re-solve may move jobs and change algorithms, so confirmed >= kept plan (when both solves
+   are optimal). A confirmed saving of 0 means the extra capacity would sit idle.
+
+Times are in microseconds per iteration throughout.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import textwrap
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from optnet import errors, physics
+from optnet.candidates import JobCandidates, all_candidates
+from optnet.decisions import Circuit, Decisions, Lightpath, from_json
+from optnet.evaluate import evaluate
+from optnet.instance import Instance
+
+Pair = tuple[int, int, int]  # (job, slot a, slot b), a < b
+
+EXPLAIN_VERSION = "1.0"
+#: Objectives explain supports: both are times, so every saving is in us per iteration.
+OBJECTIVES = ("max-iteration", "weighted-sum")
+#: NVLink unit: the NVLink rate times this factor ("10 % faster").
+NVLINK_FACTOR = 1.1
+#: Sensitivities and savings below this many us are zero (LP round-off).
+EPS = 1e-6
+#: Order among units with equal predicted saving: the most specific (cheapest) purchase first.
+_KIND_ORDER = {
+    "unused": -1,
+    "wavelengths": 0,
+    "transceivers": 1,
+    "route": 2,
+    "ocs": 3,
+    "hcf": 4,
+    "nvlink": 5,
+    "reconfiguration": 6,
+}
+
+
+# ------------------------------------------------------------------------------- inputs
+
+
+def load_plan(
+    result: str | Path, instance: str | Path | None = None, workload: str | Path | None = None
+) -> tuple[dict[str, Any], Instance, Decisions]:
+    """Results JSON, the instance it was computed for (input hash checked), its decisions."""
+    from optnet.export import load_results, results_instance
+
+    results = load_results(result)
+    inst = results_instance(results, result, instance, workload)
+    d = from_json(inst, results, str(result))
+    name = results.get("objective_name", "max-iteration")
+    if name not in OBJECTIVES:
+        raise errors.input_error(
+            str(result),
+            "objective_name",
+            f"{name!r}: explain supports the time objectives {', '.join(OBJECTIVES)}",
+        )
+    return results, inst, d
+
+
+# ------------------------------------------------------------------------------- duals
+
+
+@dataclass
+class Sensitivities:
+    """d(objective)/d(parameter) of the LP with the plan's integer decisions fixed."""
+
+    objective: float
+    beta: dict[Pair, float] = field(default_factory=dict)  # lightpath inverse rate (us/MB)
+    alpha: dict[Pair, float] = field(default_factory=dict)  # lightpath latency (us)
+    beta_pkt: dict[Pair, float] = field(default_factory=dict)
+    alpha_pkt: dict[Pair, float] = field(default_factory=dict)
+    const: dict[tuple[int, int], float] = field(default_factory=dict)  # chosen option constant
+    job: dict[int, float] = field(default_factory=dict)  # d objective / d iter_j
+
+
+def _coef(con, var) -> float:
+    from pyomo.repn import generate_standard_repn
+
+    repn = generate_standard_repn(con.body, compute_values=True, quadratic=False)
+    for v, a in zip(repn.linear_vars, repn.linear_coefs):
+        if v is var:
+            return float(a)
+    return 0.0
+
+
+def fixed_lp_sensitivities(
+    inst: Instance,
+    cands: tuple[JobCandidates, ...],
+    d: Decisions,
+    objective: str,
+    per_job: bool = False,
+) -> Sensitivities:
+    """Fix the plan's integer decisions, solve the LP, turn duals into sensitivities.
+
+    ``per_job``: minimise ``sum_j iter[j]`` instead of the objective; with the integers fixed the
+    jobs share no variable, so each job's rows carry d(iter_j)/d(parameter).
+    A row's dual is d(objective)/d(its active bound) (HiGHS); raising the floor of variable v in a
+    row ``v >= f`` moves that bound by ``coef(v)`` in the row's own orientation, so the
+    sensitivity is ``coef(v) * dual``.
+    """
+    import pyomo.environ as pyo
+    from pyomo.contrib.solver.common.factory import SolverFactory
+    from pyomo.contrib.solver.common.results import SolutionStatus
+
+    from optnet.decode import encode
+    from optnet.model import build_model, model_data
+
+    md = model_data(inst, cands, objective)
+    m, _ = build_model(md)
+    for v, val in encode(m, md, d):
+        v.fix(round(val))
+    for v in m.component_data_objects(pyo.Var):
+        if v.is_integer():  # an LP: HiGHS returns duals only without integer columns
+            lb, ub = v.bounds
+            v.domain = pyo.Reals
+            v.setlb(lb)
+            v.setub(ub)
+    if hasattr(m, "collective_lower_bound"):
+        m.collective_lower_bound.deactivate()
+    if per_job:
+        m.obj.deactivate()
+        m.explain_obj = pyo.Objective(expr=sum(m.iter[j] for j in m.JOBS), sense=pyo.minimize)
+    try:
+        opt = SolverFactory("highs")
+        res = opt.solve(
+            m,
+            threads=1,
+            solver_options={"output_flag": False, "presolve": "on", "random_seed": 0},
+            load_solutions=False,
+            raise_exception_on_nonoptimal_result=False,
+        )
+    except Exception as exc:  # noqa: BLE001 - report, never a traceback
+        raise errors.SolverError(f"HiGHS failed on the fixed LP: {exc}") from None
+    if res.solution_status != SolutionStatus.optimal:
+        raise errors.SolverError(
+            f"the LP with the plan's decisions fixed ended with {res.termination_condition.name}; "
+            "are the decisions feasible (optnet evaluate)?"
+        )
+    duals = res.solution_loader.get_duals()
+    s = Sensitivities(float(res.incumbent_objective))
+
+    def sens(con, var) -> float:
+        y = duals.get(con, 0.0)
+        return _coef(con, var) * y if abs(y) > 1e-12 else 0.0
+
+    for p in md.pairs:
+        s.beta[p] = sens(m.pair_bandwidth_lightpath[p], m.beta[p])
+        s.alpha[p] = sens(m.pair_latency_lightpath[p], m.alpha[p])
+        if md.has_packet:
+            s.beta_pkt[p] = sens(m.pair_bandwidth_packet[p], m.beta[p])
+            s.alpha_pkt[p] = sens(m.pair_latency_packet[p], m.alpha[p])
+    chosen = {(j, ci): a for j, ci, a in m.OPTIONS if round(pyo.value(m.x[j, ci, a])) == 1}
+    for j, ci, a, g in m.OPTION_GROUPS:
+        if chosen.get((j, ci)) == a:
+            s.const[(j, ci)] = s.const.get((j, ci), 0.0) + sens(
+                m.collective_time[j, ci, a, g], m.T[j, ci]
+            )
+    for j in m.JOBS:
+        if per_job:
+            s.job[j] = 1.0
+        elif md.objective == "weighted-sum":
+            s.job[j] = md.cands[j].job.weight
+        else:
+            s.job[j] = sens(m.max_iteration[j], m.Z)
+    return s
+
+
+# ------------------------------------------------------------------------------- plan state
+
+
+def _beta(inst: Instance, q: int) -> float:
+    """Inverse bandwidth of q lightpaths in the model's units (us per MB)."""
+    from optnet.model.data import MB
+
+    return physics.lightpath_inverse_rate(inst, q) * MB
+
+
+def _pkt_beta(inst: Instance, ra: int, rb: int) -> float:
+    from optnet.model.data import MB
+
+    return physics.packet_inverse_rate(inst, ra, rb) * MB
+
+
+class PlanState:
+    """The plan's use of transceivers, OCS ports and wavelengths on (a possibly modified)
+    instance, able to add one lightpath at a time (docs/model.md §5.3 counting)."""
+
+    def __init__(self, inst: Instance, cands: tuple[JobCandidates, ...], d: Decisions):
+        self.inst = inst
+        self.d = d
+        self.W = len(inst.usable_wavelengths)
+        self.T = inst.transceivers_per_ocs
+        self.rack = {s: inst.servers[s].rack for s in range(len(inst.servers))}
+        self.pairs: list[Pair] = [(j, a, b) for j, jc in enumerate(cands) for a, b in jc.pairs]
+        self.q: Counter = Counter()  # (server lo, server hi) -> lightpaths
+        self.trx: Counter = Counter()  # (server, ocs) -> transceivers in use
+        self.load: Counter = Counter()  # (ocs, rack lo, rack hi) -> lightpaths on the circuit
+        self.partner: dict[tuple[int, int], int] = {}  # (ocs, rack) -> rack joined to it
+        for c in d.circuits:
+            self.partner[(c.ocs, c.rack_a)] = c.rack_b
+            self.partner[(c.ocs, c.rack_b)] = c.rack_a
+        for lp in d.lightpaths:
+            self._count(lp.ocs, lp.server_a, lp.server_b)
+        self.added: list[tuple[Pair, int]] = []
+
+    def servers(self, p: Pair) -> tuple[int, int]:
+        j, a, b = p
+        return self.d.placement[j][a], self.d.placement[j][b]
+
+    def lightpaths(self, p: Pair) -> int:
+        sa, sb = self.servers(p)
+        return self.q[(min(sa, sb), max(sa, sb))]
+
+    def _count(self, o: int, sa: int, sb: int) -> None:
+        ra, rb = self.rack[sa], self.rack[sb]
+        self.q[(min(sa, sb), max(sa, sb))] += 1
+        self.trx[(sa, o)] += 1
+        self.trx[(sb, o)] += 1
+        self.load[(o, min(ra, rb), max(ra, rb))] += 1
+        self.partner[(o, ra)] = rb
+        self.partner[(o, rb)] = ra
+
+    def blockers(self, p: Pair, o: int) -> list[tuple[str, str]]:
+        """What prevents one more lightpath for pair p through OCS o: (kind, detail) each."""
+        inst = self.inst
+        sa, sb = self.servers(p)
+        ra, rb = self.rack[sa], self.rack[sb]
+        ocs = inst.ocses[o]
+        rn, on = inst.racks, ocs.name
+        out: list[tuple[str, str]] = []
+        if ra not in ocs.racks or rb not in ocs.racks:
+            missing = [rn[r].name for r in sorted({ra, rb}) if r not in ocs.racks]
+            return [("no_trunk", f"rack {', '.join(missing)} has no trunk into {on}")]
+        if ra == rb and not ocs.loopback:
+            return [("no_loopback", f"{on} does not loop a port back to itself")]
+        if not physics.within_power_budget(inst, ra, rb, o):
+            loss = physics.lightpath_loss_db(inst, ra, rb, o)
+            return [
+                (
+                    "power_budget",
+                    f"a lightpath {rn[ra].name}-{rn[rb].name} via {on} loses "
+                    f"{loss:.2f} dB, over the {inst.transceiver_power_budget_db:g} dB budget",
+                )
+            ]
+        full = [s for s in (sa, sb) if self.trx[(s, o)] >= self.T[o]]
+        if full:
+            names = " and ".join(inst.servers[s].name for s in full)
+            out.append(
+                ("transceivers", f"{names} use {self.T[o]} of {self.T[o]} transceivers on {on}")
+            )
+        joined = self.partner.get((o, ra)) == rb and self.partner.get((o, rb)) == ra
+        for r, wanted in ((ra, rb), (rb, ra)) if ra != rb else ((ra, ra),):
+            other = self.partner.get((o, r))
+            if other is not None and other != wanted:
+                joined_to = "itself (a loopback)" if other == r else rn[other].name
+                out.append(("ocs_ports", f"trunk {rn[r].name}->{on} is joined to {joined_to}"))
+        load = self.load[(o, min(ra, rb), max(ra, rb))] if joined else 0
+        need = 2 * (load + 1) if ra == rb else load + 1
+        if need > self.W:
+            if ra == rb:
+                what = (
+                    f"loopback {rn[ra].name} on {on} uses {2 * load} of {self.W} wavelengths per "
+                    f"fibre (trunk {rn[ra].name}->{on}; a loopback lightpath needs two)"
+                )
+            else:
+                what = (
+                    f"circuit {rn[min(ra, rb)].name}-{rn[max(ra, rb)].name} on {on} carries "
+                    f"{load} of {self.W} wavelengths per fibre (trunks "
+                    f"{rn[min(ra, rb)].name}->{on}, {rn[max(ra, rb)].name}->{on})"
+                )
+            out.append(("wavelengths", what))
+        return out
+
+    def wavelengths_needed(self, p: Pair, o: int) -> int:
+        """Usable wavelengths per fibre that one more lightpath of p through o needs."""
+        sa, sb = self.servers(p)
+        ra, rb = self.rack[sa], self.rack[sb]
+        joined = self.partner.get((o, ra)) == rb
+        load = self.load[(o, min(ra, rb), max(ra, rb))] if joined else 0
+        return 2 * (load + 1) if ra == rb else load + 1
+
+    def try_add(self, p: Pair) -> int | None:
+        """Add one lightpath for p on the first OCS that allows it (an existing circuit between
+        its racks first); return that OCS or None."""
+        sa, sb = self.servers(p)
+        ra, rb = self.rack[sa], self.rack[sb]
+        order = sorted(
+            range(len(self.inst.ocses)), key=lambda o: (self.partner.get((o, ra)) != rb, o)
+        )
+        for o in order:
+            if self.T[o] > 0 and not self.blockers(p, o):
+                self._count(o, sa, sb)
+                self.added.append((p, o))
+                return o
+        return None
+
+    def decisions(self) -> Decisions:
+        """The plan plus the added lightpaths: transceivers first-free, wavelengths first-fit."""
+        inst, d = self.inst, self.d
+        grid = inst.usable_wavelengths
+        trx_of = defaultdict(list)
+        for k, o in enumerate(inst.transceiver_ocs):
+            trx_of[o].append(k)
+        used_trx = set()
+        used_wl = set()
+        for lp in d.lightpaths:
+            ra, rb = self.rack[lp.server_a], self.rack[lp.server_b]
+            used_trx |= {(lp.server_a, lp.transceiver_a), (lp.server_b, lp.transceiver_b)}
+            used_wl |= {
+                (ra, lp.ocs, "up", lp.wavelength_ab),
+                (rb, lp.ocs, "down", lp.wavelength_ab),
+                (rb, lp.ocs, "up", lp.wavelength_ba),
+                (ra, lp.ocs, "down", lp.wavelength_ba),
+            }
+        lightpaths = list(d.lightpaths)
+        circuits = set(d.circuits)
+        for p, o in self.added:
+            sa, sb = self.servers(p)
+            ra, rb = self.rack[sa], self.rack[sb]
+            ta = next(t for t in trx_of[o] if (sa, t) not in used_trx)
+            used_trx.add((sa, ta))
+            tb = next(t for t in trx_of[o] if (sb, t) not in used_trx)
+            used_trx.add((sb, tb))
+            w_ab = next(w for w in grid if not {(ra, o, "up", w), (rb, o, "down", w)} & used_wl)
+            used_wl |= {(ra, o, "up", w_ab), (rb, o, "down", w_ab)}
+            w_ba = next(w for w in grid if not {(rb, o, "up", w), (ra, o, "down", w)} & used_wl)
+            used_wl |= {(rb, o, "up", w_ba), (ra, o, "down", w_ba)}
+            lightpaths.append(Lightpath(o, sa, ta, sb, tb, w_ab, w_ba))
+            circuits.add(Circuit(o, min(ra, rb), max(ra, rb)))
+        return Decisions(dict(d.placement), sorted(circuits), lightpaths, dict(d.algorithms))
+
+
+def lightpath_gain(inst: Instance, state: PlanState, s: Sensitivities, p: Pair) -> float:
+    """First-order saving of one more lightpath for pair p (us per iteration)."""
+    q = state.lightpaths(p)
+    if q >= 1:
+        return s.beta.get(p, 0.0) * (_beta(inst, q) - _beta(inst, q + 1))
+    if inst.packet is None:
+        return 0.0
+    sa, sb = state.servers(p)
+    ra, rb = state.rack[sa], state.rack[sb]
+    return s.beta_pkt.get(p, 0.0) * (_pkt_beta(inst, ra, rb) - _beta(inst, 1)) + s.alpha_pkt.get(
+        p, 0.0
+    ) * (physics.packet_latency_us(inst, ra, rb) - physics.lightpath_latency_us(inst, ra, rb))
+
+
+# ------------------------------------------------------------------------------- units
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One purchasable increment of a resource, applied to a copy of the instance."""
+
+    kind: str  # unused | wavelengths | transceivers | route | ocs | hcf | nvlink | reconfiguration
+    key: str
+    text: str
+    wavelengths: int = 0  # more usable wavelengths per fibre
+    transceivers: tuple[int, ...] = ()  # one more transceiver per server on each of these OCSes
+    ocs_copy: int | None = None  # one more OCS like this one, one transceiver per server on it
+    hcf_rack: int | None = None  # this rack's trunks in hollow-core fibre
+    nvlink_factor: float = 1.0
+
+    @property
+    def lightpaths(self) -> bool:
+        return self.kind in ("wavelengths", "transceivers", "route", "ocs")
+
+
+def wavelength_unit(inst: Instance, k: int = 1) -> Unit:
+    W = len(inst.usable_wavelengths)
+    what = "one more wavelength" if k == 1 else f"{k} more wavelengths"
+    return Unit("wavelengths", f"wavelengths+{k}", f"{what} per fibre ({W} -> {W + k})", k)
+
+
+def transceiver_unit(inst: Instance, o: int) -> Unit:
+    n = inst.ocses[o].name
+    return Unit(
+        "transceivers",
+        f"transceivers:{n}",
+        f"one more transceiver per server on {n} ({inst.transceivers_per_ocs[o]} -> "
+        f"{inst.transceivers_per_ocs[o] + 1})",
+        transceivers=(o,),
+    )
+
+
+def ocs_unit(inst: Instance, o: int) -> Unit:
+    n = inst.ocses[o].name
+    return Unit(
+        "ocs",
+        f"ocs:{n}",
+        f"one more OCS like {n} (a port per rack) and one more transceiver per server on it",
+        ocs_copy=o,
+    )
+
+
+def hcf_unit(inst: Instance, r: int) -> Unit:
+    rk = inst.racks[r]
+    return Unit(
+        "hcf",
+        f"hcf:{rk.name}",
+        f"rack {rk.name}'s trunks ({rk.trunk_length_km:g} km) in hollow-core fibre",
+        hcf_rack=r,
+    )
+
+
+def nvlink_unit(inst: Instance) -> Unit:
+    return Unit(
+        "nvlink",
+        "nvlink+10%",
+        f"NVLink 10 % faster ({inst.nvlink_rate_gbps:g} -> "
+        f"{inst.nvlink_rate_gbps * NVLINK_FACTOR:g} Gb/s per GPU)",
+        nvlink_factor=NVLINK_FACTOR,
+    )
+
+
+UNUSED = Unit(
+    "unused",
+    "unused",
+    "nothing: use the plan's unused capacity (free transceivers, ports and wavelengths)",
+)
+
+RECONFIGURATION = Unit(
+    "reconfiguration",
+    "reconfiguration",
+    "faster OCS reconfiguration: circuits are static for the iteration, so reconfiguration "
+    "costs nothing per iteration in this model",
+)
+
+
+def route_unit(inst: Instance, wavelengths: int, transceivers: tuple[int, ...]) -> Unit:
+    parts = []
+    key = []
+    if transceivers:
+        names = ", ".join(inst.ocses[o].name for o in transceivers)
+        parts.append(f"one more transceiver per server on {names}")
+        key.append("transceivers:" + ",".join(inst.ocses[o].name for o in transceivers))
+    if wavelengths:
+        parts.append(
+            ("one more wavelength" if wavelengths == 1 else f"{wavelengths} more wavelengths")
+            + " per fibre"
+        )
+        key.append(f"wavelengths+{wavelengths}")
+    return Unit(
+        "route", "+".join(key), " and ".join(parts), wavelengths, tuple(sorted(transceivers))
+    )
+
+
+def apply_unit(inst: Instance, u: Unit) -> Instance:
+    """A copy of ``inst`` with the unit added (docs/explain.md §units)."""
+    out = inst
+    if u.wavelengths:
+        if inst.transceiver_wavelengths is None:
+            out = dataclasses.replace(
+                out, wavelengths_per_fibre=inst.wavelengths_per_fibre + u.wavelengths
+            )
+        else:  # extend the tunable set first, then the grid
+            usable = set(inst.usable_wavelengths)
+            tun = set(inst.transceiver_wavelengths)
+            grid = inst.wavelengths_per_fibre
+            added, w = 0, 0
+            while added < u.wavelengths:
+                if w >= grid:
+                    grid = w + 1
+                if w not in usable:
+                    tun.add(w)
+                    added += 1
+                w += 1
+            out = dataclasses.replace(
+                out, wavelengths_per_fibre=grid, transceiver_wavelengths=tuple(sorted(tun))
+            )
+    if u.transceivers:
+        out = dataclasses.replace(out, transceiver_ocs=out.transceiver_ocs + u.transceivers)
+    if u.ocs_copy is not None:
+        o = out.ocses[u.ocs_copy]
+        names = {x.name for x in out.ocses}
+        name = f"{o.name}-extra"
+        while name in names:
+            name += "'"
+        copy = dataclasses.replace(o, name=name)
+        out = dataclasses.replace(
+            out, ocses=out.ocses + (copy,), transceiver_ocs=out.transceiver_ocs + (len(out.ocses),)
+        )
+    if u.hcf_rack is not None:
+        rk = out.racks[u.hcf_rack]
+        new = dataclasses.replace(
+            rk,
+            fibre_type="hcf",
+            trunk_delay_us=rk.trunk_length_km * inst.fibre_delay_us_per_km("hcf"),
+        )
+        racks = list(out.racks)
+        racks[u.hcf_rack] = new
+        out = dataclasses.replace(out, racks=tuple(racks))
+    if u.nvlink_factor != 1.0:
+        out = dataclasses.replace(out, nvlink_rate_gbps=inst.nvlink_rate_gbps * u.nvlink_factor)
+    return out
+
+
+# ------------------------------------------------------------------------------- analysis
+
+
+@dataclass
+class Evaluated:
+    """A unit on one scope (a job, or all jobs): first-order and kept-plan savings."""
+
+    unit: Unit
+    predicted_job_us: float = 0.0  # d iter_j: job-level duals (job scope only)
+    predicted_us: float = 0.0  # objective-level duals
+    plan_job_us: float | None = None
+    plan_us: float | None = None
+    new_lightpaths: list[str] = field(default_factory=list)
+    decisions: Decisions | None = None  # kept plan with the unit's lightpaths (warm start)
+
+
+class Explainer:
+    """Everything computed once per plan; evaluates units on a job or on all jobs."""
+
+    def __init__(self, inst: Instance, d: Decisions, objective: str):
+        self.inst, self.d, self.objective = inst, d, objective
+        self.cands = all_candidates(inst)
+        ev = evaluate(inst, d, objective, self.cands)
+        if not ev.feasible:
+            raise errors.input_error(
+                "results",
+                "",
+                "the decisions are infeasible for this instance:\n  " + "\n  ".join(ev.violations),
+            )
+        self.plan_objective = float(ev.objective_us)
+        self.iteration = [float(j["iteration_time_us"]) for j in ev.jobs]
+        self.obj = fixed_lp_sensitivities(inst, self.cands, d, objective)
+        self.job = fixed_lp_sensitivities(inst, self.cands, d, objective, per_job=True)
+        if abs(self.obj.objective - self.plan_objective) > 1e-6 * max(1.0, self.plan_objective):
+            raise errors.SolverError(
+                f"internal error: the fixed LP gives {self.obj.objective} but the evaluator "
+                f"{self.plan_objective}; the model cannot represent these decisions"
+            )
+        self.state0 = PlanState(inst, self.cands, d)
+        self._cands_cache: dict[str, tuple[Instance, tuple[JobCandidates, ...]]] = {}
+
+    # -- helpers
+    def modified(self, u: Unit) -> tuple[Instance, tuple[JobCandidates, ...]]:
+        if u.key not in self._cands_cache:
+            inst2 = apply_unit(self.inst, u)
+            self._cands_cache[u.key] = (inst2, all_candidates(inst2))
+        return self._cands_cache[u.key]
+
+    def gains(self, p: Pair, state: PlanState) -> tuple[float, float]:
+        return (
+            lightpath_gain(self.inst, state, self.obj, p),
+            lightpath_gain(self.inst, state, self.job, p),
+        )
+
+    def _patch(self, state: PlanState, jobs: set[int]) -> tuple[float, float]:
+        """Greedily add one lightpath per pair of ``jobs``, largest gain first; return the
+        (objective, job-level) first-order gains of what was added."""
+        items = []
+        for p in state.pairs:
+            if p[0] not in jobs:
+                continue
+            g_obj, g_job = self.gains(p, state)
+            if g_obj > EPS or g_job > EPS:
+                items.append(((-g_obj, -g_job, p), p, g_obj, g_job))
+        items.sort()
+        tot_obj = tot_job = 0.0
+        for _key, p, g_obj, g_job in items:
+            if state.try_add(p) is not None:
+                tot_obj += g_obj
+                tot_job += g_job
+        return tot_obj, tot_job
+
+    def _describe(self, state: PlanState, with_job: bool) -> list[str]:
+        out = []
+        for p, o in state.added:
+            sa, sb = state.servers(p)
+            out.append(
+                (f"{self.inst.jobs[p[0]].name}: " if with_job else "")
+                + f"{self.inst.servers[sa].name}<->"
+                f"{self.inst.servers[sb].name} via {state.inst.ocses[o].name} "
+                f"({state.lightpaths(p) - 1} -> {state.lightpaths(p)} lightpaths)"
+            )
+        return out
+
+    def _evaluate(self, inst2, cands2, d2) -> tuple[float, list[float]] | None:
+        ev = evaluate(inst2, d2, self.objective, cands2)
+        if not ev.feasible or ev.objective_us is None:
+            return None
+        return float(ev.objective_us), [float(j["iteration_time_us"]) for j in ev.jobs]
+
+    def spare(self, jobs: set[int]) -> tuple[PlanState, float, float]:
+        """Lightpaths the plan could add without buying anything (unused capacity)."""
+        st = PlanState(self.inst, self.cands, self.d)
+        g_obj, g_job = self._patch(st, jobs)
+        return st, g_obj, g_job
+
+    def evaluate_unit(self, u: Unit, jobs: set[int], job: int | None = None) -> Evaluated:
+        """Predicted and kept-plan savings of unit u, with new lightpaths for ``jobs`` only
+        (incremental over what unused capacity alone allows)."""
+        out = Evaluated(u)
+        inst2, cands2 = self.modified(u)
+        if u.kind == "reconfiguration":
+            out.plan_us = out.plan_job_us = 0.0
+            return out
+        if u.kind == "unused":
+            base_d = self.d
+            st, out.predicted_us, out.predicted_job_us = self.spare(jobs)
+            d2 = st.decisions()
+            out.new_lightpaths = self._describe(st, len(jobs) > 1)
+        elif u.lightpaths:
+            base_state, base_obj, base_job = self.spare(jobs)
+            base_d = base_state.decisions()
+            st = PlanState(inst2, cands2, self.d)
+            g_obj, g_job = self._patch(st, jobs)
+            out.predicted_us, out.predicted_job_us = g_obj - base_obj, g_job - base_job
+            d2 = st.decisions()
+            out.new_lightpaths = self._describe(st, len(jobs) > 1)
+        else:
+            base_d = d2 = self.d
+            out.predicted_us = self._latency_or_nvlink(u, self.obj, jobs, inst2, cands2)
+            out.predicted_job_us = self._latency_or_nvlink(u, self.job, jobs, inst2, cands2)
+        out.decisions = d2
+        base = self._evaluate(self.inst, self.cands, base_d)
+        new = self._evaluate(inst2, cands2, d2)
+        if base is not None and new is not None:
+            out.plan_us = base[0] - new[0]
+            if job is not None:
+                out.plan_job_us = base[1][job] - new[1][job]
+        return out
+
+    def _latency_or_nvlink(self, u, s: Sensitivities, jobs, inst2, cands2) -> float:
+        total = 0.0
+        if u.kind == "hcf":
+            r = u.hcf_rack
+            drop = self.inst.racks[r].trunk_delay_us - inst2.racks[r].trunk_delay_us
+            for p in self.state0.pairs:
+                if p[0] not in jobs:
+                    continue
+                sa, sb = self.state0.servers(p)
+                ra, rb = self.state0.rack[sa], self.state0.rack[sb]
+                times = (ra == r) + (rb == r)
+                if not times:
+                    continue
+                if self.state0.lightpaths(p) >= 1:
+                    total += s.alpha.get(p, 0.0) * drop * times
+                elif ra != rb:  # packet fabric: propagation only between racks
+                    total += s.alpha_pkt.get(p, 0.0) * drop * times
+        elif u.kind == "nvlink":
+            for (j, ci), sens in s.const.items():
+                if j not in jobs or abs(sens) <= 0:
+                    continue
+                old = self._chosen(self.cands, j, ci)
+                new = self._chosen(cands2, j, ci)
+                if old is not None and new is not None:
+                    total += sens * (old.constant_us - new.constant_us)
+        return total
+
+    def _chosen(self, cands, j, ci):
+        alg = self.d.algorithms.get((j, ci))
+        opts = cands[j].collectives[ci].options
+        for o in opts:
+            if o.algorithm == alg or (alg is None and len(opts) == 1):
+                return o
+        return None
+
+    def nvlink_share(self, j: int) -> float:
+        """The NVLink part of job j's iteration time (sensitivity-weighted intra-server time)."""
+        total = 0.0
+        for (jj, ci), sens in self.job.const.items():
+            opt = self._chosen(self.cands, j, ci) if jj == j else None
+            if opt is not None:
+                total += sens * opt.nvlink_us
+        return total
+
+    # -- per job
+    def binding(self, j: int) -> dict[str, Any]:
+        """The job's most sensitive pair and what stops it getting one more lightpath."""
+        inst, st = self.inst, self.state0
+        best = None
+        for p in st.pairs:
+            if p[0] != j:
+                continue
+            g = self.gains(p, st)[1]
+            if g > EPS and (best is None or g > best[0]):
+                best = (g, p)
+        if best is None:
+            return {"pair": None}
+        g, p = best
+        sa, sb = st.servers(p)
+        routes = []
+        for o in range(len(inst.ocses)):
+            if inst.transceivers_per_ocs[o] == 0 or not inst.ocses[o].racks:
+                continue
+            bl = st.blockers(p, o)
+            routes.append((o, bl))
+        buyable = [(o, bl) for o, bl in routes if all(k not in _STRUCTURAL for k, _ in bl)]
+        pool = buyable or routes
+        fewest = min((len(bl) for _o, bl in pool), default=0)
+        minimal = [(o, bl) for o, bl in pool if len(bl) == fewest]
+        kinds = sorted({k for _o, bl in minimal for k, _ in bl}, key=_BLOCKER_ORDER.index)
+        details = [text for _k, text in minimal[0][1]] if minimal else []
+        same = [inst.ocses[o].name for o, bl in minimal[1:] if bl]
+        if same and details:
+            details.append(f"likewise on {', '.join(same)}")
+        return {
+            "pair": p,
+            "servers": [inst.servers[sa].name, inst.servers[sb].name],
+            "lightpaths": st.lightpaths(p),
+            "gain_us": g,
+            "kinds": kinds,
+            "details": details,
+            "routes": minimal,
+        }
+
+    def units_for(self, j: int, bind: dict[str, Any]) -> list[Unit]:
+        inst = self.inst
+        units: list[Unit] = []
+        if bind.get("pair") is not None:
+            units.append(UNUSED)
+            units.append(wavelength_unit(inst, 1))
+            live = [
+                o
+                for o in range(len(inst.ocses))
+                if inst.transceivers_per_ocs[o] > 0 and inst.ocses[o].racks
+            ]
+            for o in live:
+                units.append(transceiver_unit(inst, o))
+            p = bind["pair"]
+            for o, bl in bind["routes"]:
+                kinds = {k for k, _ in bl}
+                if not kinds or not kinds <= {"transceivers", "wavelengths"}:
+                    continue
+                k = max(0, self.state0.wavelengths_needed(p, o) - self.state0.W)
+                t = (o,) if "transceivers" in kinds else ()
+                if k and t:
+                    units.append(route_unit(inst, k, t))
+                elif k > 1:
+                    units.append(wavelength_unit(inst, k))
+            for o in live:
+                units.append(ocs_unit(inst, o))
+        racks = set()
+        for p in self.state0.pairs:
+            if p[0] == j and abs(self.job.alpha.get(p, 0.0)) + abs(self.job.alpha_pkt.get(p, 0.0)):
+                sa, sb = self.state0.servers(p)
+                racks |= {self.state0.rack[sa], self.state0.rack[sb]}
+        for r in sorted(racks):
+            rk = inst.racks[r]
+            if rk.fibre_type != "hcf" and rk.trunk_length_km > 0:
+                units.append(hcf_unit(inst, r))
+        if self.nvlink_share(j) > EPS:
+            units.append(nvlink_unit(inst))
+        units.append(RECONFIGURATION)
+        seen, out = set(), []
+        for u in units:
+            if u.key not in seen:
+                seen.add(u.key)
+                out.append(u)
+        return out
+
+
+_BLOCKER_ORDER = [
+    "transceivers",
+    "wavelengths",
+    "ocs_ports",
+    "no_trunk",
+    "no_loopback",
+    "power_budget",
+]
+#: Blockers no unit removes (the OCS cannot serve this rack pair at all).
+_STRUCTURAL = ("no_trunk", "no_loopback", "power_budget")
+_BLOCKER_NAME = {
+    "transceivers": "transceivers",
+    "wavelengths": "wavelengths",
+    "ocs_ports": "OCS ports",
+    "no_trunk": "no trunk",
+    "no_loopback": "no loopback",
+}
+
+
+def _rank(e: Evaluated) -> tuple:
+    return (-round(e.predicted_job_us, 6), _KIND_ORDER[e.unit.kind], e.unit.key)
+
+
+# ------------------------------------------------------------------------------- driver
+
+
+def _to_confirm(inst: Instance, bind: dict, evs: list[Evaluated], mode: str) -> list[Unit]:
+    """Units to re-solve for one job. ``top``: the best unit, and the single-resource unit of
+    each binding blocker (one wavelength; one transceiver on the blocked OCSes; one more such
+    OCS for OCS ports), since re-placement can make a unit pay that the kept plan cannot use."""
+    if mode == "none" or not evs:
+        return []
+    if mode == "all":
+        return [e.unit for e in evs if e.unit.kind != "reconfiguration"]
+    out = [evs[0].unit] if evs[0].predicted_job_us > EPS else []
+    keys = {e.unit.key: e.unit for e in evs}
+    for o, bl in bind.get("routes") or []:
+        kinds = {k for k, _ in bl}
+        want = []
+        if "wavelengths" in kinds:
+            want.append("wavelengths+1")
+        if "transceivers" in kinds:
+            want.append(f"transceivers:{inst.ocses[o].name}")
+        if "ocs_ports" in kinds:
+            want.append(f"ocs:{inst.ocses[o].name}")
+        out.extend(keys[k] for k in want if k in keys)
+    return out
+
+
+@dataclass
+class ExplainOptions:
+    time_limit_s: float = 60.0
+    mip_gap: float = 1e-6
+    confirm: str = "top"  # top | all | none
+    threads: int = 1
+    seed: int = 0
+
+
+def _solve(inst: Instance, objective: str, o: ExplainOptions, warm: Decisions):
+    from optnet.solve import SolveOptions, solve_instance
+
+    opts = SolveOptions(
+        objective=objective,
+        time_limit_s=o.time_limit_s,
+        mip_gap=o.mip_gap,
+        threads=o.threads,
+        seed=o.seed,
+        quiet=True,
+    )
+    return solve_instance(inst, opts, warm_start=warm)
+
+
+def explain(
+    result: str | Path,
+    instance: str | Path | None = None,
+    workload: str | Path | None = None,
+    options: ExplainOptions | None = None,
+) -> dict[str, Any]:
+    """The explanation document of a results file (keys: docs/explain.md)."""
+    o = options or ExplainOptions()
+    t0 = time.perf_counter()
+    results, inst, d = load_plan(result, instance, workload)
+    objective = results.get("objective_name", "max-iteration")
+    return explain_plan(inst, d, objective, o, source=str(result), t0=t0)
+
+
+def explain_plan(
+    inst: Instance,
+    d: Decisions,
+    objective: str = "max-iteration",
+    options: ExplainOptions | None = None,
+    source: str | None = None,
+    t0: float | None = None,
+) -> dict[str, Any]:
+    o = options or ExplainOptions()
+    t0 = t0 if t0 is not None else time.perf_counter()
+    ex = Explainer(inst, d, objective)
+    t_lp = time.perf_counter() - t0
+    all_jobs = set(range(len(inst.jobs)))
+    jobs_out = []
+    per_job: list[tuple[dict, list[Evaluated]]] = []
+    for j in range(len(inst.jobs)):
+        bind = ex.binding(j)
+        evs = [ex.evaluate_unit(u, {j}, j) for u in ex.units_for(j, bind)]
+        evs.sort(key=_rank)
+        per_job.append((bind, evs))
+    # confirmation: the joint MILP with and without each chosen unit
+    t1 = time.perf_counter()
+    to_confirm: dict[str, Unit] = {}
+    for bind, evs in per_job:
+        for u in _to_confirm(inst, bind, evs, o.confirm):
+            to_confirm.setdefault(u.key, u)
+    confirmed: dict[str, dict[str, Any]] = {}
+    baseline: dict[str, Any] | None = None
+    if to_confirm:
+        res0 = _solve(inst, objective, o, d)
+        if res0.objective is None:
+            raise errors.SolverError(f"re-solving the plan's instance ended {res0.status}")
+        base_obj = min(res0.objective, ex.plan_objective)
+        base_iter = ex.iteration
+        if res0.objective < ex.plan_objective:
+            ev0 = evaluate(inst, res0.decisions, objective, ex.cands)
+            base_iter = [float(x["iteration_time_us"]) for x in ev0.jobs]
+        baseline = {"objective_us": base_obj, "status": res0.status}
+        for key, u in to_confirm.items():
+            if u.kind == "reconfiguration":
+                confirmed[key] = {"saving_us": 0.0, "status": "not solved (nothing to change)"}
+                continue
+            if u.kind == "unused":  # nothing bought: the re-solve of the instance itself
+                confirmed[key] = {
+                    "saving_us": ex.plan_objective - base_obj,
+                    "objective_us": base_obj,
+                    "status": res0.status,
+                    "iteration_us": base_iter,
+                }
+                continue
+            glob = ex.evaluate_unit(u, all_jobs)
+            inst2, cands2 = ex.modified(u)
+            res = _solve(inst2, objective, o, glob.decisions or d)
+            if res.objective is None:
+                confirmed[key] = {"saving_us": None, "status": res.status}
+                continue
+            ev2 = evaluate(inst2, res.decisions, objective, cands2)
+            confirmed[key] = {
+                "saving_us": base_obj - res.objective,
+                "objective_us": res.objective,
+                "status": res.status,
+                "iteration_us": [float(x["iteration_time_us"]) for x in ev2.jobs],
+                "global_predicted_us": glob.predicted_us,
+                "global_plan_us": glob.plan_us,
+            }
+    t_confirm = time.perf_counter() - t1
+    tol = max(1e-6, o.mip_gap * (baseline or {}).get("objective_us", ex.plan_objective) * 2)
+    resources: dict[str, dict[str, Any]] = {}
+    for j, job in enumerate(inst.jobs):
+        bind, evs = per_job[j]
+        entries = [_entry(e, confirmed.get(e.unit.key), j, tol) for e in evs]
+        best = entries[0] if entries and evs[0].predicted_job_us > EPS else None
+        weight = ex.obj.job.get(j, 0.0)
+        item = {
+            "job": job.name,
+            "iteration_time_us": ex.iteration[j],
+            "compute_time_us": job.compute_time_us,
+            "objective_weight": weight,
+            "critical": weight > EPS,
+            "binding": _binding_json(ex, j, bind, best),
+            "best": best,
+            "candidates": entries,
+            "sensitive_pairs": _pairs_json(ex, j),
+            "nvlink_share_us": ex.nvlink_share(j),
+        }
+        item["sentence"] = _sentence(item, objective, baseline)
+        jobs_out.append(item)
+        for e in entries:
+            if e["confirmed_saving_us"] is not None:
+                resources.setdefault(
+                    e["key"],
+                    {
+                        "key": e["key"],
+                        "resource": e["resource"],
+                        "unit": e["unit"],
+                        "predicted_saving_us": confirmed[e["key"]].get("global_predicted_us"),
+                        "plan_saving_us": confirmed[e["key"]].get("global_plan_us"),
+                        "confirmed_saving_us": e["confirmed_saving_us"],
+                        "confirmed_objective_us": e["confirmed_objective_us"],
+                        "confirmed_status": e["confirmed_status"],
+                        "idle": e["idle"],
+                    },
+                )
+    out = {
+        "explain_version": EXPLAIN_VERSION,
+        "results": source,
+        "instance": {"name": inst.name, "input_hash": inst.input_hash},
+        "objective_name": objective,
+        "objective_unit": "us",
+        "plan_objective_us": ex.plan_objective,
+        "baseline": baseline,
+        "jobs": jobs_out,
+        "resources": sorted(
+            resources.values(), key=lambda r: (-(r["confirmed_saving_us"] or 0.0), r["key"])
+        ),
+        "notes": _notes(ex, baseline),
+        "timings": {
+            "duals_s": round(t_lp, 6),
+            "units_s": round(t1 - t0 - t_lp, 6),
+            "confirm_s": round(t_confirm, 6),
+            "confirm_solves": len(to_confirm) + (1 if to_confirm else 0),
+        },
+    }
+    return _clean(out)
+
+
+def _entry(e: Evaluated, conf: dict | None, j: int, tol: float) -> dict[str, Any]:
+    saving = conf.get("saving_us") if conf else None
+    idle = None
+    if saving is not None:
+        idle = saving <= tol
+    return {
+        "key": e.unit.key,
+        "resource": e.unit.kind,
+        "unit": e.unit.text,
+        "predicted_job_saving_us": e.predicted_job_us,
+        "predicted_saving_us": e.predicted_us,
+        "plan_job_saving_us": e.plan_job_us,
+        "plan_saving_us": e.plan_us,
+        "new_lightpaths": e.new_lightpaths,
+        "confirmed_saving_us": (0.0 if idle else saving) if saving is not None else None,
+        "confirmed_objective_us": conf.get("objective_us") if conf else None,
+        "confirmed_job_iteration_us": (conf.get("iteration_us") or [None] * (j + 1))[j]
+        if conf
+        else None,
+        "confirmed_status": conf.get("status") if conf else None,
+        "idle": idle,
+    }
+
+
+def _binding_json(ex: Explainer, j: int, bind: dict, best: dict | None) -> dict[str, Any]:
+    if best is None:
+        it, comp = ex.iteration[j], ex.inst.jobs[j].compute_time_us
+        if it <= comp * (1 + 1e-9):
+            return {
+                "resource": "compute",
+                "where": "communication hides behind compute; no network resource binds",
+            }
+        return {
+            "resource": "none",
+            "where": "no resource optnet can add shortens this job (its time is fixed latency "
+            "and reduction)",
+        }
+    kind = best["resource"]
+    if kind == "unused":
+        return {
+            "resource": "unused_capacity",
+            "where": "the plan leaves capacity unused: "
+            + "; ".join(best["new_lightpaths"][:3])
+            + ("; ..." if len(best["new_lightpaths"]) > 3 else ""),
+        }
+    if kind in ("hcf",):
+        return {"resource": "latency", "where": best["unit"]}
+    if kind == "nvlink":
+        return {"resource": "nvlink", "where": f"{ex.nvlink_share(j):.3f} us of the job's time"}
+    if bind.get("pair") is None:
+        return {"resource": "none", "where": ""}
+    kinds = bind["kinds"]
+    name = "+".join(kinds) if kinds else "unused_capacity"
+    where = "; ".join(bind["details"]) if kinds else "a lightpath fits without buying anything"
+    return {
+        "resource": name,
+        "where": where,
+        "pair": bind["servers"],
+        "pair_lightpaths": bind["lightpaths"],
+        "one_more_lightpath_us": bind["gain_us"],
+    }
+
+
+def _pairs_json(ex: Explainer, j: int) -> list[dict[str, Any]]:
+    out = []
+    st = ex.state0
+    for p in st.pairs:
+        if p[0] != j:
+            continue
+        b, a = ex.job.beta.get(p, 0.0), ex.job.alpha.get(p, 0.0)
+        b += ex.job.beta_pkt.get(p, 0.0)
+        a += ex.job.alpha_pkt.get(p, 0.0)
+        if abs(a) <= EPS and abs(b) <= EPS:
+            continue
+        sa, sb = st.servers(p)
+        out.append(
+            {
+                "servers": [ex.inst.servers[sa].name, ex.inst.servers[sb].name],
+                "lightpaths": st.lightpaths(p),
+                "d_iteration_d_beta_mb": b,
+                "d_iteration_d_alpha": a,
+                "one_more_lightpath_us": ex.gains(p, st)[1],
+            }
+        )
+    out.sort(key=lambda x: -x["one_more_lightpath_us"])
+    return out
+
+
+def _notes(ex: Explainer, baseline: dict | None) -> list[str]:
+    notes = [
+        "reconfiguration delay: circuits are static for the iteration, so reconfiguration "
+        "costs 0 us per iteration in this model and a faster OCS saves nothing",
+        "predicted = first order from the duals of the LP with the plan's integer decisions "
+        "fixed; kept plan = the evaluator on the plan plus the lightpaths the unit allows; "
+        "confirmed = joint MILP optimum without minus with the unit",
+    ]
+    if baseline is not None and baseline["objective_us"] < ex.plan_objective * (1 - 1e-9) - 1e-6:
+        notes.append(
+            f"the plan is not optimal: a re-solve reaches {baseline['objective_us']:.3f} us "
+            f"without buying anything (the plan has {ex.plan_objective:.3f} us); confirmed "
+            "savings are measured from the re-solve"
+        )
+    if baseline is not None and baseline["status"] != "optimal":
+        notes.append(
+            f"the baseline re-solve ended {baseline['status']}: confirmed savings are estimates; "
+            "raise --time-limit"
+        )
+    return notes
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:,.3f}"
+
+
+def _sentence(item: dict[str, Any], objective: str, baseline: dict | None) -> str:
+    """One sentence per job: what binds, what one more unit saves, whether re-solving agrees."""
+    name = item["job"]
+    b, best = item["binding"], item["best"]
+    if best is None:
+        return f"{name}: {b['where']}."
+    kind = b["resource"]
+    pj, kept = best["predicted_job_saving_us"], best["plan_job_saving_us"]
+    saves = f"{pj:,.3f} us of its iteration (first order"
+    saves += f"; {kept:,.3f} us keeping the plan)" if kept is not None else ")"
+    if kind == "unused_capacity":
+        text = f"{name} could be faster without buying anything: {b['where']}, saving {saves}"
+    else:
+        bound = {"latency": "the latency of its trunk fibre", "nvlink": "NVLink"}.get(
+            kind, kind.replace("ocs_ports", "OCS ports").replace("+", " and ")
+        )
+        text = f"{name} is bound by {bound}"
+        if b.get("where") and kind != "latency":
+            text += f" ({b['where']})"
+        text += f"; {best['unit']} would save {saves}"
+    c = best["confirmed_saving_us"]
+    if c is None:
+        return text + "."
+    not_critical = not item["critical"] and objective == "max-iteration"
+    if best["idle"]:
+        why = (
+            f"{name} is not on the critical path"
+            if not_critical
+            else "the re-solved joint plan finds no use for it"
+        )
+        if kind == "unused_capacity":
+            return text + f"; re-solving gains nothing per iteration overall: {why}."
+        return text + f"; re-solving saves nothing per iteration: {why}, so it would sit idle."
+    base_ok = (baseline or {}).get("status") == "optimal"
+    exact = best["confirmed_status"] == "optimal" and base_ok
+    how = "" if exact else ("at least " if base_ok else "about ")
+    text += f"; re-solving the joint MILP with it confirms {how}{c:,.3f} us per iteration"
+    if not_critical:
+        text += f" of the maximum, through the critical job ({name} itself is not critical)"
+    return text + "."
+
+
+def _clean(x: Any) -> Any:
+    if isinstance(x, float):
+        if not math.isfinite(x):
+            return None
+        return float(f"{x:.9g}")
+    if isinstance(x, dict):
+        return {k: _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    return x
+
+
+# ------------------------------------------------------------------------------- text
+
+
+def text_report(doc: dict[str, Any]) -> str:
+    lines = [
+        f"optnet explain: {doc['instance']['name']}"
+        + (f" ({doc['results']})" if doc.get("results") else ""),
+        f"objective {doc['objective_name']}: plan {_fmt(doc['plan_objective_us'])} us per "
+        "iteration"
+        + (
+            f"; re-solved without changes {_fmt(doc['baseline']['objective_us'])} us "
+            f"({doc['baseline']['status']})"
+            if doc.get("baseline")
+            else ""
+        ),
+        "",
+    ]
+    for j in doc["jobs"]:
+        crit = "critical" if j["critical"] else "not critical"
+        lines.append(
+            f"job {j['job']}: iteration {_fmt(j['iteration_time_us'])} us "
+            f"(compute {_fmt(j['compute_time_us'])} us), {crit}; binds: "
+            f"{j['binding']['resource']}"
+        )
+        lines.extend("  " + x for x in textwrap.wrap(j["sentence"], 96))
+        rows = [c for c in j["candidates"] if c["resource"] != "reconfiguration"]
+        if rows:
+            lines.append(f"  {'':<56} {'predicted':>11} {'kept plan':>11} {'confirmed':>11}")
+            lines.append(f"  {'unit':<56} {'(job)':>11} {'(job)':>11} {'(objective)':>11}")
+            for c in rows:
+                unit = c["unit"] if len(c["unit"]) <= 56 else c["unit"][:53] + "..."
+                conf = _fmt(c["confirmed_saving_us"])
+                if c["idle"]:
+                    conf = "0 idle" if c["resource"] != "unused" else "0"
+                lines.append(
+                    f"  {unit:<56} {_fmt(c['predicted_job_saving_us']):>11} "
+                    f"{_fmt(c['plan_job_saving_us']):>11} {conf:>11}"
+                )
+        lines.append("")
+    lines.extend(
+        textwrap.wrap(
+            "Savings in us per iteration: predicted (first order, from the duals) and kept plan "
+            "(the plan plus the new lightpaths) of the job; confirmed: of the objective "
+            f"({doc['objective_name']}), by re-solving the joint MILP with the unit; - = not "
+            "re-solved (--confirm all re-solves every unit).",
+            100,
+        )
+    )
+    for n in doc["notes"]:
+        lines.extend(textwrap.wrap(f"note: {n}", 100, subsequent_indent="  "))
+    return "\n".join(lines) + "\n"

@@ -158,6 +158,38 @@ def _intra_gamma_us(inst: Instance, kind: str, p: int, nbytes: float) -> float:
     return (p - 1) / p * nbytes * inverse_rate_us_per_byte(inst.reduce_rate_gbps)
 
 
+def in_network_available(inst: Instance, spec: CollectiveSpec) -> bool:
+    """SHARP-style aggregation: all-reduce over a packet fabric whose switches reduce."""
+    return (
+        spec.kind == "all_reduce"
+        and inst.packet is not None
+        and inst.packet.in_network_reduction
+        and (spec.algorithms is None or "in_network" in spec.algorithms)
+    )
+
+
+def in_network_time_us(inst: Instance, server_bytes: float) -> float:
+    """In-network all-reduce of ``server_bytes`` per server (docs/model.md §3):
+    ``alpha_path + D / min(B_nic / sigma, B_red)``: each server streams D up to the aggregating
+    spine and receives the reduced D back on the other direction of its full-duplex NIC; alpha_path
+    = overhead + 2 transceivers + FEC + 3 switch hops + the longest pair of trunks (the spine tier
+    is assumed whatever the placement: conservative for a group inside one rack)."""
+    pf = inst.packet
+    assert pf is not None
+    c = inst.constants
+    alpha = (
+        c.message_overhead_us
+        + 2 * inst.transceiver_latency_us
+        + c.fec_latency_us
+        + 3 * pf.hop_latency_us
+        + 2 * max(r.trunk_delay_us for r in inst.racks)
+    )
+    rate = pf.rate_gbps / pf.oversubscription
+    if pf.reduction_rate_gbps is not None:
+        rate = min(rate, pf.reduction_rate_gbps)
+    return alpha + server_bytes * inverse_rate_us_per_byte(rate)
+
+
 def _send_recv(inst: Instance, job: JobSpec, spec: CollectiveSpec) -> CollectiveCandidates:
     G = inst.gpus_per_server
     pair_bytes: dict[tuple[int, int], float] = defaultdict(float)
@@ -256,7 +288,7 @@ def collective_candidates(
         else:
             algs = coll.algorithms_for(spec.kind, N)
             if spec.algorithms is not None:
-                unknown = [a for a in spec.algorithms if a not in algs]
+                unknown = [a for a in spec.algorithms if a not in algs and a != "in_network"]
                 if unknown:
                     raise InputError(
                         [
@@ -271,6 +303,11 @@ def collective_candidates(
                 algs = tuple(a for a in algs if a in spec.algorithms)
             intra = _intra_phase_us(inst, spec.kind, g, n, p)
             options = []
+            if in_network_available(inst, spec):
+                D = max(_server_bytes(spec.kind, n, g, c, p, N) for _s, _g, c in groups)
+                net = in_network_time_us(inst, D)
+                gamma = _gamma_us(inst, spec.kind, "ring", p, n)
+                options.append(Option("in_network", intra + net + gamma, (), intra))
             for a in algs:
                 gs = tuple(
                     GroupSteps(

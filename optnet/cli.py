@@ -171,12 +171,9 @@ def solve(
     iteration_budget_us,
 ) -> None:
     """Jointly choose placement, OCS circuits, wavelengths and collective algorithms."""
-    from optnet.evaluate import evaluate
+    from optnet import pipeline
     from optnet.instance import load_instance
-    from optnet.results import build_results
-    from optnet.scale import solve_auto
-    from optnet.solve import SolveOptions, solve_instance
-    from optnet.strategies import explain_infeasible, solve_sequential
+    from optnet.solve import SolveOptions
 
     if out and Path(out).exists() and not force:
         raise OptnetError(f"{out}: exists; pass --force to overwrite")
@@ -196,68 +193,11 @@ def solve(
         change_penalty_us=change_penalty_us,
         iteration_budget_us=iteration_budget_us,
     )
-    if objective == "carbon" and inst.carbon is None:
-        raise errors.input_error(instance, "topology.carbon", "the carbon objective needs it")
-    if objective == "max-slowdown":
-        from optnet.fairness import alone_times
-
-        opts.alone_us = alone_times(inst, opts)
-    time_objective = objective in ("max-iteration", "weighted-sum")
-    if strategy == "sequential":
-        res = solve_sequential(inst, opts)
-    elif strategy == "joint" or prev is not None or not time_objective or iteration_budget_us:
-        res = solve_instance(inst, opts)
-    else:
-        res = solve_auto(inst, opts)
-    if res.status == "infeasible":
-        raise errors.InfeasibleError(explain_infeasible(inst, opts))
-    ev = evaluate(
-        inst,
-        res.decisions,
-        objective,
-        alone_us=opts.alone_us,
-        iteration_budget_us=iteration_budget_us,
-    )
-    results = build_results(
-        inst,
-        res.decisions,
-        ev,
-        objective_name=objective,
-        status=res.status,
-        objective=res.objective,
-        bound=res.bound,
-        gap=res.gap,
-        timings=res.timings,
-        solver=res.solver,
-        model_size=res.model_size,
-        reproducible=reproducible,
-    )
-    results["strategy"] = "joint" if strategy == "auto" and prev is not None else strategy
-    expected = ev.objective_us
-    if prev is not None:
-        from optnet.changes import diff
-
-        results["changes"] = diff(inst, prev, res.decisions)
-        counts = results["changes"]["counts"]
-        n_changes = sum(v for k, v in counts.items() if k != "wavelengths_retuned")
-        results["changes"]["counts"]["total"] = n_changes
-        if expected is not None:
-            expected += change_penalty_us * n_changes
-    _output(results, out, fmt, force)
-    if not ev.feasible:
-        raise errors.SolverError(
-            "internal error: the evaluator rejects the MILP's decisions:\n  "
-            + "\n  ".join(ev.violations)
-        )
-    if (
-        res.objective is not None
-        and expected is not None
-        and abs(res.objective - expected) > 1e-6 * max(1.0, abs(expected))
-    ):
-        raise errors.SolverError(
-            f"internal error: MILP objective {res.objective} != evaluator {expected}"
-        )
-    sys.exit(errors.EXIT_OK if res.status == "optimal" else errors.EXIT_FEASIBLE_NOT_PROVEN)
+    outcome = pipeline.run(inst, opts, strategy, reproducible=reproducible)
+    _output(outcome.results, out, fmt, force)
+    pipeline.check(outcome)
+    ok = outcome.result.status == "optimal"
+    sys.exit(errors.EXIT_OK if ok else errors.EXIT_FEASIBLE_NOT_PROVEN)
 
 
 def _read_decisions(inst, path: str):
@@ -326,7 +266,8 @@ def validate(instance, workload) -> None:
     click.echo(
         f"{instance}: ok - {len(inst.racks)} racks, {len(inst.servers)} servers x "
         f"{inst.gpus_per_server} GPUs, {len(inst.ocses)} OCS, "
-        f"{inst.wavelengths_per_fibre} wavelengths, {len(inst.jobs)} jobs"
+        f"{inst.wavelengths_per_fibre} wavelengths, {len(inst.jobs)} "
+        f"job{'s' if len(inst.jobs) != 1 else ''}"
     )
 
 

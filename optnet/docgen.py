@@ -245,7 +245,7 @@ def _text(s: str | None) -> str:
 
 
 def _cell(s: str) -> str:
-    return s.replace("|", "\\|") if "`" not in s else s
+    return s.replace("|", "\\|")
 
 
 def describe(model: type[BaseModel], name: str) -> str:

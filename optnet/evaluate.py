@@ -204,10 +204,13 @@ def pair_link(inst: Instance, sa: int, sb: int, q: int) -> PairLink:
     return PairLink("none", 0, 0.0, 0.0, 0.0)
 
 
-def _option_time(opt: Option, slot_server, links) -> tuple[float, dict, list[str]]:
+def _option_time(
+    opt: Option, slot_server, links, names: list[str] | None = None
+) -> tuple[float, dict, list[str]]:
     """Time of one option: constant + max over groups of the sum over steps of the slowest
     transfer; with the breakdown of the critical group's critical transfers."""
     best_t, best_bd, missing = 0.0, {"fixed": 0.0, "prop": 0.0, "ser": 0.0}, []
+    names = names or [str(i) for i in range(max(slot_server, default=0) + 1)]
     for gs in opt.groups:
         total, bd = 0.0, {"fixed": 0.0, "prop": 0.0, "ser": 0.0}
         for st in gs.steps:
@@ -217,8 +220,8 @@ def _option_time(opt: Option, slot_server, links) -> tuple[float, dict, list[str
                 link = links[(min(sa, sb), max(sa, sb))]
                 if link.kind == "none":
                     missing.append(
-                        f"slots {gs.slots[a]}->{gs.slots[b]} (servers {sa}, {sb}) have neither a "
-                        "lightpath nor a packet fabric"
+                        f"slots {gs.slots[a]}->{gs.slots[b]} (servers {names[sa]}, {names[sb]}) "
+                        "have neither a lightpath nor a packet fabric"
                     )
                     continue
                 parts = (
@@ -265,6 +268,7 @@ def evaluate(
     if any(v.startswith("placement") for v in violations):
         ev.feasible = False
         return ev
+    server_names = [sv.name for sv in inst.servers]
     iteration: list[float] = []
     pair_bytes: dict[tuple[int, int], float] = defaultdict(float)
     for ji, jc in enumerate(cands):
@@ -288,7 +292,7 @@ def evaluate(
                 )
                 continue
             opt = cc.options[names.index(alg)]
-            t, bd, missing = _option_time(opt, servers, links)
+            t, bd, missing = _option_time(opt, servers, links, server_names)
             for m in sorted(set(missing)):
                 ev.violations.append(f"collectives: {job.name}.{cc.spec.name} ({alg}): {m}")
             per_iter = cc.spec.count * t
@@ -298,7 +302,7 @@ def evaluate(
                 for _si, a, b, nbytes in gs.transfers():
                     st = gs.steps[_si]
                     sa, sb = servers[a], servers[b]
-                    pair_bytes[(min(sa, sb), max(sa, sb))] += cc.spec.count * st.count * nbytes
+                    pair_bytes[(sa, sb)] += cc.spec.count * st.count * nbytes  # directed
             p = cc.ranks
             n = cc.spec.message_bytes
             algbw = n / t / 1e3 if t > 0 else 0.0  # GB/s (bytes/us / 1e3)
@@ -358,7 +362,7 @@ def evaluate(
                 )
     if ev.violations:
         ev.feasible = False
-    if iteration:
+    if iteration and ev.feasible:  # an infeasible plan has no objective (only its violations)
         ev.energy = energy_report(inst, d, iteration, alone_us)
         if objective == "weighted-sum":
             ev.objective_us = sum(j.weight * t for j, t in zip(inst.jobs, iteration))
@@ -381,7 +385,9 @@ def evaluate(
         key = (min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))
         ra, rb = inst.servers[lp.server_a].rack, inst.servers[lp.server_b].rack
         ji = owner.get(lp.server_a)
-        busy = pair_bytes.get(key, 0.0) * physics.lightpath_inverse_rate(inst, q[key])
+        # full duplex: the busier direction sets the utilisation
+        heavier = max(pair_bytes.get(key, 0.0), pair_bytes.get(key[::-1], 0.0))
+        busy = heavier * physics.lightpath_inverse_rate(inst, q[key])
         ev.lightpaths.append(
             {
                 "ocs": inst.ocses[lp.ocs].name,

@@ -118,16 +118,12 @@ def _coef(con, var) -> float:
 
 
 def fixed_lp_sensitivities(
-    inst: Instance,
-    cands: tuple[JobCandidates, ...],
-    d: Decisions,
-    objective: str,
-    per_job: bool = False,
-) -> Sensitivities:
+    inst: Instance, cands: tuple[JobCandidates, ...], d: Decisions, objective: str
+) -> tuple[Sensitivities, Sensitivities]:
     """Fix the plan's integer decisions, solve the LP, turn duals into sensitivities.
 
-    ``per_job``: minimise ``sum_j iter[j]`` instead of the objective; with the integers fixed the
-    jobs share no variable, so each job's rows carry d(iter_j)/d(parameter).
+    Returns (objective-level, job-level). The job-level LP minimises ``sum_j iter[j]``: with the
+    integers fixed the jobs share no variable, so each job's rows carry d(iter_j)/d(parameter).
     A row's dual is d(objective)/d(its active bound) (HiGHS); raising the floor of variable v in a
     row ``v >= f`` moves that bound by ``coef(v)`` in the row's own orientation, so the
     sensitivity is ``coef(v) * dual``.
@@ -151,52 +147,57 @@ def fixed_lp_sensitivities(
             v.setub(ub)
     if hasattr(m, "collective_lower_bound"):
         m.collective_lower_bound.deactivate()
-    if per_job:
-        m.obj.deactivate()
-        m.explain_obj = pyo.Objective(expr=sum(m.iter[j] for j in m.JOBS), sense=pyo.minimize)
-    try:
-        opt = SolverFactory("highs")
-        res = opt.solve(
-            m,
-            threads=1,
-            solver_options={"output_flag": False, "presolve": "on", "random_seed": 0},
-            load_solutions=False,
-            raise_exception_on_nonoptimal_result=False,
-        )
-    except Exception as exc:  # noqa: BLE001 - report, never a traceback
-        raise errors.SolverError(f"HiGHS failed on the fixed LP: {exc}") from None
-    if res.solution_status != SolutionStatus.optimal:
-        raise errors.SolverError(
-            f"the LP with the plan's decisions fixed ended with {res.termination_condition.name}; "
-            "are the decisions feasible (optnet evaluate)?"
-        )
-    duals = res.solution_loader.get_duals()
-    s = Sensitivities(float(res.incumbent_objective))
-
-    def sens(con, var) -> float:
-        y = duals.get(con, 0.0)
-        return _coef(con, var) * y if abs(y) > 1e-12 else 0.0
-
-    for p in md.pairs:
-        s.beta[p] = sens(m.pair_bandwidth_lightpath[p], m.beta[p])
-        s.alpha[p] = sens(m.pair_latency_lightpath[p], m.alpha[p])
-        if md.has_packet:
-            s.beta_pkt[p] = sens(m.pair_bandwidth_packet[p], m.beta[p])
-            s.alpha_pkt[p] = sens(m.pair_latency_packet[p], m.alpha[p])
     chosen = {(j, ci): a for j, ci, a in m.OPTIONS if round(pyo.value(m.x[j, ci, a])) == 1}
+    rows: list[tuple[str, Any, Any, Any]] = []  # (table, key, constraint, variable)
+    for p in md.pairs:
+        rows.append(("beta", p, m.pair_bandwidth_lightpath[p], m.beta[p]))
+        rows.append(("alpha", p, m.pair_latency_lightpath[p], m.alpha[p]))
+        if md.has_packet:
+            rows.append(("beta_pkt", p, m.pair_bandwidth_packet[p], m.beta[p]))
+            rows.append(("alpha_pkt", p, m.pair_latency_packet[p], m.alpha[p]))
     for j, ci, a, g in m.OPTION_GROUPS:
         if chosen.get((j, ci)) == a:
-            s.const[(j, ci)] = s.const.get((j, ci), 0.0) + sens(
-                m.collective_time[j, ci, a, g], m.T[j, ci]
-            )
-    for j in m.JOBS:
+            rows.append(("const", (j, ci), m.collective_time[j, ci, a, g], m.T[j, ci]))
+    if md.objective not in ("weighted-sum",):
+        rows.extend(("job", j, m.max_iteration[j], m.Z) for j in m.JOBS)
+    coef = [_coef(con, var) for _t, _k, con, var in rows]
+    opt = SolverFactory("highs")
+    out = []
+    for per_job in (False, True):
         if per_job:
-            s.job[j] = 1.0
-        elif md.objective == "weighted-sum":
-            s.job[j] = md.cands[j].job.weight
-        else:
-            s.job[j] = sens(m.max_iteration[j], m.Z)
-    return s
+            m.obj.deactivate()
+            m.explain_obj = pyo.Objective(expr=sum(m.iter[j] for j in m.JOBS), sense=pyo.minimize)
+        try:
+            res = opt.solve(
+                m,
+                threads=1,
+                solver_options={"output_flag": False, "presolve": "on", "random_seed": 0},
+                load_solutions=False,
+                raise_exception_on_nonoptimal_result=False,
+            )
+        except Exception as exc:  # noqa: BLE001 - report, never a traceback
+            raise errors.SolverError(f"HiGHS failed on the fixed LP: {exc}") from None
+        if res.solution_status != SolutionStatus.optimal:
+            raise errors.SolverError(
+                "the LP with the plan's decisions fixed ended with "
+                f"{res.termination_condition.name}; are the decisions feasible (optnet evaluate)?"
+            )
+        duals = res.solution_loader.get_duals([con for _t, _k, con, _v in rows])
+        s = Sensitivities(float(res.incumbent_objective))
+        for (table, key, con, _v), a in zip(rows, coef):
+            y = duals.get(con, 0.0)
+            val = a * y if abs(y) > 1e-12 else 0.0
+            if table == "job" and per_job:
+                continue
+            tab = getattr(s, table)
+            tab[key] = tab.get(key, 0.0) + val
+        for j in m.JOBS:
+            if per_job:
+                s.job[j] = 1.0
+            elif md.objective == "weighted-sum":
+                s.job[j] = md.cands[j].job.weight
+        out.append(s)
+    return out[0], out[1]
 
 
 # ------------------------------------------------------------------------------- plan state
@@ -559,8 +560,7 @@ class Explainer:
             )
         self.plan_objective = float(ev.objective_us)
         self.iteration = [float(j["iteration_time_us"]) for j in ev.jobs]
-        self.obj = fixed_lp_sensitivities(inst, self.cands, d, objective)
-        self.job = fixed_lp_sensitivities(inst, self.cands, d, objective, per_job=True)
+        self.obj, self.job = fixed_lp_sensitivities(inst, self.cands, d, objective)
         if abs(self.obj.objective - self.plan_objective) > 1e-6 * max(1.0, self.plan_objective):
             raise errors.SolverError(
                 f"internal error: the fixed LP gives {self.obj.objective} but the evaluator "
@@ -653,10 +653,19 @@ class Explainer:
         base = self._evaluate(self.inst, self.cands, base_d)
         new = self._evaluate(inst2, cands2, d2)
         if base is not None and new is not None:
-            out.plan_us = base[0] - new[0]
-            if job is not None:
+            if job is None:
+                out.plan_us = base[0] - new[0]
+            else:  # only this job's share: the other jobs keep their times
+                mixed = list(base[1])
+                mixed[job] = new[1][job]
+                out.plan_us = self._objective(base[1]) - self._objective(mixed)
                 out.plan_job_us = base[1][job] - new[1][job]
         return out
+
+    def _objective(self, iters: list[float]) -> float:
+        if self.objective == "weighted-sum":
+            return sum(j.weight * t for j, t in zip(self.inst.jobs, iters))
+        return max(iters, default=0.0)
 
     def _latency_or_nvlink(self, u, s: Sensitivities, jobs, inst2, cands2) -> float:
         total = 0.0
@@ -814,6 +823,27 @@ def _rank(e: Evaluated) -> tuple:
 # ------------------------------------------------------------------------------- driver
 
 
+def _canonical(inst: Instance, u: Unit) -> tuple:
+    """The unit up to identical OCSes (same racks, ports, loss, loopback and transceiver count):
+    adding to either gives the same MILP up to relabelling, so one solve serves both."""
+    T = inst.transceivers_per_ocs
+
+    def cls(o: int) -> int:
+        rep = dataclasses.replace(inst.ocses[o], name="")
+        for k in range(o):
+            if T[k] == T[o] and dataclasses.replace(inst.ocses[k], name="") == rep:
+                return k
+        return o
+
+    return (
+        u.wavelengths,
+        tuple(sorted(cls(o) for o in u.transceivers)),
+        None if u.ocs_copy is None else cls(u.ocs_copy),
+        u.hcf_rack,
+        u.nvlink_factor,
+    )
+
+
 def _to_confirm(inst: Instance, bind: dict, evs: list[Evaluated], mode: str) -> list[Unit]:
     """Units to re-solve for one job. ``top``: the best unit, and the single-resource unit of
     each binding blocker (one wavelength; one transceiver on the blocked OCSes; one more such
@@ -871,7 +901,8 @@ def explain(
     t0 = time.perf_counter()
     results, inst, d = load_plan(result, instance, workload)
     objective = results.get("objective_name", "max-iteration")
-    return explain_plan(inst, d, objective, o, source=str(result), t0=t0)
+    gap = results.get("gap") if results.get("status") == "optimal" else None
+    return explain_plan(inst, d, objective, o, source=str(result), t0=t0, proven_gap=gap)
 
 
 def explain_plan(
@@ -881,7 +912,11 @@ def explain_plan(
     options: ExplainOptions | None = None,
     source: str | None = None,
     t0: float | None = None,
+    proven_gap: float | None = None,
 ) -> dict[str, Any]:
+    """Explain decisions ``d`` of ``inst``. ``proven_gap``: the plan is known to be within this
+    relative gap of the optimum (from its results file); if that is no more than the MIP gap
+    of the confirmations, the plan's objective serves as the baseline without a re-solve."""
     o = options or ExplainOptions()
     t0 = t0 if t0 is not None else time.perf_counter()
     ex = Explainer(inst, d, objective)
@@ -902,16 +937,23 @@ def explain_plan(
             to_confirm.setdefault(u.key, u)
     confirmed: dict[str, dict[str, Any]] = {}
     baseline: dict[str, Any] | None = None
+    n_solves = 0
     if to_confirm:
-        res0 = _solve(inst, objective, o, d)
-        if res0.objective is None:
-            raise errors.SolverError(f"re-solving the plan's instance ended {res0.status}")
-        base_obj = min(res0.objective, ex.plan_objective)
-        base_iter = ex.iteration
-        if res0.objective < ex.plan_objective:
-            ev0 = evaluate(inst, res0.decisions, objective, ex.cands)
-            base_iter = [float(x["iteration_time_us"]) for x in ev0.jobs]
-        baseline = {"objective_us": base_obj, "status": res0.status}
+        if proven_gap is not None and proven_gap <= o.mip_gap:
+            base_obj, base_status, base_iter = ex.plan_objective, "optimal", ex.iteration
+            baseline = {"objective_us": base_obj, "status": "optimal", "source": "results"}
+        else:
+            res0 = _solve(inst, objective, o, d)
+            n_solves += 1
+            if res0.objective is None:
+                raise errors.SolverError(f"re-solving the plan's instance ended {res0.status}")
+            base_obj, base_status, base_iter = ex.plan_objective, res0.status, ex.iteration
+            if res0.objective < ex.plan_objective:
+                base_obj = res0.objective
+                ev0 = evaluate(inst, res0.decisions, objective, ex.cands)
+                base_iter = [float(x["iteration_time_us"]) for x in ev0.jobs]
+            baseline = {"objective_us": base_obj, "status": res0.status, "source": "re-solve"}
+        solved: dict[tuple, dict[str, Any]] = {}  # by unit up to identical OCSes
         for key, u in to_confirm.items():
             if u.kind == "reconfiguration":
                 confirmed[key] = {"saving_us": 0.0, "status": "not solved (nothing to change)"}
@@ -920,25 +962,34 @@ def explain_plan(
                 confirmed[key] = {
                     "saving_us": ex.plan_objective - base_obj,
                     "objective_us": base_obj,
-                    "status": res0.status,
+                    "status": base_status,
                     "iteration_us": base_iter,
                 }
                 continue
             glob = ex.evaluate_unit(u, all_jobs)
-            inst2, cands2 = ex.modified(u)
-            res = _solve(inst2, objective, o, glob.decisions or d)
-            if res.objective is None:
-                confirmed[key] = {"saving_us": None, "status": res.status}
-                continue
-            ev2 = evaluate(inst2, res.decisions, objective, cands2)
-            confirmed[key] = {
-                "saving_us": base_obj - res.objective,
-                "objective_us": res.objective,
-                "status": res.status,
-                "iteration_us": [float(x["iteration_time_us"]) for x in ev2.jobs],
-                "global_predicted_us": glob.predicted_us,
-                "global_plan_us": glob.plan_us,
-            }
+            canon = _canonical(inst, u)
+            if canon not in solved:
+                inst2, cands2 = ex.modified(u)
+                res = _solve(inst2, objective, o, glob.decisions or d)
+                n_solves += 1
+                if res.objective is None:
+                    solved[canon] = {"saving_us": None, "status": res.status, "same_as": None}
+                else:
+                    ev2 = evaluate(inst2, res.decisions, objective, cands2)
+                    solved[canon] = {
+                        "saving_us": base_obj - res.objective,
+                        "objective_us": res.objective,
+                        "status": res.status,
+                        "iteration_us": [float(x["iteration_time_us"]) for x in ev2.jobs],
+                        "same_as": None,
+                    }
+                solved[canon]["_first"] = key
+            first = solved[canon]
+            confirmed[key] = {k: v for k, v in first.items() if k != "_first"}
+            if first["_first"] != key:  # an identical OCS: the same MILP up to relabelling
+                confirmed[key]["same_as"] = first["_first"]
+            confirmed[key]["global_predicted_us"] = glob.predicted_us
+            confirmed[key]["global_plan_us"] = glob.plan_us
     t_confirm = time.perf_counter() - t1
     tol = max(1e-6, o.mip_gap * (baseline or {}).get("objective_us", ex.plan_objective) * 2)
     resources: dict[str, dict[str, Any]] = {}
@@ -974,6 +1025,7 @@ def explain_plan(
                         "confirmed_saving_us": e["confirmed_saving_us"],
                         "confirmed_objective_us": e["confirmed_objective_us"],
                         "confirmed_status": e["confirmed_status"],
+                        "confirmed_same_as": e["confirmed_same_as"],
                         "idle": e["idle"],
                     },
                 )
@@ -994,7 +1046,7 @@ def explain_plan(
             "duals_s": round(t_lp, 6),
             "units_s": round(t1 - t0 - t_lp, 6),
             "confirm_s": round(t_confirm, 6),
-            "confirm_solves": len(to_confirm) + (1 if to_confirm else 0),
+            "confirm_solves": n_solves,
         },
     }
     return _clean(out)
@@ -1014,12 +1066,13 @@ def _entry(e: Evaluated, conf: dict | None, j: int, tol: float) -> dict[str, Any
         "plan_job_saving_us": e.plan_job_us,
         "plan_saving_us": e.plan_us,
         "new_lightpaths": e.new_lightpaths,
-        "confirmed_saving_us": (0.0 if idle else saving) if saving is not None else None,
+        "confirmed_saving_us": saving,
         "confirmed_objective_us": conf.get("objective_us") if conf else None,
         "confirmed_job_iteration_us": (conf.get("iteration_us") or [None] * (j + 1))[j]
         if conf
         else None,
         "confirmed_status": conf.get("status") if conf else None,
+        "confirmed_same_as": conf.get("same_as") if conf else None,
         "idle": idle,
     }
 
@@ -1206,6 +1259,13 @@ def text_report(doc: dict[str, Any]) -> str:
                     f"  {unit:<56} {_fmt(c['predicted_job_saving_us']):>11} "
                     f"{_fmt(c['plan_job_saving_us']):>11} {conf:>11}"
                 )
+        lines.append("")
+    if doc["resources"]:
+        lines.append(f"Re-solved with one more unit ({doc['objective_name']}, us per iteration):")
+        for r in doc["resources"]:
+            saving = "0 (idle)" if r["idle"] else _fmt(r["confirmed_saving_us"])
+            st = "" if r["confirmed_status"] == "optimal" else f"  [{r['confirmed_status']}]"
+            lines.append(f"  {saving:>12}  {r['unit']}{st}")
         lines.append("")
     lines.extend(
         textwrap.wrap(

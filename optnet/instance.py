@@ -388,12 +388,12 @@ def _job(j: schema.Job, ji: int, G: int, wp) -> JobSpec:
         if c.algorithms is not None:
             from optnet.collectives import ALGORITHMS
 
-            unknown = [a for a in c.algorithms if a not in ALGORITHMS[c.kind]]
+            allowed = ALGORITHMS[c.kind] + (("in_network",) if c.kind == "all_reduce" else ())
+            unknown = [a for a in c.algorithms if a not in allowed]
             if unknown:
                 wp(
                     f"{f}.collectives[{ci}].algorithms",
-                    f"unknown algorithms {unknown} for {c.kind}; "
-                    f"allowed: {list(ALGORITHMS[c.kind])}",
+                    f"unknown algorithms {unknown} for {c.kind}; allowed: {list(allowed)}",
                 )
         colls.append(
             CollectiveSpec(

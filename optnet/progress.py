@@ -1,7 +1,8 @@
 """Solver progress on stderr and optnet's own wall-clock limit, through HiGHS callbacks.
 
 HiGHS fires ``cbMipInterrupt`` many thousand times a second; we print at most ``rate_hz`` lines
-per second (elapsed, incumbent, bound, gap) and interrupt the solve once optnet's own deadline has
+per second (elapsed, incumbent, bound, gap; from the first second on, so quick solves stay
+silent) and interrupt the solve once optnet's own deadline has
 passed (the calibration note measured HiGHS overrunning its limit by 78 s with parallel on).
 Pyomo captures the process's stdout/stderr during a solve, so lines go to a duplicate of the
 original stderr taken before the solve (pyomo_highs.md §4).
@@ -71,7 +72,7 @@ class Progress:
         if self.stop_at is not None and e.data_out.mip_primal_bound <= self.stop_at:
             self.reached_target = True
             e.interrupt()
-        if self.stream is not None and t - self.last >= self.period:
+        if self.stream is not None and t >= 1.0 and t - self.last >= self.period:
             self.last = t
             d = e.data_out
             inc, bnd = d.mip_primal_bound, d.mip_dual_bound

@@ -91,11 +91,15 @@ def report_model(r: dict[str, Any]) -> Report:
     inst = r.get("instance") or {}
     summary: list[tuple[str, str]] = [("status", str(r.get("status")))]
     obj = r.get("objective")
+    unit = r.get("objective_unit") or "us"
     summary.append(
-        (f"objective ({r.get('objective_name')})", f"{obj:,.3f} us" if obj is not None else "n/a")
+        (
+            f"objective ({r.get('objective_name')})",
+            f"{obj:,.3f} {unit}" if obj is not None else "n/a",
+        )
     )
     if r.get("bound") is not None:
-        summary.append(("bound", f"{r['bound']:,.3f} us"))
+        summary.append(("bound", f"{r['bound']:,.3f} {unit}"))
     if r.get("gap") is not None:
         summary.append(("gap", f"{100 * r['gap']:.4f} %"))
     if r.get("comm_gap") is not None:
@@ -222,6 +226,42 @@ def report_model(r: dict[str, Any]) -> Report:
             "follow compute (a collective's phase lasts count x time).",
         )
     )  # fmt: skip
+    energy = r.get("energy") or {}
+    if energy.get("jobs"):
+        rep.tables.append(
+            Table(
+                "energy",
+                "Energy and carbon",
+                ["job", "GPU J/iter", "transceiver J/iter", "lightpaths", "J/iter", "kWh/run",
+                 "GPU-h waiting/run", "gCO2e/iter", "kgCO2e/run"],
+                [
+                    [
+                        e.get("name"), e.get("gpu_j_per_iteration"),
+                        e.get("transceiver_j_per_iteration"), e.get("lightpaths"),
+                        e.get("j_per_iteration"), e.get("kwh_per_run"),
+                        e.get("gpu_hours_waiting_per_run"), e.get("gco2e_per_iteration"),
+                        e.get("kgco2e_per_run"),
+                    ]
+                    for e in energy["jobs"]
+                ]
+                + [
+                    [
+                        "all (incl. fabric)", None, None, None, energy.get("j_per_iteration"),
+                        energy.get("kwh_per_run"), None, energy.get("gco2e_per_iteration"),
+                        energy.get("kgco2e_per_run"),
+                    ]
+                ],
+                f"fabric (OCS + packet switches) {energy.get('static_power_w', 0):,.0f} W, "
+                f"transceiver {energy.get('transceiver_w', 0):.1f} W; Jain's index over GPU "
+                f"utilisation {energy.get('jain_utilisation') or 0:.4f}"
+                + (
+                    f", max slowdown {energy['max_slowdown']:.4f}"
+                    if energy.get("max_slowdown") is not None
+                    else ""
+                )
+                + " (docs/energy.md).",
+            )
+        )  # fmt: skip
     return rep
 
 

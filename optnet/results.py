@@ -109,6 +109,9 @@ def write_atomic(path: str | Path, text: str, force: bool = False) -> None:
         raise OptnetError(f"{path}: exists; pass --force to overwrite")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # as open() would create it (mkstemp makes it 0600)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)

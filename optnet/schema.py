@@ -125,6 +125,10 @@ class PacketFabric(Strict):
     """Latency of each switch hop (1 hop inside a rack, 3 between racks)."""
     switches: Annotated[int, Field(ge=1, le=100_000)] | None = None
     """Switches drawing power; default one leaf per rack plus half as many spines (rounded up)."""
+    in_network_reduction: bool = False
+    """The switches reduce in the network (SHARP-style): all-reduce may use it as an algorithm."""
+    reduction_rate_gbps: PositiveFloat | None = None
+    """Aggregation throughput per port; default the NIC rate (the tighter of the two binds)."""
 
 
 class Power(Strict):

@@ -216,8 +216,8 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-Strategy = Literal["joint", "sequential"]
-Objective = Literal["max-iteration", "weighted-sum"]
+Strategy = Literal["auto", "joint", "sequential"]
+Objective = Literal["max-iteration", "weighted-sum", "max-slowdown", "energy", "carbon"]
 
 
 class SolveSpec(_Strict):
@@ -228,7 +228,8 @@ class SolveSpec(_Strict):
     mip_gap: Annotated[float, Field(ge=0, le=1)] = 1e-4
     threads: Annotated[int, Field(ge=1, le=256)] = 1
     seed: Annotated[int, Field(ge=0)] = 0
-    strategy: Strategy = "joint"
+    strategy: Strategy = "auto"
+    iteration_budget_us: Annotated[float, Field(gt=0)] | None = None
 
 
 class SweepSpec(_Strict):
@@ -427,11 +428,8 @@ def run_point(task: dict[str, Any]) -> dict[str, Any]:
 
 
 def _solve_point(task: dict[str, Any], row: dict[str, Any]) -> dict[str, Any] | None:
-    from optnet import errors
-    from optnet.evaluate import evaluate
-    from optnet.results import build_results
-    from optnet.solve import SolveOptions, solve_instance
-    from optnet.strategies import explain_infeasible, solve_sequential
+    from optnet import pipeline
+    from optnet.solve import SolveOptions
 
     s = task["solve"]
     inst = instance_from_data(task["data"], task["display"], task.get("stem", "instance"))
@@ -441,31 +439,10 @@ def _solve_point(task: dict[str, Any], row: dict[str, Any]) -> dict[str, Any] | 
         mip_gap=float(s["mip_gap"]),
         threads=int(s["threads"]),
         seed=int(s["seed"]),
+        iteration_budget_us=s.get("iteration_budget_us"),
     )
-    sequential = s["strategy"] == "sequential"
-    res = solve_sequential(inst, opts) if sequential else solve_instance(inst, opts)
-    if res.status == "infeasible":
-        try:
-            reasons = explain_infeasible(inst, opts)
-        except Exception:  # the explanation is a courtesy
-            reasons = ["the MILP is infeasible"]
-        raise errors.InfeasibleError(reasons)
-    ev = evaluate(inst, res.decisions, s["objective"])
-    results = build_results(
-        inst,
-        res.decisions,
-        ev,
-        objective_name=s["objective"],
-        status=res.status,
-        objective=res.objective,
-        bound=res.bound,
-        gap=res.gap,
-        timings=res.timings,
-        solver=res.solver,
-        model_size=res.model_size,
-    )
-    if sequential:
-        results["strategy"] = "sequential"
+    outcome = pipeline.run(inst, opts, s.get("strategy", "auto"))
+    res, ev, results = outcome.result, outcome.evaluation, outcome.results
     row["status"] = res.status
     row["objective_us"] = results.get("objective")
     row["bound_us"] = results.get("bound")

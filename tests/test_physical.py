@@ -67,3 +67,65 @@ def test_evaluator_flags_a_lossy_lightpath(tmp_path):
     ev = evaluate(inst, from_json(inst, sol))
     assert not ev.feasible
     assert any(v.startswith("power budget:") for v in ev.violations)
+
+
+def _in_network(tmp_path, reduction_rate: float | None = None):
+    text = (INSTANCES / "tiny.yaml").read_text()
+    extra = f", reduction_rate_gbps: {reduction_rate}" if reduction_rate else ""
+    text = text.replace(
+        "  wavelengths_per_fibre: 2",
+        "  packet_fabric: {rate_gbps: 400, in_network_reduction: true" + extra + "}\n"
+        "  wavelengths_per_fibre: 2",
+    )
+    path = tmp_path / "sharp.yaml"
+    path.write_text(text)
+    return load_instance(path)
+
+
+def test_in_network_all_reduce_closed_form(tmp_path):
+    from optnet.candidates import all_candidates
+
+    inst = _in_network(tmp_path)
+    cc = all_candidates(inst)[0].collectives[
+        0
+    ]  # train.grads: all-reduce over 2 servers, 4 GPUs each
+    opt = next(o for o in cc.options if o.algorithm == "in_network")
+    D = 4 * 50e6  # 4 data-parallel groups share each pair of servers
+    alpha = 1.0 + 2 * 0.01 + 0.1 + 3 * 0.3 + 2 * 0.30 * 3.35
+    net = alpha + D / (400 * 125)
+    gamma = 0.5 * 50e6 / (3350 * 8 / 3 * 125)
+    assert opt.constant_us == pytest.approx(opt.nvlink_us + net + gamma, rel=1e-12)
+    # a reduction engine slower than the NIC binds instead
+    slow = _in_network(tmp_path, reduction_rate=100)
+    opt2 = next(
+        o for o in all_candidates(slow)[0].collectives[0].options if o.algorithm == "in_network"
+    )
+    assert opt2.constant_us - opt.constant_us == pytest.approx(D / (100 * 125) - D / (400 * 125))
+
+
+def test_in_network_milp_matches_exhaustive_search(tmp_path):
+    import sys
+
+    sys.path.insert(0, str(INSTANCES.parent / "tests"))
+    from brute import brute_force
+
+    inst = _in_network(tmp_path)
+    res = solve_instance(inst, SolveOptions(mip_gap=1e-9))
+    assert res.objective == pytest.approx(brute_force(inst)[0], rel=1e-6)
+    assert evaluate(inst, res.decisions).objective_us == pytest.approx(res.objective, rel=1e-6)
+
+
+def test_in_network_wins_when_only_it_is_allowed_to_use_the_fabric(tmp_path):
+    """Restricted to in_network the all-reduce takes exactly the closed form: over 2 servers it
+    moves D once (a ring moves 2 (N-1)/N D = D too, so here it only trades latency)."""
+    from dataclasses import replace
+
+    inst = _in_network(tmp_path)
+    job = inst.jobs[0]
+    only = replace(job.collectives[0], algorithms=("in_network",))
+    inst2 = replace(inst, jobs=(replace(job, collectives=(only,)), inst.jobs[1]))
+    res = solve_instance(inst2, SolveOptions(mip_gap=1e-9))
+    ev = evaluate(inst2, res.decisions)
+    assert res.decisions.algorithms[(0, 0)] == "in_network"
+    assert ev.collectives[0]["breakdown_us"]["serialisation"] == 0  # no pair is used
+    assert ev.objective_us == pytest.approx(res.objective, rel=1e-6)

@@ -1,0 +1,114 @@
+"""One solve, end to end, as ``optnet solve`` and ``optnet sweep`` both run it: choose the
+strategy, solve, explain infeasibility, evaluate independently, assemble the results, and check
+that the MILP's objective equals the evaluator's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from optnet import errors
+from optnet.evaluate import Evaluation, evaluate
+from optnet.instance import Instance
+from optnet.results import build_results
+from optnet.solve import SolveOptions, SolveResult
+
+STRATEGIES = ("auto", "joint", "sequential")
+TIME_OBJECTIVES = ("max-iteration", "weighted-sum")
+
+
+@dataclass
+class Outcome:
+    result: SolveResult
+    evaluation: Evaluation
+    results: dict[str, Any]
+    strategy: str
+    """The strategy that actually ran (``auto`` hands some cases to ``joint``)."""
+    expected_objective: float | None
+    """The evaluator's objective (plus the change penalty, with ``--from``)."""
+
+
+def used_strategy(strategy: str, o: SolveOptions) -> str:
+    """``auto`` runs the whole joint model for what its bound and decomposition do not cover:
+    re-optimising a running plan, non-time objectives, budgets and tenant guarantees."""
+    if strategy != "auto":
+        return strategy
+    if o.previous is not None or o.objective not in TIME_OBJECTIVES or o.iteration_budget_us:
+        return "joint"
+    return "auto"
+
+
+def run(
+    inst: Instance, o: SolveOptions, strategy: str = "auto", reproducible: bool = False
+) -> Outcome:
+    """Solve ``inst`` and return the checked outcome; raise the CLI's errors on failure."""
+    from optnet.scale import solve_auto
+    from optnet.solve import solve_instance
+    from optnet.strategies import explain_infeasible, solve_sequential
+
+    if o.objective == "carbon" and inst.carbon is None:
+        raise errors.input_error("instance", "topology.carbon", "the carbon objective needs it")
+    if o.objective == "max-slowdown" and o.alone_us is None:
+        from optnet.fairness import alone_times
+
+        o = replace(o, alone_us=alone_times(inst, o))
+    used = used_strategy(strategy, o)
+    if used == "sequential":
+        res = solve_sequential(inst, o)
+    elif used == "joint":
+        res = solve_instance(inst, o)
+    else:
+        res = solve_auto(inst, o)
+    if res.status == "infeasible":
+        raise errors.InfeasibleError(explain_infeasible(inst, o))
+    ev = evaluate(
+        inst,
+        res.decisions,
+        o.objective,
+        alone_us=o.alone_us,
+        iteration_budget_us=o.iteration_budget_us,
+    )
+    results = build_results(
+        inst,
+        res.decisions,
+        ev,
+        objective_name=o.objective,
+        status=res.status,
+        objective=res.objective,
+        bound=res.bound,
+        gap=res.gap,
+        timings=res.timings,
+        solver=res.solver,
+        model_size=res.model_size,
+        reproducible=reproducible,
+    )
+    results["strategy"] = res.solver.get("strategy", used) if used == "auto" else used
+    expected = ev.objective_us
+    if o.previous is not None:
+        from optnet.changes import diff
+
+        results["changes"] = diff(inst, o.previous, res.decisions)
+        counts = results["changes"]["counts"]
+        n_changes = sum(v for k, v in counts.items() if k != "wavelengths_retuned")
+        counts["total"] = n_changes
+        if expected is not None:
+            expected += o.change_penalty_us * n_changes
+    return Outcome(res, ev, results, used, expected)
+
+
+def check(outcome: Outcome) -> None:
+    """The MILP's decisions must be feasible and its objective the evaluator's (rel. 1e-6)."""
+    res, ev, expected = outcome.result, outcome.evaluation, outcome.expected_objective
+    if not ev.feasible:
+        raise errors.SolverError(
+            "internal error: the evaluator rejects the MILP's decisions:\n  "
+            + "\n  ".join(ev.violations)
+        )
+    if (
+        res.objective is not None
+        and expected is not None
+        and abs(res.objective - expected) > 1e-6 * max(1.0, abs(expected))
+    ):
+        raise errors.SolverError(
+            f"internal error: MILP objective {res.objective} != evaluator {expected}"
+        )

@@ -2,18 +2,36 @@
 solved plan, and what one more unit of it would save per iteration (docs/explain.md).
 
 Errors are :class:`~optnet.errors.OptnetError` subclasses, printed without a traceback by
-``optnet.cli._handle_errors`` with the README's exit codes.
+``optnet.cli._handle_errors`` with the README's exit codes. That handler is looked up when the
+command runs, not when this module is imported, so importing this module before or after
+``optnet.cli`` (which registers the command) never meets a half-initialised module.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 
 import click
 
 from optnet import errors
-from optnet.cli import _handle_errors
+
+
+def _handle_errors(fn):
+    """``optnet.cli._handle_errors`` (with its ``--debug`` flag), imported at call time."""
+
+    @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
+    @functools.wraps(fn)
+    def command(*args, debug: bool = False, **kwargs):
+        from optnet.cli import _handle_errors as handle
+
+        def run():
+            return fn(*args, **kwargs)
+
+        return handle(run)(debug=debug)
+
+    return command
 
 
 @click.command("explain")

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import textwrap
 import time
 from collections import Counter, defaultdict
@@ -394,6 +395,7 @@ class Unit:
     ocs_copy: int | None = None  # one more OCS like this one, one transceiver per server on it
     hcf_rack: int | None = None  # this rack's trunks in hollow-core fibre
     nvlink_factor: float = 1.0
+    label: str = ""  # short form for tables
 
     @property
     def lightpaths(self) -> bool:
@@ -403,7 +405,14 @@ class Unit:
 def wavelength_unit(inst: Instance, k: int = 1) -> Unit:
     W = len(inst.usable_wavelengths)
     what = "one more wavelength" if k == 1 else f"{k} more wavelengths"
-    return Unit("wavelengths", f"wavelengths+{k}", f"{what} per fibre ({W} -> {W + k})", k)
+    text = f"{what} per fibre ({W} -> {W + k})"
+    return Unit(
+        "wavelengths",
+        f"wavelengths+{k}",
+        text,
+        k,
+        label=f"+{k} wavelength{'s' * (k > 1)}/fibre ({W} -> {W + k})",
+    )
 
 
 def transceiver_unit(inst: Instance, o: int) -> Unit:
@@ -414,6 +423,8 @@ def transceiver_unit(inst: Instance, o: int) -> Unit:
         f"one more transceiver per server on {n} ({inst.transceivers_per_ocs[o]} -> "
         f"{inst.transceivers_per_ocs[o] + 1})",
         transceivers=(o,),
+        label=f"+1 transceiver/server on {n} ({inst.transceivers_per_ocs[o]} -> "
+        f"{inst.transceivers_per_ocs[o] + 1})",
     )
 
 
@@ -424,6 +435,7 @@ def ocs_unit(inst: Instance, o: int) -> Unit:
         f"ocs:{n}",
         f"one more OCS like {n} (a port per rack) and one more transceiver per server on it",
         ocs_copy=o,
+        label=f"+1 OCS like {n} with +1 transceiver/server",
     )
 
 
@@ -434,6 +446,7 @@ def hcf_unit(inst: Instance, r: int) -> Unit:
         f"hcf:{rk.name}",
         f"rack {rk.name}'s trunks ({rk.trunk_length_km:g} km) in hollow-core fibre",
         hcf_rack=r,
+        label=f"hollow-core trunks for rack {rk.name} ({rk.trunk_length_km:g} km)",
     )
 
 
@@ -444,6 +457,8 @@ def nvlink_unit(inst: Instance) -> Unit:
         f"NVLink 10 % faster ({inst.nvlink_rate_gbps:g} -> "
         f"{inst.nvlink_rate_gbps * NVLINK_FACTOR:g} Gb/s per GPU)",
         nvlink_factor=NVLINK_FACTOR,
+        label=f"NVLink +10 % ({inst.nvlink_rate_gbps:g} -> "
+        f"{inst.nvlink_rate_gbps * NVLINK_FACTOR:g} Gb/s)",
     )
 
 
@@ -451,6 +466,7 @@ UNUSED = Unit(
     "unused",
     "unused",
     "nothing: use the plan's unused capacity (free transceivers, ports and wavelengths)",
+    label="nothing (the plan's unused capacity)",
 )
 
 RECONFIGURATION = Unit(
@@ -458,15 +474,16 @@ RECONFIGURATION = Unit(
     "reconfiguration",
     "faster OCS reconfiguration: circuits are static for the iteration, so reconfiguration "
     "costs nothing per iteration in this model",
+    label="faster OCS reconfiguration",
 )
 
 
 def route_unit(inst: Instance, wavelengths: int, transceivers: tuple[int, ...]) -> Unit:
-    parts = []
-    key = []
+    parts, key, short = [], [], []
     if transceivers:
         names = ", ".join(inst.ocses[o].name for o in transceivers)
         parts.append(f"one more transceiver per server on {names}")
+        short.append(f"+1 transceiver/server on {names}")
         key.append("transceivers:" + ",".join(inst.ocses[o].name for o in transceivers))
     if wavelengths:
         parts.append(
@@ -474,8 +491,14 @@ def route_unit(inst: Instance, wavelengths: int, transceivers: tuple[int, ...]) 
             + " per fibre"
         )
         key.append(f"wavelengths+{wavelengths}")
+        short.append(f"+{wavelengths} wavelength{'s' * (wavelengths > 1)}/fibre")
     return Unit(
-        "route", "+".join(key), " and ".join(parts), wavelengths, tuple(sorted(transceivers))
+        "route",
+        "+".join(key),
+        " and ".join(parts),
+        wavelengths,
+        tuple(sorted(transceivers)),
+        label=", ".join(short),
     )
 
 
@@ -836,6 +859,7 @@ def _canonical(inst: Instance, u: Unit) -> tuple:
         return o
 
     return (
+        u.kind if u.kind in ("unused", "reconfiguration") else "",
         u.wavelengths,
         tuple(sorted(cls(o) for o in u.transceivers)),
         None if u.ocs_copy is None else cls(u.ocs_copy),
@@ -996,6 +1020,15 @@ def explain_plan(
     for j, job in enumerate(inst.jobs):
         bind, evs = per_job[j]
         entries = [_entry(e, confirmed.get(e.unit.key), j, tol) for e in evs]
+        seen: dict[tuple, str] = {}
+        for e, entry in zip(evs, entries):  # identical OCSes give identical rows
+            sig = (
+                _canonical(inst, e.unit),
+                round(e.predicted_job_us, 6),
+                None if e.plan_job_us is None else round(e.plan_job_us, 6),
+            )
+            first = seen.setdefault(sig, e.unit.key)
+            entry["equivalent_to"] = None if first == e.unit.key else first
         best = entries[0] if entries and evs[0].predicted_job_us > EPS else None
         weight = ex.obj.job.get(j, 0.0)
         item = {
@@ -1020,6 +1053,7 @@ def explain_plan(
                         "key": e["key"],
                         "resource": e["resource"],
                         "unit": e["unit"],
+                        "label": e["label"],
                         "predicted_saving_us": confirmed[e["key"]].get("global_predicted_us"),
                         "plan_saving_us": confirmed[e["key"]].get("global_plan_us"),
                         "confirmed_saving_us": e["confirmed_saving_us"],
@@ -1061,6 +1095,7 @@ def _entry(e: Evaluated, conf: dict | None, j: int, tol: float) -> dict[str, Any
         "key": e.unit.key,
         "resource": e.unit.kind,
         "unit": e.unit.text,
+        "label": e.unit.label or e.unit.text,
         "predicted_job_saving_us": e.predicted_job_us,
         "predicted_saving_us": e.predicted_us,
         "plan_job_saving_us": e.plan_job_us,
@@ -1204,7 +1239,9 @@ def _sentence(item: dict[str, Any], objective: str, baseline: dict | None) -> st
     exact = best["confirmed_status"] == "optimal" and base_ok
     how = "" if exact else ("at least " if base_ok else "about ")
     text += f"; re-solving the joint MILP with it confirms {how}{c:,.3f} us per iteration"
-    if not_critical:
+    if objective == "weighted-sum":
+        text += " of the weighted sum"
+    elif not_critical:
         text += f" of the maximum, through the critical job ({name} itself is not critical)"
     return text + "."
 
@@ -1224,6 +1261,17 @@ def _clean(x: Any) -> Any:
 # ------------------------------------------------------------------------------- text
 
 
+def _alternatives(rows: list[dict], field: str) -> dict[str, list[str]]:
+    """key -> OCS names of the rows that are the same unit on an identical OCS."""
+    out: dict[str, list[str]] = {}
+    for c in rows:
+        if c.get(field):
+            names = re.findall(r"ocs:([^+]+)|transceivers:([^+]+)", c["key"])
+            name = ",".join(a or b for a, b in names) or c["key"]
+            out.setdefault(c[field], []).append(name)
+    return out
+
+
 def text_report(doc: dict[str, Any]) -> str:
     lines = [
         f"optnet explain: {doc['instance']['name']}"
@@ -1240,32 +1288,46 @@ def text_report(doc: dict[str, Any]) -> str:
     ]
     for j in doc["jobs"]:
         crit = "critical" if j["critical"] else "not critical"
+        if doc["objective_name"] == "weighted-sum":
+            crit = f"weight {j['objective_weight']:g}"
         lines.append(
             f"job {j['job']}: iteration {_fmt(j['iteration_time_us'])} us "
             f"(compute {_fmt(j['compute_time_us'])} us), {crit}; binds: "
             f"{j['binding']['resource']}"
         )
         lines.extend("  " + x for x in textwrap.wrap(j["sentence"], 96))
-        rows = [c for c in j["candidates"] if c["resource"] != "reconfiguration"]
+        rows = [
+            c
+            for c in j["candidates"]
+            if c["resource"] != "reconfiguration" and not c.get("equivalent_to")
+        ]
+        alts = _alternatives(j["candidates"], "equivalent_to")
         if rows:
-            lines.append(f"  {'':<56} {'predicted':>11} {'kept plan':>11} {'confirmed':>11}")
-            lines.append(f"  {'unit':<56} {'(job)':>11} {'(job)':>11} {'(objective)':>11}")
+            lines.append(f"  {'':<62} {'predicted':>11} {'kept plan':>11} {'confirmed':>11}")
+            lines.append(f"  {'unit':<62} {'(job)':>11} {'(job)':>11} {'(objective)':>11}")
             for c in rows:
-                unit = c["unit"] if len(c["unit"]) <= 56 else c["unit"][:53] + "..."
+                unit = c.get("label") or c["unit"]
+                if c["key"] in alts:
+                    unit += f" [or {', '.join(alts[c['key']])}]"
+                unit = unit if len(unit) <= 62 else unit[:59] + "..."
                 conf = _fmt(c["confirmed_saving_us"])
                 if c["idle"]:
                     conf = "0 idle" if c["resource"] != "unused" else "0"
                 lines.append(
-                    f"  {unit:<56} {_fmt(c['predicted_job_saving_us']):>11} "
+                    f"  {unit:<62} {_fmt(c['predicted_job_saving_us']):>11} "
                     f"{_fmt(c['plan_job_saving_us']):>11} {conf:>11}"
                 )
         lines.append("")
     if doc["resources"]:
         lines.append(f"Re-solved with one more unit ({doc['objective_name']}, us per iteration):")
+        alts = _alternatives(doc["resources"], "confirmed_same_as")
         for r in doc["resources"]:
+            if r.get("confirmed_same_as") or r["resource"] == "unused":
+                continue
             saving = "0 (idle)" if r["idle"] else _fmt(r["confirmed_saving_us"])
             st = "" if r["confirmed_status"] == "optimal" else f"  [{r['confirmed_status']}]"
-            lines.append(f"  {saving:>12}  {r['unit']}{st}")
+            more = f" [or {', '.join(alts[r['key']])}]" if r["key"] in alts else ""
+            lines.append(f"  {saving:>12}  {r['label']}{more}{st}")
         lines.append("")
     lines.extend(
         textwrap.wrap(

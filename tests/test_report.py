@@ -143,7 +143,7 @@ class _Tables(HTMLParser):
 def html_tables(page: str) -> dict[str, list[dict[str, str]]]:
     p = _Tables()
     p.feed(page)
-    titles = {t.key: t.title for t in report_model({}).tables}
+    titles = {t.key: t.title for t in report_model({}).tables} | {"energy": "Energy and carbon"}
     return {
         titles[k.removeprefix("table-")]: [dict(zip(rows[0], r, strict=True)) for r in rows[1:]]
         for k, rows in p.tables.items()

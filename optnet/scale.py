@@ -302,6 +302,7 @@ def solve_decomposed(
         ]
         for (jl, ci), alg in sd.algorithms.items():
             d.algorithms[(jobs[jl], ci)] = alg
+        info.setdefault("block_index", []).append((racks, jobs))
         info["blocks"].append(
             {
                 "racks": [inst.racks[r].name for r in racks],
@@ -327,6 +328,88 @@ def _greedy_incumbent(
     if d is None or not evaluate(inst, d, o.objective).feasible:
         return None
     return d
+
+
+def _improve_critical(
+    inst: Instance,
+    o: SolveOptions,
+    d: Decisions,
+    objective: float,
+    blocks: list[tuple[list[int], list[int]]],
+    until: float,
+    lb: float,
+) -> tuple[float, Decisions, int]:
+    """Large-neighbourhood search on the block that holds the slowest job: re-solve its joint
+    MILP with the time left, warm-started from the current plan; repeat while it helps."""
+    rounds = 0
+    tried: set[int] = set()
+    while time.perf_counter() < until - 2 and relative_gap(objective, lb) > o.mip_gap:
+        ev = evaluate(inst, d, o.objective)
+        crit = max(range(len(inst.jobs)), key=lambda j: ev.jobs[j]["iteration_time_us"])
+        bi = next((i for i, (_r, js) in enumerate(blocks) if crit in js), None)
+        if bi is None or bi in tried:
+            break
+        tried.add(bi)
+        racks, jobs = blocks[bi]
+        sub, smap = sub_instance(inst, racks, jobs)
+        local = _restrict(d, inst, racks, jobs)
+        res = _try(
+            sub,
+            replace(
+                o,
+                time_limit_s=until - time.perf_counter(),
+                previous=None,
+                polish=False,
+                stop_at_us=lb * (1 + o.mip_gap),
+            ),
+            warm_start=local,
+        )
+        rounds += 1
+        if res.decisions is None:
+            continue
+        trial = _splice(d, inst, racks, jobs, res.decisions, smap)
+        ev2 = evaluate(inst, trial, o.objective)
+        if ev2.feasible and ev2.objective_us < objective - 1e-9:
+            d, objective = trial, ev2.objective_us
+            tried.discard(bi)  # the critical job may now be elsewhere, or here again
+    return objective, d, rounds
+
+
+def _splice(
+    d: Decisions,
+    inst: Instance,
+    racks: list[int],
+    jobs: list[int],
+    sd: Decisions,
+    smap: list[int],
+) -> Decisions:
+    """``d`` with the block's part replaced by ``sd`` (in the block's indices)."""
+    servers = set(smap)
+    rset = set(racks)
+    out = Decisions(
+        {j: v for j, v in d.placement.items() if j not in jobs},
+        [c for c in d.circuits if c.rack_a not in rset and c.rack_b not in rset],
+        [lp for lp in d.lightpaths if lp.server_a not in servers and lp.server_b not in servers],
+        {k: v for k, v in d.algorithms.items() if k[0] not in jobs},
+    )
+    for jl, ss in sd.placement.items():
+        out.placement[jobs[jl]] = tuple(smap[s] for s in ss)
+    out.circuits += [Circuit(c.ocs, racks[c.rack_a], racks[c.rack_b]) for c in sd.circuits]
+    out.lightpaths += [
+        Lightpath(
+            lp.ocs,
+            smap[lp.server_a],
+            lp.transceiver_a,
+            smap[lp.server_b],
+            lp.transceiver_b,
+            lp.wavelength_ab,
+            lp.wavelength_ba,
+        )
+        for lp in sd.lightpaths
+    ]
+    for (jl, ci), alg in sd.algorithms.items():
+        out.algorithms[(jobs[jl], ci)] = alg
+    return out.canonical()
 
 
 def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
@@ -379,6 +462,11 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
         ev0 = evaluate(inst, first, o.objective)
         if ev0.objective_us < objective - 1e-9:
             objective, decisions = ev0.objective_us, first
+    if o.objective == "max-iteration" and not small and decisions is d:
+        objective, decisions, rounds = _improve_critical(
+            inst, o, decisions, objective, info.get("block_index", []), t0 + 0.9 * deadline, lb
+        )
+        info["critical_rounds"] = rounds
     status = "optimal" if relative_gap(objective, lb) <= o.mip_gap else "time_limit"
     timings = {
         "bound_s": t_bound,

@@ -381,3 +381,7 @@ main.add_command(sweep)
 main.add_command(export_cmd)
 main.add_command(calibrate)
 main.add_command(resilience)
+
+from optnet.commands_explain import explain_cmd  # noqa: E402
+
+main.add_command(explain_cmd)

@@ -28,6 +28,21 @@ from optnet.instance import Instance, Ocs, Rack, Server
 from optnet.solve import SolveOptions, SolveResult, relative_gap, solve_instance
 
 EXACT_MAX_SERVERS = 32
+#: Largest MILP (estimated variables) a block or a relaxation may build: above it the
+#: constructive plan (or the ideal bound) stands. Pyomo builds and transfers ~2-3 us per
+#: variable here and HiGHS needs memory in proportion: this keeps a block under ~30 s and ~1 GiB.
+MAX_BLOCK_VARIABLES = 150_000
+
+
+def model_size_estimate(inst: Instance) -> int:
+    """Variables the joint MILP of ``inst`` would have, dominated by l[p,o,r,s] and w[p,r,s]."""
+    from optnet.candidates import all_candidates
+
+    pairs = sum(len(jc.pairs) for jc in all_candidates(inst))
+    racks = len(inst.racks)
+    ocs = sum(1 for t in inst.transceivers_per_ocs if t > 0)
+    q = sum(inst.transceivers_per_ocs) + 1
+    return pairs * (racks * racks * (ocs + 1) + ocs + q)
 
 
 class _JobInfeasible(Exception):
@@ -93,6 +108,11 @@ def relaxation_bound(inst: Instance, o: SolveOptions) -> tuple[float, list[float
         left = o.time_limit_s - (time.perf_counter() - t0)
         budget = max(0.5, left / (len(order) - n))
         relaxed = replace(_relaxed_cluster(inst, job.slots), jobs=(job,), tenants=())
+        if model_size_estimate(relaxed) > MAX_BLOCK_VARIABLES or time.perf_counter() - t0 > (
+            o.time_limit_s
+        ):
+            running = max(running, per_job[j])  # the ideal floor stands
+            continue
         opts = replace(
             o,
             time_limit_s=budget,
@@ -268,14 +288,22 @@ def solve_decomposed(
         start = scored[0][1] if scored else None
         # first the neighbourhood with the greedy placement fixed (finds a plan fast), then the
         # whole block warm-started from the best plan so far
-        res = _try(sub, replace(bo, time_limit_s=0.4 * budget), fixed_racks=fixed, warm_start=start)
+        too_big = model_size_estimate(sub) > MAX_BLOCK_VARIABLES
+        too_late = time.perf_counter() > deadline - 1.0
+        if too_big or too_late:  # keep the constructive plan: a MILP this size would not pay
+            res = SolveResult("heuristic", None, None, None, None)
+        else:
+            res = _try(
+                sub, replace(bo, time_limit_s=0.4 * budget), fixed_racks=fixed, warm_start=start
+            )
         if start is not None and (res.decisions is None or scored[0][0] < res.objective - 1e-9):
             res = SolveResult("heuristic", scored[0][0], None, None, start)
-        full = _try(sub, replace(bo, time_limit_s=0.6 * budget), warm_start=res.decisions)
-        if full.decisions is not None and (
-            res.decisions is None or full.objective <= res.objective + 1e-9
-        ):
-            res = full
+        if not (too_big or too_late):
+            full = _try(sub, replace(bo, time_limit_s=0.6 * budget), warm_start=res.decisions)
+            if full.decisions is not None and (
+                res.decisions is None or full.objective <= res.objective + 1e-9
+            ):
+                res = full
         if res.decisions is None:
             raise NoIncumbentError(
                 f"the decomposition found no plan for racks "

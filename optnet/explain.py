@@ -33,7 +33,6 @@ Times are in microseconds per iteration throughout.
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 import textwrap
 import time
@@ -47,6 +46,7 @@ from optnet.candidates import JobCandidates, all_candidates
 from optnet.decisions import Circuit, Decisions, Lightpath, from_json
 from optnet.evaluate import evaluate
 from optnet.instance import Instance
+from optnet.results import _clean
 
 Pair = tuple[int, int, int]  # (job, slot a, slot b), a < b
 
@@ -1244,18 +1244,6 @@ def _sentence(item: dict[str, Any], objective: str, baseline: dict | None) -> st
     elif not_critical:
         text += f" of the maximum, through the critical job ({name} itself is not critical)"
     return text + "."
-
-
-def _clean(x: Any) -> Any:
-    if isinstance(x, float):
-        if not math.isfinite(x):
-            return None
-        return float(f"{x:.9g}")
-    if isinstance(x, dict):
-        return {k: _clean(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_clean(v) for v in x]
-    return x
 
 
 # ------------------------------------------------------------------------------- text

@@ -311,25 +311,7 @@ def solve_decomposed(
             )
         for key in ("candidates_s", "build_s", "transfer_s", "solve_s", "polish_s"):
             info["timings"][key] = info["timings"].get(key, 0.0) + res.timings.get(key, 0.0)
-        sd = res.decisions
-        for jl, servers in sd.placement.items():
-            d.placement[jobs[jl]] = tuple(smap[s] for s in servers)
-        rmap = racks
-        d.circuits += [Circuit(c.ocs, rmap[c.rack_a], rmap[c.rack_b]) for c in sd.circuits]
-        d.lightpaths += [
-            Lightpath(
-                lp.ocs,
-                smap[lp.server_a],
-                lp.transceiver_a,
-                smap[lp.server_b],
-                lp.transceiver_b,
-                lp.wavelength_ab,
-                lp.wavelength_ba,
-            )
-            for lp in sd.lightpaths
-        ]
-        for (jl, ci), alg in sd.algorithms.items():
-            d.algorithms[(jobs[jl], ci)] = alg
+        d = _splice(d, inst, racks, jobs, res.decisions, smap)
         info.setdefault("block_index", []).append((racks, jobs))
         info["blocks"].append(
             {

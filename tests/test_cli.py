@@ -170,6 +170,7 @@ def test_no_incumbent_from_a_real_time_limit(tmp_path):
     """A real HiGHS stop without a plan: the dense 64-server instance cannot be solved whole
     in 0.05 s."""
     import yaml
+
     from bench.generate import generate
 
     path = tmp_path / "m.yaml"

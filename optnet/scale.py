@@ -362,6 +362,8 @@ def _improve_critical(
         tried.add(bi)
         racks, jobs = blocks[bi]
         sub, smap = sub_instance(inst, racks, jobs)
+        if model_size_estimate(sub) > MAX_BLOCK_VARIABLES:
+            break  # the critical block is too large for the exact model
         local = _restrict(d, inst, racks, jobs)
         res = _try(
             sub,

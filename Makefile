@@ -30,11 +30,18 @@ browser:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	  else echo "make: the HTML report test needs Chromium: run 'sudo apt-get install -y chromium' (Debian/Ubuntu) or set OPTNET_CHROMIUM=/path/to/chrome" >&2; exit 1; fi; }
 
+## gnpy: GNPy itself in its own environment, so the export test runs the real tool
+GNPY_STAMP := .venv-gnpy/.installed
+$(GNPY_STAMP):
+	$(PY) -m venv .venv-gnpy
+	.venv-gnpy/bin/pip install --quiet gnpy
+	touch $(GNPY_STAMP)
+
 ## test: lint, format check, the whole test suite
-test: $(STAMP) browser
+test: $(STAMP) browser $(GNPY_STAMP)
 	$(BIN)/ruff check optnet tests bench
 	$(BIN)/ruff format --check optnet tests bench
-	$(BIN)/python -m pytest
+	OPTNET_GNPY_PYTHON=$(CURDIR)/.venv-gnpy/bin/python $(BIN)/python -m pytest
 
 format: $(STAMP)
 	$(BIN)/ruff format optnet tests bench
@@ -63,4 +70,4 @@ sweep-dask: $(STAMP)
 	$(BIN)/optnet sweep instances/sweeps/tiny-optics.yaml -o $(OUT)/sweeps/tiny-optics-dask --executor dask $(if $(SCHEDULER),--scheduler $(SCHEDULER))
 
 clean:
-	rm -rf $(VENV) $(OUT) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-gnpy $(OUT) .pytest_cache .ruff_cache

@@ -139,6 +139,27 @@ def relaxation_bound(inst: Instance, o: SolveOptions) -> tuple[float, list[float
     return max(per_job), per_job
 
 
+def _exclusive_racks(inst: Instance, order: list[int], jobs: list[int]):
+    """Whole racks per job, none shared, if they suffice (moderately loaded clusters): blocks
+    are then single jobs, the easiest exact MILPs. None when the racks run out."""
+    jobs_in: dict[int, list[int]] = {r: [] for r in order}
+    slot_rack: dict[tuple[int, int], int] = {}
+    free_racks = list(order)
+    for j in jobs:
+        need, placed = inst.jobs[j].slots, 0
+        while need > 0:
+            if not free_racks:
+                return None
+            r = free_racks.pop(0)
+            take = min(len(inst.racks[r].servers), need)
+            jobs_in[r].append(j)
+            for m in range(placed, placed + take):
+                slot_rack[(j, m)] = r
+            placed += take
+            need -= take
+    return jobs_in, slot_rack
+
+
 def block_assignment(
     inst: Instance, priority: list[float]
 ) -> list[tuple[list[int], list[int], dict[tuple[int, int], int]]]:
@@ -150,7 +171,12 @@ def block_assignment(
     free = {r: len(inst.racks[r].servers) for r in order}
     jobs_in: dict[int, list[int]] = {r: [] for r in order}
     slot_rack: dict[tuple[int, int], int] = {}
-    for j in sorted(range(len(inst.jobs)), key=lambda j: (-priority[j], j)):
+    by_priority = sorted(range(len(inst.jobs)), key=lambda j: (-priority[j], j))
+    exclusive = _exclusive_racks(inst, order, by_priority)
+    if exclusive is not None:  # every job gets racks of its own: one block per job
+        jobs_in, slot_rack = exclusive
+        by_priority = []
+    for j in by_priority:
         need = inst.jobs[j].slots
         placed = 0
         # first try a single partly used rack, then whole free racks in order

@@ -13,10 +13,14 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from optnet import schema
 from optnet.errors import InputError, Problem
 from optnet.load import load_sections
+
+if TYPE_CHECKING:
+    from optnet.direct import DirectFabric
 
 MAX_SERVERS = 65_536
 
@@ -109,6 +113,8 @@ class Instance:
     carbon: schema.Carbon | None = None
     tenants: tuple[schema.Tenant, ...] = ()
     """The validated input as plain data (for exports and re-loading with changes)."""
+    direct: DirectFabric | None = None
+    """A direct-connect fabric between the servers (docs/direct.md); None: optics only."""
 
     @property
     def usable_wavelengths(self) -> tuple[int, ...]:
@@ -221,6 +227,17 @@ def build_instance(
         )
     _unique([s.name for s in servers], "racks[].servers", "server", tp)
 
+    # direct-connect fabric (docs/direct.md): the optics may then be left out
+    topology_given = cluster
+    direct_fabric = None
+    if cluster.direct is not None:
+        from optnet.direct import build_direct, without_optics
+
+        direct_fabric = build_direct(
+            cluster.direct, len(servers), lambda f, msg: tp(f"direct.{f}", msg)
+        )
+        cluster = without_optics(cluster)
+
     # OCSes and transceivers
     ocs_names = [o.name for o in cluster.ocs]
     _unique(ocs_names, "ocs", "OCS", tp)
@@ -286,6 +303,8 @@ def build_instance(
         "topology": cluster.model_dump(mode="json"),
         "workload": workload.model_dump(mode="json"),
     }
+    if topology_given is not cluster:  # the optics a direct cluster left out stay out
+        raw["topology"] = topology_given.model_dump(mode="json")
     digest = hashlib.sha256(json.dumps(raw, sort_keys=True).encode()).hexdigest()
     instance = Instance(
         name=inst.name or default_name,
@@ -311,6 +330,7 @@ def build_instance(
         power=cluster.power,
         carbon=cluster.carbon,
         tenants=tuple(workload.tenants),
+        direct=direct_fabric,
     )
     if inst.failures:  # what-if: failed elements are removed or degraded before solving
         from optnet.failures import apply_failures

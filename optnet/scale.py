@@ -99,7 +99,10 @@ def relaxation_bound(inst: Instance, o: SolveOptions) -> tuple[float, list[float
     ``max-iteration`` jobs go in decreasing order of their ideal bound and a relaxation stops as
     soon as its own incumbent shows it cannot lift the running maximum."""
     t0 = time.perf_counter()
-    floors = [ideal_bound(replace(inst, jobs=(job,))) for job in inst.jobs]
+    floors = [
+        max(ideal_bound(replace(inst, jobs=(job,))), closed_form_bound(inst, job))
+        for job in inst.jobs
+    ]
     order = sorted(range(len(inst.jobs)), key=lambda j: (-floors[j], j))
     per_job = list(floors)
     running = 0.0
@@ -576,3 +579,26 @@ def ideal_bound(inst: Instance, objective: str = "max-iteration") -> float:
     if objective == "weighted-sum":
         return sum(j.weight * t for j, t in zip(inst.jobs, iters))
     return max(iters)
+
+
+def closed_form_bound(inst: Instance, job) -> float:
+    """A job's iteration time can be no shorter than with every collective at its best option's
+    closed-form lower bound (``model.collectives.option_lower_bound``: per-slot transceiver
+    sharing, best latency and bandwidth any plan could give), composed as in docs/model.md §4.
+    Pure arithmetic: no MILP is built."""
+    from optnet.candidates import all_candidates
+    from optnet.model import model_data
+    from optnet.model.collectives import _step_terms, option_lower_bound
+
+    relaxed = replace(_relaxed_cluster(inst, job.slots), jobs=(job,), tenants=())
+    md = model_data(relaxed, all_candidates(relaxed), "max-iteration")
+    md.step_terms, md.step_counts = _step_terms(md)  # type: ignore[attr-defined]
+    exposed = overlappable = 0.0
+    for ci, cc in enumerate(md.cands[0].collectives):
+        t = min(option_lower_bound(md, 0, ci, a) for a in range(len(cc.options)))
+        if t == float("inf"):
+            t = 0.0  # an option that can never connect: leave the bound to the others
+        exposed += (1 - cc.spec.overlap) * cc.spec.count * t
+        overlappable += cc.spec.overlap * cc.spec.count * t
+    c = job.compute_time_us
+    return c + exposed + max(0.0, overlappable - c)

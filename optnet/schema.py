@@ -7,9 +7,10 @@ Cross-references (does this OCS exist? does the job fit?) are checked later, in 
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import InitErrorDetails
 
 from optnet import constants as C
 from optnet.shorthand import TransformerSpec
@@ -155,6 +156,45 @@ class Carbon(Strict):
     """Hourly intensities from the run's start, repeated if the run is longer."""
 
 
+DirectKind = Literal["torus", "grid", "hypercube", "edges"]
+Link = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)]
+
+
+class Direct(Strict):
+    """A direct-connect fabric: servers linked to each other, no switch and no OCS; traffic
+    between servers that are not neighbours is relayed by the servers on a shortest path
+    (docs/direct.md)."""
+
+    kind: DirectKind
+    """torus or grid (sizes in ``dims``), hypercube (``dims: [d]``, 2^d servers), or edges (an
+    explicit link list: patch panels, any static graph)."""
+    dims: list[Annotated[int, Field(ge=1, le=65536)]] | None = None
+    """Dimension sizes of a torus or grid (servers = their product; node numbering row-major,
+    the last dimension fastest), or [d] for a d-dimensional hypercube."""
+    edges: list[Link] | None = None
+    """Links as [server, server] pairs of 0-based server indices, servers in the order the racks
+    list them (kind edges only)."""
+    link_rate_gbps: PositiveFloat = 100.0
+    """Rate of every link, per direction."""
+    link_latency_us: NonNegFloat = 0.12
+    """Latency of one link: FEC (0.1 us) and two transceivers (2 x 0.01 us); cables are short."""
+    hop_latency_us: NonNegFloat = C.PACKET_HOP_LATENCY_US
+    """Forwarding latency of the server at the far end of every hop (cut-through relay)."""
+
+
+_OPTICS = ("transceivers", "ocs")
+
+
+def _error_details(err: ValidationError) -> list[InitErrorDetails]:
+    out = []
+    for e in err.errors():
+        d = InitErrorDetails(type=e["type"], loc=e["loc"], input=e["input"])
+        if "ctx" in e:
+            d["ctx"] = e["ctx"]
+        out.append(d)
+    return out
+
+
 class Cluster(Strict):
     """The cluster: servers in racks, their GPUs and transceivers, OCSes, fabrics."""
 
@@ -164,16 +204,54 @@ class Cluster(Strict):
     nvlink_latency_us: NonNegFloat = C.NVLINK_LATENCY_US
     reduce_rate_gbps: PositiveFloat = C.REDUCE_RATE_GBPS
     """Local reduction throughput per GPU (gamma = 1 / rate)."""
-    transceivers: Transceivers
+    transceivers: Transceivers | None = None
+    """The optical transceivers of every server; required unless ``direct`` is given."""
     racks: Annotated[list[Rack], Field(min_length=1)] | RackGrid
     wavelengths_per_fibre: Annotated[int, Field(ge=1, le=1024)]
-    """Wavelengths a trunk fibre carries (each at most once per direction)."""
-    ocs: Annotated[list[Ocs], Field(min_length=1)]
+    """Wavelengths a trunk fibre carries (each at most once per direction; a ``direct``
+    cluster may leave it out)."""
+    ocs: Annotated[list[Ocs], Field(min_length=1)] | None = None
+    """The optical circuit switches; required unless ``direct`` is given."""
     packet_fabric: PacketFabric | None = None
     power: Power = Power()
     """Power draw of GPUs, transceivers and switches (energy reports and objectives)."""
     carbon: Carbon | None = None
     """Grid carbon intensity of the site (carbon reports and the carbon objective)."""
+    direct: Direct | None = None
+    """A direct-connect fabric between the servers (torus, grid, hypercube, patch panels);
+    with it the optical fields may be left out (docs/direct.md)."""
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _optics_unless_direct(cls, data: Any, handler: Any) -> Any:
+        """transceivers and ocs are required unless a ``direct`` fabric is given (then a missing
+        wavelengths_per_fibre means 1); reported with the other errors of the cluster."""
+        if not isinstance(data, dict):
+            return handler(data)
+        if data.get("direct") is not None:
+            if "wavelengths_per_fibre" not in data:
+                data = {**data, "wavelengths_per_fibre": 1}
+            return handler(data)
+        missing = [
+            InitErrorDetails(type="missing", loc=(k,), input=data)
+            for k in _OPTICS
+            if data.get(k) is None
+        ]
+        try:
+            out = handler(data)
+        except ValidationError as err:
+            if not missing:
+                raise
+            try:
+                merged = ValidationError.from_exception_data(
+                    cls.__name__, [*missing, *_error_details(err)]
+                )
+            except Exception:  # noqa: BLE001 - an error type pydantic cannot rebuild
+                raise err from None
+            raise merged from None
+        if missing:
+            raise ValidationError.from_exception_data(cls.__name__, missing)
+        return out
 
 
 class Parallelism(Strict):

@@ -46,6 +46,13 @@ def run(
     from optnet.solve import solve_instance
     from optnet.strategies import explain_infeasible, solve_sequential
 
+    if getattr(inst, "direct", None) is not None:
+        raise errors.input_error(
+            "instance",
+            "topology.direct",
+            "direct-connect fabrics are validated but not solved yet (issue 4: the traffic-hops "
+            "placement solver is unfinished); use OCS or a packet fabric",
+        )
     if o.objective == "carbon" and inst.carbon is None:
         raise errors.input_error("instance", "topology.carbon", "the carbon objective needs it")
     if o.objective == "max-slowdown" and o.alone_us is None:

@@ -15,3 +15,14 @@ def tiny():
     from optnet.instance import load_instance
 
     return load_instance(INSTANCES / "tiny.yaml")
+
+
+def tiny_variant(tmp_path, name: str, old: str, new: str):
+    """instances/tiny.yaml with one piece of text replaced, loaded."""
+    from optnet.instance import load_instance
+
+    text = (INSTANCES / "tiny.yaml").read_text()
+    assert old in text
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text.replace(old, new))
+    return load_instance(path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
-from conftest import INSTANCES
+from conftest import tiny_variant
 
 from optnet.commands_resilience import apply_cli_failures
 from optnet.decisions import Circuit, Decisions, Lightpath
@@ -19,20 +19,13 @@ from optnet.failures import (
     parse_failure,
     usable_server,
 )
-from optnet.instance import load_instance
 from optnet.model import model_data
 from optnet.solve import SolveOptions, solve_instance
 
 EXACT = SolveOptions(mip_gap=0.0, time_limit_s=30)
 
 
-def variant(tmp_path, name: str, old: str, new: str):
-    """tiny.yaml with one line changed."""
-    text = (INSTANCES / "tiny.yaml").read_text()
-    assert old in text
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(text.replace(old, new))
-    return load_instance(path)
+variant = tiny_variant
 
 
 @pytest.fixture(scope="module")

@@ -6,12 +6,11 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from conftest import INSTANCES
+from conftest import INSTANCES, tiny_variant
 
 from optnet import errors
 from optnet.commands_resilience import resilience
 from optnet.failures import trunk_names
-from optnet.instance import load_instance
 from optnet.resilience import (
     CLASSES,
     OUTCOMES,
@@ -26,12 +25,7 @@ from optnet.solve import SolveOptions
 EXACT = SolveOptions(mip_gap=0.0, time_limit_s=30)
 
 
-def variant(tmp_path, name: str, old: str, new: str):
-    text = (INSTANCES / "tiny.yaml").read_text()
-    assert old in text
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(text.replace(old, new))
-    return load_instance(path)
+variant = tiny_variant
 
 
 def _key(row):

@@ -492,3 +492,174 @@ def _nvlink_links(inst: Instance, d: Decisions, ev: Evaluation) -> list[dict]:
                 }
             )
     return out
+
+
+# --------------------------------------------------------------------------- direct-connect fabrics
+
+TRAFFIC_OBJECTIVES = ("traffic-hops", "traffic-latency")
+UNITS.update({"traffic-hops": "byte-hops", "traffic-latency": "us"})  # results' objective_unit
+
+
+def _bfs_hops(adjacent: list[list[int]], src: int) -> list[int]:
+    """Hops from ``src`` to every server (-1: unreachable), by breadth-first search."""
+    dist = [-1] * len(adjacent)
+    dist[src] = 0
+    frontier = [src]
+    while frontier:
+        nxt = []
+        for u in frontier:
+            for v in adjacent[u]:
+                if dist[v] < 0:
+                    dist[v] = dist[u] + 1
+                    nxt.append(v)
+        frontier = nxt
+    return dist
+
+
+def evaluate_traffic(inst: Instance, d: Decisions, objective: str = "traffic-hops") -> Evaluation:
+    """Score a placement on a direct-connect fabric independently of ``optnet.qap``: the rank-to-
+    rank ``traffic_bytes`` matrices are mapped to servers (rank r on slot r // G), hop distances
+    come from a breadth-first search of the fabric's links, and (docs/direct.md §2)
+
+        traffic-hops     = sum_{server pairs u != v} B_uv h(u, v)                   (byte-hops)
+        traffic-latency  = sum_{u != v, B_uv > 0} h(u, v) (l + B_uv / (125 rate))   (us)
+
+    with ``l = link_latency_us + hop_latency_us``. Each job's reported iteration time is its
+    compute time plus its messages' times one after another (no overlap, no link sharing); links
+    carry each pair's bytes along one shortest path (the lowest-index neighbour one hop closer).
+    """
+    if objective not in TRAFFIC_OBJECTIVES:
+        raise ValueError(f"objective {objective!r} is not one of {TRAFFIC_OBJECTIVES}")
+    violations = check_placement(inst, d)
+    ev = Evaluation(not violations, violations, None)
+    fabric = getattr(inst, "direct", None)
+    if fabric is None:
+        ev.violations.append(f"topology: objective {objective} needs a `direct:` fabric")
+        ev.feasible = False
+        return ev
+    if violations:
+        return ev
+    n = len(inst.servers)
+    adjacent: list[list[int]] = [[] for _ in range(n)]
+    for u, v in fabric.edges:
+        adjacent[u].append(v)
+        adjacent[v].append(u)
+    for nbrs in adjacent:
+        nbrs.sort()
+    hops: dict[int, list[int]] = {}
+
+    def h(u: int, v: int) -> int:
+        if v not in hops:
+            hops[v] = _bfs_hops(adjacent, v)
+        return hops[v][u]
+
+    per_hop_us = fabric.link_latency_us + fabric.hop_latency_us
+    us_per_byte = 1.0 / (125.0 * fabric.link_rate_gbps)
+    G = inst.gpus_per_server
+    link_bytes: dict[tuple[int, int], float] = defaultdict(float)
+    total = 0.0
+    for ji, job in enumerate(inst.jobs):
+        servers = d.placement[ji]
+        job_bytes = job_byte_hops = job_latency = exposed = 0.0
+        worst = 0
+        phases = []
+        for ci, spec in enumerate(job.collectives):
+            if spec.kind != "traffic":
+                continue
+            pair: dict[tuple[int, int], float] = defaultdict(float)
+            for a, row in enumerate(spec.traffic_bytes or ()):
+                for b, nb in enumerate(row):
+                    if nb > 0 and a != b:
+                        sa = servers[a // G if job.gpus >= G else 0]
+                        sb = servers[b // G if job.gpus >= G else 0]
+                        if sa != sb:
+                            pair[(sa, sb)] += nb
+            sent = byte_hops = fixed = ser = 0.0
+            for (u, v), nb in sorted(pair.items()):
+                k = h(u, v)
+                if k < 0:
+                    ev.violations.append(
+                        f"traffic: {job.name}: servers {inst.servers[u].name} and "
+                        f"{inst.servers[v].name} are not connected"
+                    )
+                    continue
+                sent += nb
+                byte_hops += nb * k
+                fixed += k * per_hop_us
+                ser += k * nb * us_per_byte
+                worst = max(worst, k)
+                w = u
+                while w != v:  # one shortest path towards v
+                    nxt = next(x for x in adjacent[w] if hops[v][x] == hops[v][w] - 1)
+                    link_bytes[(w, nxt)] += spec.count * nb
+                    w = nxt
+            t = fixed + ser
+            algbw = sent / t / 1e3 if t > 0 else 0.0
+            ev.collectives.append(
+                {
+                    "job": job.name,
+                    "name": spec.name,
+                    "kind": "traffic",
+                    "group": spec.group,
+                    "ranks": job.gpus,
+                    "servers": job.slots,
+                    "bytes": sent,
+                    "count": spec.count,
+                    "overlap": spec.overlap,
+                    "algorithm": d.algorithms.get((ji, ci), "direct"),
+                    "time_us": t,
+                    "breakdown_us": {
+                        "fixed_latency": fixed,
+                        "propagation": 0.0,
+                        "serialisation": ser,
+                        "reconfiguration": 0.0,
+                        "intra_server": 0.0,
+                        "reduction": 0.0,
+                    },
+                    "algbw_gbytes_per_s": algbw,
+                    "busbw_gbytes_per_s": algbw,
+                    "byte_hops": byte_hops,
+                    "mean_hops": byte_hops / sent if sent else 0.0,
+                }
+            )
+            job_bytes += spec.count * sent
+            job_byte_hops += spec.count * byte_hops
+            job_latency += spec.count * t
+            exposed += (1 - spec.overlap) * spec.count * t
+            phases.append((spec.name, spec.count * t, spec.overlap))
+        value = job_byte_hops if objective == "traffic-hops" else job_latency
+        total += value
+        it = job.compute_time_us + exposed + max(0.0, job_latency - exposed - job.compute_time_us)
+        ev.jobs.append(
+            {
+                "name": job.name,
+                "gpus": job.gpus,
+                "servers": [inst.servers[s].name for s in servers],
+                "compute_time_us": job.compute_time_us,
+                "iteration_time_us": it,
+                "exposed_comm_us": it - job.compute_time_us,
+                "gpu_utilisation": job.compute_time_us / it if it > 0 else 1.0,
+                "weight": job.weight,
+                "traffic_bytes": job_bytes,
+                "byte_hops": job_byte_hops,
+                "mean_hops": job_byte_hops / job_bytes if job_bytes else 0.0,
+                "max_hops": worst,
+                "traffic_latency_us": job_latency,
+                "objective": value,
+            }
+        )
+        ev.schedule[job.name] = _job_schedule(job.compute_time_us, phases)
+    for u, v in fabric.edges:
+        ab, ba = link_bytes.get((u, v), 0.0), link_bytes.get((v, u), 0.0)
+        ev.links.append(
+            {
+                "link": f"{inst.servers[u].name}-{inst.servers[v].name}",
+                "type": "direct",
+                "rate_gbps": fabric.link_rate_gbps,
+                "bytes": [ab, ba],
+                "busy_us": max(ab, ba) * us_per_byte,
+            }
+        )
+    ev.feasible = not ev.violations
+    ev.objective_us = total
+    return ev

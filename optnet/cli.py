@@ -19,7 +19,15 @@ from optnet import errors
 from optnet.commands_resilience import apply_cli_failures, fail_option, resilience
 from optnet.errors import OptnetError
 
-OBJECTIVES = ("max-iteration", "weighted-sum", "max-slowdown", "energy", "carbon")
+OBJECTIVES = (
+    "max-iteration",
+    "weighted-sum",
+    "max-slowdown",
+    "energy",
+    "carbon",
+    "traffic-hops",
+    "traffic-latency",
+)
 
 
 def _handle_errors(fn):
@@ -220,7 +228,7 @@ def _read_decisions(inst, path: str):
 @_handle_errors
 def evaluate_cmd(instance, solution, workload, objective, out, fmt, force, fail) -> None:
     """Check and score a full set of decisions (a solution or results file)."""
-    from optnet.evaluate import evaluate
+    from optnet.evaluate import TRAFFIC_OBJECTIVES, evaluate, evaluate_traffic
     from optnet.instance import load_instance
     from optnet.results import build_results
 
@@ -232,7 +240,10 @@ def evaluate_cmd(instance, solution, workload, objective, out, fmt, force, fail)
     if objective == "carbon" and inst.carbon is None:
         raise errors.input_error(instance, "topology.carbon", "the carbon objective needs it")
     d = _read_decisions(inst, solution)
-    ev = evaluate(inst, d, objective)
+    if objective in TRAFFIC_OBJECTIVES:
+        ev = evaluate_traffic(inst, d, objective)
+    else:
+        ev = evaluate(inst, d, objective)
     results = build_results(
         inst,
         d,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from optnet import errors
-from optnet.evaluate import Evaluation, evaluate
+from optnet.evaluate import TRAFFIC_OBJECTIVES, Evaluation, evaluate
 from optnet.instance import Instance
 from optnet.results import build_results
 from optnet.solve import SolveOptions, SolveResult
@@ -46,12 +46,14 @@ def run(
     from optnet.solve import solve_instance
     from optnet.strategies import explain_infeasible, solve_sequential
 
-    if getattr(inst, "direct", None) is not None:
+    if o.objective in TRAFFIC_OBJECTIVES:
+        return _run_traffic(inst, o, reproducible)
+    if inst.direct is not None:
         raise errors.input_error(
             "instance",
             "topology.direct",
-            "direct-connect fabrics are validated but not solved yet (issue 4: the traffic-hops "
-            "placement solver is unfinished); use OCS or a packet fabric",
+            "a direct-connect fabric is solved for placement only: use --objective "
+            "traffic-hops or traffic-latency (docs/direct.md)",
         )
     if o.objective == "carbon" and inst.carbon is None:
         raise errors.input_error("instance", "topology.carbon", "the carbon objective needs it")
@@ -101,6 +103,32 @@ def run(
         if expected is not None:
             expected += o.change_penalty_us * n_changes
     return Outcome(res, ev, results, used, expected)
+
+
+def _run_traffic(inst: Instance, o: SolveOptions, reproducible: bool) -> Outcome:
+    """Placement on a direct-connect fabric: the quadratic assignment solver of ``optnet.qap``
+    (docs/direct.md), scored by ``evaluate_traffic``."""
+    from optnet.evaluate import evaluate_traffic
+    from optnet.qap import solve_traffic
+
+    res = solve_traffic(inst, o)
+    ev = evaluate_traffic(inst, res.decisions, o.objective)
+    results = build_results(
+        inst,
+        res.decisions,
+        ev,
+        objective_name=o.objective,
+        status=res.status,
+        objective=res.objective,
+        bound=res.bound,
+        gap=res.gap,
+        timings=res.timings,
+        solver=res.solver,
+        model_size=res.model_size,
+        reproducible=reproducible,
+    )
+    results["strategy"] = res.solver["method"]
+    return Outcome(res, ev, results, res.solver["method"], ev.objective_us)
 
 
 def check(outcome: Outcome) -> None:

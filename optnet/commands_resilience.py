@@ -17,7 +17,7 @@ from optnet.errors import OptnetError
 
 FAIL_HELP = (
     "Failed element, KIND:ELEMENT (repeatable): ocs:NAME, fibre:RACK->OCS, server:NAME, "
-    "transceiver:SERVER/K (drains the server) or transceiver:*/K (K dead on every server). "
+    "transceiver:SERVER/K (K dead on that server) or transceiver:*/K (K dead on every server). "
     "See docs/failures.md."
 )
 

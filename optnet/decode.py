@@ -29,12 +29,16 @@ def decode(m: pyo.ConcreteModel, md: ModelData) -> Decisions:
     d = Decisions()
     prev = md.previous.decisions if md.previous is not None else None
     rack_of = {(j, s): next(r for r in md.racks if _on(m.y[j, s, r])) for j, s in md.slots}
-    taken: set[int] = set(md.unavailable)
+    taken: set[int] = set(md.unavailable) | set(md.degraded)
     server_of: dict[tuple[int, int], int] = {}
+    for x in md.degraded:  # a slot the model put on a server that lost transceivers
+        on = [(j, s) for j, s in md.slots if _on(m.v[j, s, x])]
+        if on:
+            server_of[on[0]] = x
     if prev is not None:
         for (j, s), r in rack_of.items():
             before = prev.placement.get(j)
-            if before is not None and s < len(before):
+            if before is not None and s < len(before) and (j, s) not in server_of:
                 server = before[s]
                 if inst.servers[server].rack == r and server not in taken:
                     server_of[(j, s)] = server
@@ -53,7 +57,6 @@ def decode(m: pyo.ConcreteModel, md: ModelData) -> Decisions:
     d.placement = {j: tuple(v) for j, v in sorted(servers_of.items())}
 
     grid = inst.usable_wavelengths
-    trx_of_ocs = {k: [t for t, o in enumerate(inst.transceiver_ocs) if o == k] for k in md.ocs}
     wanted: list[tuple[int, int, int]] = []  # (server a, server b, ocs), one entry per lightpath
     for j, a, b in md.pairs:
         sa, sb = d.placement[j][a], d.placement[j][b]
@@ -92,7 +95,7 @@ def decode(m: pyo.ConcreteModel, md: ModelData) -> Decisions:
             )
             if ends & used_trx or set(fs) & used_wl or len(set(fs)) < 4:
                 continue
-            if any(t not in trx_of_ocs[k] for _s, t in ends):
+            if any(t not in inst.transceivers_of(s, k) for s, t in ends):
                 continue
             if lp.wavelength_ab not in grid or lp.wavelength_ba not in grid:
                 continue
@@ -104,9 +107,9 @@ def decode(m: pyo.ConcreteModel, md: ModelData) -> Decisions:
             rest.append((sa, sb, k))
     for sa, sb, k in rest:
         ra, rb = inst.servers[sa].rack, inst.servers[sb].rack
-        ta = next(t for t in trx_of_ocs[k] if (sa, t) not in used_trx)
+        ta = next(t for t in inst.transceivers_of(sa, k) if (sa, t) not in used_trx)
         used_trx.add((sa, ta))
-        tb = next(t for t in trx_of_ocs[k] if (sb, t) not in used_trx)
+        tb = next(t for t in inst.transceivers_of(sb, k) if (sb, t) not in used_trx)
         used_trx.add((sb, tb))
         w_ab = next(w for w in grid if not {(ra, k, "up", w), (rb, k, "down", w)} & used_wl)
         used_wl |= {(ra, k, "up", w_ab), (rb, k, "down", w_ab)}
@@ -141,9 +144,12 @@ def encode(m: pyo.ConcreteModel, md: ModelData, d: Decisions) -> list[tuple]:
     for j, servers in d.placement.items():
         for s, server in enumerate(servers):
             rack_of[(j, s)] = inst.servers[server].rack
+    server_at = {(j, s): x for j, xs in d.placement.items() for s, x in enumerate(xs)}
     for j, s in md.slots:
         for r in md.racks:
             values.append((m.y[j, s, r], 1.0 if rack_of.get((j, s)) == r else 0.0))
+        for x in md.degraded:
+            values.append((m.v[j, s, x], 1.0 if server_at.get((j, s)) == x else 0.0))
     used = {(c.ocs, c.rack_a, c.rack_b) for c in d.circuits}
     for key in md.circuits:
         values.append((m.c[key], 1.0 if key in used else 0.0))

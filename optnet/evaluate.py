@@ -113,8 +113,10 @@ def check_lightpaths(inst: Instance, d: Decisions) -> list[str]:
         for s, t in ((lp.server_a, lp.transceiver_a), (lp.server_b, lp.transceiver_b)):
             if not 0 <= t < len(inst.transceiver_ocs):
                 out.append(f"lightpaths: {name}: transceiver {t} does not exist")
-            elif inst.transceiver_ocs[t] < 0:
-                out.append(f"lightpaths: {name}: transceiver {t} has failed")
+            elif inst.transceiver_ocs[t] < 0 or t in inst.servers[s].dead_transceivers:
+                out.append(
+                    f"lightpaths: {name}: transceiver {t} of {inst.servers[s].name} has failed"
+                )
             elif inst.transceiver_ocs[t] != lp.ocs:
                 out.append(
                     f"lightpaths: {name}: transceiver {t} is attached to "

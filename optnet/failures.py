@@ -5,8 +5,8 @@ A failure is written ``KIND:ELEMENT`` (docs/failures.md):
     ocs:NAME              the OCS is down: every trunk into it, hence every transceiver on it
     fibre:RACK->OCS       one trunk fibre is cut (also ``RACK/OCS`` or ``trunk RACK->OCS``)
     server:NAME           the server cannot host a job
-    transceiver:SERVER/K  transceiver K of one server is dead; the model treats the servers of a
-                          rack as alike, so the server is drained (conservative, see below)
+    transceiver:SERVER/K  transceiver K of one server is dead (exact: that server's slot gets
+                          one transceiver fewer on K's OCS, docs/model.md §5.1b)
     transceiver:*/K       transceiver K is dead on every server (exact)
     sync:FABRIC           loss of clock synchronisation of a wavelength-switched fabric (no such
                           fabric type exists yet: always refused, with that reason)
@@ -22,6 +22,9 @@ instance can be compared with, and carried over to, the degraded one:
 * a failed or drained server is removed from its rack's ``Rack.servers`` (``Instance.servers``
   is unchanged): the model's rack capacity and the decoder's choice of servers both read that
   tuple, so no job is placed on it;
+* a transceiver dead on one server is listed in that ``Server.dead_transceivers``: the MILP's
+  degraded-server family gives a slot placed there fewer transceivers, the decoder and the
+  evaluator skip it;
 * a transceiver dead on every server is attached to no OCS (``transceiver_ocs[K] = -1``): every
   ``T_o`` counts one fewer and the decoder never picks it.
 
@@ -160,6 +163,7 @@ def apply_failures(
     ocses = list(inst.ocses)
     rack_servers = [list(r.servers) for r in inst.racks]
     t_ocs = list(inst.transceiver_ocs)
+    servers = list(inst.servers)
     done = list(failures_of(inst))
     notes: list[str] = []
     rack_idx = {r.name: i for i, r in enumerate(inst.racks)}
@@ -217,17 +221,16 @@ def apply_failures(
             )
         elif f.kind == "transceiver":
             s = inst.server_index(f.name)
+            o = t_ocs[f.index]
+            if o < 0 or f.index in servers[s].dead_transceivers:
+                notes.append(f"{key}: already unusable")
+                continue
+            dead = tuple(sorted((*servers[s].dead_transceivers, f.index)))
+            servers[s] = replace(servers[s], dead_transceivers=dead)
+            left = sum(1 for t, k in enumerate(t_ocs) if k == o and t not in dead)
             notes.append(
-                _drain(
-                    inst,
-                    rack_servers,
-                    s,
-                    f"{key}: optnet models the servers of a rack as alike and cannot give one "
-                    f"server fewer transceivers, so {f.name} is drained (hosts no job). This is "
-                    "conservative: the real iteration times are at most these. "
-                    f"transceiver:*/{f.index} (transceiver {f.index} dead on every server) is "
-                    "the other conservative bound",
-                )
+                f"{key}: {f.name} keeps {left} transceiver{'s' if left != 1 else ''} on "
+                f"{inst.ocses[o].name}; its other transceivers and every other server are intact"
             )
     racks = tuple(replace(r, servers=tuple(rack_servers[i])) for i, r in enumerate(inst.racks))
     raw = {**inst.raw, "failures": done}
@@ -236,6 +239,7 @@ def apply_failures(
         inst,
         ocses=tuple(ocses),
         racks=racks,
+        servers=tuple(servers),
         transceiver_ocs=tuple(t_ocs),
         raw=raw,
         input_hash=digest,
@@ -340,6 +344,11 @@ def check_failures(inst: Instance, d: Decisions) -> list[str]:
                     f"lightpaths: transceiver {t} of {inst.servers[s].name} has failed "
                     f"(transceiver:*/{t})"
                 )
+            elif 0 <= s < len(inst.servers) and t in inst.servers[s].dead_transceivers:
+                name = inst.servers[s].name
+                out.append(
+                    f"lightpaths: transceiver {t} of {name} has failed (transceiver:{name}/{t})"
+                )
     return out
 
 
@@ -386,8 +395,8 @@ def carry_over(degraded: Instance, d: Decisions) -> tuple[Decisions | None, list
             same_racks
             and S[a].rack in racks
             and S[b].rack in racks
-            and degraded.transceiver_ocs[lp.transceiver_a] == lp.ocs
-            and degraded.transceiver_ocs[lp.transceiver_b] == lp.ocs
+            and lp.transceiver_a in degraded.transceivers_of(a, lp.ocs)
+            and lp.transceiver_b in degraded.transceivers_of(b, lp.ocs)
         ):
             kept.append(lp2)
         else:
@@ -443,9 +452,8 @@ def _reroute(inst: Instance, kept: list[Lightpath], rest: list[tuple[int, int, i
             key = (k, min(ra, rb), max(ra, rb))
             if any(port.get((k, r), key) != key for r in (ra, rb)):
                 continue
-            trx = [t for t, x in enumerate(inst.transceiver_ocs) if x == k]
-            ta = next((t for t in trx if (a, t) not in used_trx), None)
-            tb = next((t for t in trx if (b, t) not in used_trx), None)
+            ta = next((t for t in inst.transceivers_of(a, k) if (a, t) not in used_trx), None)
+            tb = next((t for t in inst.transceivers_of(b, k) if (b, t) not in used_trx), None)
             if ta is None or tb is None:
                 continue
             w_ab = next(

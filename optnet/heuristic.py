@@ -55,7 +55,7 @@ def greedy_plan(
     trx_free = {s: defaultdict(list) for s in range(len(inst.servers))}
     for s in range(len(inst.servers)):
         for t, k in enumerate(inst.transceiver_ocs):
-            if k >= 0 and inst.ocses[k].racks:
+            if k >= 0 and inst.ocses[k].racks and t not in inst.servers[s].dead_transceivers:
                 trx_free[s][k].append(t)
     partner: dict[tuple[int, int], int] = {}  # (ocs, rack) -> rack joined by a circuit
     used_wl: dict[tuple[int, int, str], set[int]] = defaultdict(set)  # (rack, ocs, dir) -> wls

@@ -39,6 +39,8 @@ class Rack:
 class Server:
     name: str
     rack: int
+    dead_transceivers: tuple[int, ...] = ()
+    """Transceivers of this server alone that have failed (``--fail transceiver:SERVER/K``)."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,16 @@ class Instance:
     def transceivers_per_ocs(self) -> tuple[int, ...]:
         """T_k: transceivers of one server attached to OCS k."""
         return tuple(self.transceiver_ocs.count(k) for k in range(len(self.ocses)))
+
+    def transceivers_of(self, server: int, ocs: int) -> list[int]:
+        """The working transceivers of ``server`` attached to OCS ``ocs``, in index order."""
+        dead = self.servers[server].dead_transceivers
+        return [t for t, k in enumerate(self.transceiver_ocs) if k == ocs and t not in dead]
+
+    def lost_transceivers(self, server: int, ocs: int) -> int:
+        """How many of the T_ocs transceivers every server has on ``ocs`` this one has lost."""
+        dead = self.servers[server].dead_transceivers
+        return sum(1 for t in dead if self.transceiver_ocs[t] == ocs)
 
     def fibre_delay_us_per_km(self, fibre_type: str) -> float:
         c = self.constants

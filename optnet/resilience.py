@@ -5,10 +5,8 @@ chosen classes, the instance with that one element failed (``optnet.failures``):
 
 * ``ocs``: every OCS;  ``fibre``: every trunk fibre;  ``server``: every usable server;
 * ``transceiver``: in every rack that hosts a job, one busy server loses one transceiver per
-  OCS it reaches (transceivers on the same OCS are interchangeable). optnet cannot give one server
-  fewer transceivers (servers of a rack are alike), so the row reports the better of two
-  conservative bounds: the server drained (= its ``server:`` case) or that transceiver dead on
-  every server (``transceiver:*/K``); the true iteration times are at most the row's.
+  OCS it reaches (transceivers on the same OCS are interchangeable); exact: that server keeps
+  its other transceivers (docs/model.md §5.1b).
 
 A case is settled without solving when the base decisions, carried over
 (``failures.carry_over``: a slot on a failed server moves to a free server, lightpaths that lost
@@ -25,7 +23,6 @@ answer (time limit without incumbent), then by decreasing slowdown (objective / 
 
 from __future__ import annotations
 
-import math
 import multiprocessing
 import time
 from collections.abc import Callable, Iterable
@@ -42,12 +39,6 @@ from optnet.instance import Instance
 from optnet.solve import SolveOptions, relative_gap, solve_instance
 
 CLASSES = ("ocs", "fibre", "server", "transceiver")
-TRANSCEIVER_NOTE = (
-    "transceiver:SERVER/K rows: optnet models the servers of a rack as alike and cannot give "
-    "one server fewer transceivers, so each row is the better of two conservative bounds, the "
-    "server drained (its server: case) or transceiver K dead on every server: the real "
-    "iteration times are at most these (docs/failures.md)"
-)
 #: outcome -> rank in the worst-first order
 OUTCOMES = {"cannot_run": 0, "unknown": 1, "slower": 2, "faster": 3, "same": 4}
 _SAME = 1e-9  # relative: objectives closer than this are equal
@@ -152,14 +143,6 @@ def n_minus_1_cases(
     return cases
 
 
-def _needed(cls: str, spec: str) -> list[str]:
-    """The degraded instances a case needs (a transceiver row takes the better of two)."""
-    if cls != "transceiver":
-        return [spec]
-    server, _, k = spec[len("transceiver:") :].rpartition("/")
-    return [f"server:{server}", f"transceiver:*/{k}"]
-
-
 def _capacity_problem(inst: Instance) -> str | None:
     need = sum(j.slots for j in inst.jobs)
     have = sum(len(r.servers) for r in inst.racks)
@@ -195,11 +178,16 @@ def _settle(inst: Instance, spec: str, base: BaseSolution, objective: str) -> di
 
 def _model_key(inst: Instance) -> tuple:
     """What the MILP of a degraded instance depends on beyond the intact instance: the trunks
-    of every OCS, the usable servers per rack (a count), the OCS of every transceiver."""
+    of every OCS, the usable servers per rack (a count), the OCS of every transceiver, and per
+    rack the transceivers its degraded servers lost (which server of the rack does not matter)."""
+    lost = tuple(
+        tuple(sorted(inst.servers[s].dead_transceivers for s in r.servers)) for r in inst.racks
+    )
     return (
         tuple(o.racks for o in inst.ocses),
         tuple(len(r.servers) for r in inst.racks),
         inst.transceiver_ocs,
+        lost,
     )
 
 
@@ -254,12 +242,10 @@ def run_resilience(
     case_opts = replace(o, threads=1, quiet=True)
     results: dict[str, dict] = {}
     pending: dict[str, dict] = {}
-    for cls, spec in cases:
-        for need in _needed(cls, spec):
-            if need in results or need in pending:
-                continue
-            r = _settle(inst, need, base, o.objective)
-            (pending if "degraded" in r else results)[need] = r
+    for _cls, spec in cases:
+        if spec not in results and spec not in pending:
+            r = _settle(inst, spec, base, o.objective)
+            (pending if "degraded" in r else results)[spec] = r
     # degraded instances with the same structure have the same MILP (the servers of a rack are
     # alike: failing any one of them leaves the same capacity): solve each model once
     groups: dict[tuple, list[str]] = {}
@@ -309,34 +295,10 @@ def run_resilience(
     return rows
 
 
-def _better(a: dict, b: dict) -> dict:
-    """The better of two results for the same case: runs beats no answer beats cannot run;
-    then the smaller objective."""
-
-    def key(r: dict) -> tuple[int, float]:
-        rank = {"infeasible": 2, "no_incumbent": 1, "error": 1}.get(r["status"], 0)
-        return rank, r.get("objective_us") or math.inf
-
-    return a if key(a) <= key(b) else b
-
-
 def _row(
     inst: Instance, cls: str, spec: str, base: BaseSolution, results: dict, mip_gap: float
 ) -> dict:
-    if cls == "transceiver":
-        drain_spec, all_spec = _needed(cls, spec)
-        drain, everywhere = results[drain_spec], results[all_spec]
-        res = _better(drain, everywhere)
-        _, notes = apply_failures(inst, [spec], file="resilience")
-        used = drain_spec if res is drain else all_spec
-        which = (
-            f"bound used: the server drained ({drain_spec})"
-            if res is drain
-            else f"bound used: the transceiver dead on every server ({all_spec})"
-        )
-        notes = notes + [which]
-    else:
-        res, used, notes = results[spec], spec, list(results[spec]["notes"])
+    res, used, notes = results[spec], spec, list(results[spec]["notes"])
     status = res["status"]
     row: dict[str, Any] = {
         "failure": spec,
@@ -499,11 +461,9 @@ def text_report(doc: dict[str, Any]) -> str:
             "  * not proven optimal (time limit): the slowdown of the best plan found, an upper "
             "bound; raise --time-limit"
         )
-    if any(r["class"] == "transceiver" for r in doc["cases"]):
-        details.append(f"  {TRANSCEIVER_NOTE}")
     for r in doc["cases"]:
         texts = list(r["reasons"])
-        texts += [n for n in r["notes"] if n.startswith(("bound used", "faster than"))]
+        texts += [n for n in r["notes"] if n.startswith("faster than")]
         if r["replan"] and not r["solved"] and r["outcome"] != "cannot_run":
             texts.append("re-planned without solving: " + "; ".join(r["replan"]))
         details += [f"  {r['failure']}: {t}" for t in texts]

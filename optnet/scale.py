@@ -61,7 +61,7 @@ def sub_instance(inst: Instance, racks: list[int], jobs: list[int]) -> tuple[Ins
         idx = []
         for s in rk.servers:
             idx.append(len(servers))
-            servers.append(Server(inst.servers[s].name, rack_new[r]))
+            servers.append(replace(inst.servers[s], rack=rack_new[r]))
             server_map.append(s)
         new_racks.append(replace(rk, servers=tuple(idx)))
     ocses = tuple(

@@ -86,11 +86,19 @@ def relative_gap(objective: float | None, bound: float | None) -> float | None:
     return max(0.0, (objective - bound) / abs(objective))
 
 
+#: HiGHS presolve rules optnet switches off (``presolve_rule_off`` bit mask): rule 16,
+#: "Enumeration", declared feasible joint models infeasible in HiGHS 1.15.1 (postsolve left a
+#: row violated by 1; found by tests/test_exhaustive.py's degraded-server cases, where brute
+#: force and HiGHS with presolve off agree). The other presolve rules stay on.
+PRESOLVE_RULES_OFF = 1 << 16
+
+
 def _options(o: SolveOptions) -> dict:
     return {
         "random_seed": o.seed,
         "parallel": "off" if o.threads <= 1 else "on",
         "presolve": "on",
+        "presolve_rule_off": PRESOLVE_RULES_OFF,
         "output_flag": False,
     }
 

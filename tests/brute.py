@@ -66,7 +66,7 @@ def brute_force(inst: Instance, objective: str = "max-iteration", **eval_kwargs)
             ]
             circ_set = {(c.ocs, c.rack_a, c.rack_b) for c in circuits}
             for n_combo in itertools.product(*counts):
-                lps = _lightpaths(inst, placement, pair_keys, n_combo, trx_of, circ_set)
+                lps = _lightpaths(inst, placement, pair_keys, n_combo, circ_set)
                 if lps is None:
                     continue
                 d = Decisions(placement, circuits, lps, {})
@@ -82,7 +82,7 @@ def brute_force(inst: Instance, objective: str = "max-iteration", **eval_kwargs)
     return best, best_d, scored
 
 
-def _lightpaths(inst, placement, pair_keys, n_combo, trx_of, circ_set):
+def _lightpaths(inst, placement, pair_keys, n_combo, circ_set):
     used_trx = defaultdict(int)
     next_wl = defaultdict(int)
     out = []
@@ -94,9 +94,10 @@ def _lightpaths(inst, placement, pair_keys, n_combo, trx_of, circ_set):
         for _ in range(n):
             if key not in circ_set:
                 return None
-            if used_trx[(sa, k)] >= len(trx_of[k]) or used_trx[(sb, k)] >= len(trx_of[k]):
+            own_a, own_b = inst.transceivers_of(sa, k), inst.transceivers_of(sb, k)
+            if used_trx[(sa, k)] >= len(own_a) or used_trx[(sb, k)] >= len(own_b):
                 return None
-            ta, tb = trx_of[k][used_trx[(sa, k)]], trx_of[k][used_trx[(sb, k)]]
+            ta, tb = own_a[used_trx[(sa, k)]], own_b[used_trx[(sb, k)]]
             used_trx[(sa, k)] += 1
             used_trx[(sb, k)] += 1
             w_ab = next_wl[key]

@@ -241,3 +241,34 @@ def test_random_tunable_subset(seed):
     ev = evaluate(inst, res.decisions)
     assert ev.feasible, ev.violations
     assert math.isclose(ev.objective_us, res.objective, rel_tol=REL, abs_tol=1e-9)
+
+
+#: Generated instances with one server's transceiver dead (transceiver:SERVER/K, exact model).
+DEGRADED = tuple(range(0, 40))
+
+
+@pytest.mark.parametrize("seed", DEGRADED)
+def test_random_dead_transceiver_of_one_server(seed):
+    """The degraded-server family (docs/model.md §5.1b) against brute force, which gives each
+    server its own working transceivers."""
+    import random
+
+    from optnet.failures import apply_failures
+
+    base = _instance(seed)
+    rng = random.Random(seed)
+    live = [t for t, k in enumerate(base.transceiver_ocs) if k >= 0]
+    server = rng.randrange(len(base.servers))
+    spec = f"transceiver:{base.servers[server].name}/{rng.choice(live)}"
+    inst, _ = apply_failures(base, [spec])
+    assert inst.servers[server].dead_transceivers
+    best, _d, _n = brute_force(inst, "max-iteration")
+    res = solve_instance(inst, SolveOptions(mip_gap=1e-9, time_limit_s=60))
+    if best is None:
+        assert res.status == "infeasible"
+        return
+    assert res.status == "optimal" and math.isclose(res.objective, best, rel_tol=REL), (
+        f"{spec}: MILP {res.objective} != brute {best}"
+    )
+    ev = evaluate(inst, res.decisions)
+    assert ev.feasible, ev.violations

@@ -230,12 +230,42 @@ def test_server_failure_without_spare_is_infeasible(tiny):
     assert solve_instance(degraded, EXACT).status == "infeasible"
 
 
-def test_transceiver_of_one_server_drains_it(tiny):
+def test_transceiver_of_one_server_is_exact(tiny, tiny_base):
+    """transceiver:SERVER/K takes K from that server alone: the server still hosts a slot, the
+    optimum lies between the intact one and the drained server's, and no lightpath uses K there."""
     inst, notes = apply_failures(tiny, ["transceiver:r1-s0/1"])
     s = tiny.server_index("r1-s0")
-    assert not usable_server(inst, s)
+    assert usable_server(inst, s) and inst.servers[s].dead_transceivers == (1,)
     assert inst.transceiver_ocs == tiny.transceiver_ocs
-    assert "is drained" in notes[0] and "conservative" in notes[0]
+    assert inst.transceivers_of(s, 1) == [] and inst.transceivers_of(s, 0) == [0]
+    assert "keeps 0 transceivers on ocs1" in notes[0]
+    assert any(
+        "has failed (transceiver:r1-s0/1)" in v for v in check_failures(inst, tiny_base.decisions)
+    ) == any(
+        s in (lp.server_a, lp.server_b) and 1 in (lp.transceiver_a, lp.transceiver_b)
+        for lp in tiny_base.decisions.lightpaths
+    )
+    res = solve_instance(inst, EXACT)
+    drained = solve_instance(apply_failures(tiny, ["server:r1-s0"])[0], EXACT)
+    assert res.status == "optimal"
+    assert check_failures(inst, res.decisions) == []
+    ev = evaluate(inst, res.decisions)
+    assert ev.feasible and ev.objective_us == pytest.approx(res.objective, rel=1e-9)
+    assert tiny_base.objective * (1 - 1e-9) <= res.objective
+    if drained.status == "optimal":
+        assert res.objective <= drained.objective * (1 + 1e-9)
+    again, notes = apply_failures(inst, ["transceiver:r1-s0/1"])
+    assert "already" in notes[0] and again.servers == inst.servers
+
+
+def test_evaluator_rejects_a_dead_transceiver_of_one_server(tiny, tiny_base):
+    """The decisions of the intact plan, on a cluster where one of their transceivers died."""
+    lp = tiny_base.decisions.lightpaths[0]
+    name = tiny.servers[lp.server_a].name
+    inst, _ = apply_failures(tiny, [f"transceiver:{name}/{lp.transceiver_a}"])
+    ev = evaluate(inst, tiny_base.decisions)
+    assert not ev.feasible
+    assert any(f"transceiver {lp.transceiver_a} of {name} has failed" in v for v in ev.violations)
 
 
 def test_transceiver_dead_everywhere(tiny, tiny_base):

@@ -60,7 +60,10 @@ def test_budget_trades_changes_for_speed(plan):
     assert free["objective"] <= two["objective"] + 1e-6 <= zero["objective"] + 2e-6
     # on this instance two changes (a loopback circuit and a lightpath) recover almost all of it
     assert two["objective"] < zero["objective"] * 0.6
-    assert free["changes"]["counts"]["total"] > two["changes"]["counts"]["total"]
+    # the last few percent need more than two changes, or none: an optimum within two changes
+    # would have been found by the budgeted solve
+    if free["objective"] < two["objective"] - 1e-6:
+        assert free["changes"]["counts"]["total"] > 2
 
 
 def test_penalty_is_charged_per_listed_change(plan):

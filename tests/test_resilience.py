@@ -77,11 +77,12 @@ def test_solves_are_warm_started_and_unused_elements_settled(tiny_report):
     assert any(r["solved"] and r["warm_start"] for r in rows)
     unsolved_same = [r for r in rows if r["outcome"] == "same" and not r["solved"]]
     assert unsolved_same and all(r["slowdown"] == pytest.approx(1.0) for r in unsolved_same)
-    # transceiver rows: the drain makes tiny infeasible, so the other bound is used
-    for r in rows:
-        if r["class"] == "transceiver":
-            assert r["solved_as"].startswith("transceiver:*/")
-            assert any(n.startswith("bound used") for n in r["notes"])
+    # transceiver rows are solved as themselves (exact): the server keeps hosting its slot
+    trx = [r for r in rows if r["class"] == "transceiver"]
+    assert trx
+    for r in trx:
+        assert r["solved_as"] == r["failure"]
+        assert not r["cannot_run"]
 
 
 def test_idle_and_spare_servers_are_settled_without_solving(tmp_path):

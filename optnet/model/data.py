@@ -41,6 +41,8 @@ class ModelData:
     trx_per_ocs: dict[int, int] = field(default_factory=dict)  # T_k
     circuits: list[tuple[int, int, int]] = field(default_factory=list)  # (k, r <= r')
     pairs: list[Pair] = field(default_factory=list)
+    degraded: dict[int, dict[int, int]] = field(default_factory=dict)  # server -> {k: lost}
+    healthy_capacity: dict[int, int] = field(default_factory=dict)  # rack -> intact servers
     pairs_of_slot: dict[tuple[int, int], list[Pair]] = field(default_factory=dict)
     max_lightpaths: int = 0  # Q = sum_k T_k
     alpha_lp: dict[tuple[int, int], float] = field(default_factory=dict)
@@ -88,6 +90,14 @@ def model_data(
                 ):
                     md.circuits.append((k, r, s))
     md.pairs = [(j, a, b) for j, jc in enumerate(cands) for a, b in jc.pairs]
+    for r in md.racks:
+        usable = [x for x in inst.racks[r].servers if x not in md.unavailable]
+        for x in usable:
+            lost = {k: inst.lost_transceivers(x, k) for k in md.ocs}
+            if any(lost.values()):
+                md.degraded[x] = {k: v for k, v in lost.items() if v}
+        intact = sum(1 for x in usable if x not in md.degraded)
+        md.healthy_capacity[r] = min(md.rack_capacity[r], intact)
     md.pairs_of_slot = {sl: [] for sl in md.slots}
     for p in md.pairs:
         md.pairs_of_slot[(p[0], p[1])].append(p)

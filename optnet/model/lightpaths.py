@@ -54,18 +54,19 @@ def add_lightpath_rack_pair(m: pyo.ConcreteModel, md: ModelData) -> None:
 
 
 def add_transceiver_limit(m: pyo.ConcreteModel, md: ModelData) -> None:
-    """sum_{p containing slot (j,m)} n[p,k] <= T_k   for every slot and OCS."""
+    """sum_{p containing slot (j,m)} n[p,k] <= T_k - sum_x lost_{x,k} v[j,m,x]
+    for every slot and OCS (lost_{x,k}: transceivers on OCS k that degraded server x lost)."""
     if "transceivers" in md.relax:
         return
-    m.transceiver_limit = pyo.Constraint(
-        m.SLOTS,
-        m.OCS,
-        rule=lambda m, j, s, k: (
-            sum(m.n[p + (k,)] for p in md.pairs_of_slot[(j, s)]) <= md.trx_per_ocs[k]
-            if md.pairs_of_slot[(j, s)]
-            else pyo.Constraint.Skip
-        ),
-    )
+    lost = [(x, k, n) for x, per in sorted(md.degraded.items()) for k, n in sorted(per.items())]
+
+    def limit(m, j, s, k):
+        if not md.pairs_of_slot[(j, s)]:
+            return pyo.Constraint.Skip
+        used = sum(m.n[p + (k,)] for p in md.pairs_of_slot[(j, s)])
+        return used <= md.trx_per_ocs[k] - sum(n * m.v[j, s, x] for x, kk, n in lost if kk == k)
+
+    m.transceiver_limit = pyo.Constraint(m.SLOTS, m.OCS, rule=limit)
 
 
 def add_wavelength_capacity(m: pyo.ConcreteModel, md: ModelData) -> None:

@@ -99,3 +99,50 @@ MUX_LOSS_DB = 2.0
 
 #: A mated connector pair: optnet's convention (0.3-0.75 dB in TIA-568 terms, [U]).
 CONNECTOR_LOSS_DB = 0.5
+
+# --------------------------------------------------------------------------- wavelength switching
+# A wavelength-switched fabric (tunable lasers + arrayed waveguide grating router, Sirius-style:
+# docs/model.md §5.7). Its guard time per slot is laser tuning + clock recovery + twice the
+# synchronisation error bound + the thermal delay drift of the fibres.
+
+#: Line rate of one tunable channel. Source: Sirius, 50 Gb/s channels (optical.md §2/§5) [P].
+WS_RATE_GBPS = 50.0
+
+#: Tunable laser switching time. Source: Sirius, laser tunes in < 912 ps (optical.md §2) [P].
+WS_LASER_TUNING_US = 0.000912
+
+#: Clock and data recovery lock after a switch. Source: Clark et al. (UCL), < 625 ps CDR locking
+#: in optically switched links over hollow-core fibre (optical.md §3/§5) [P].
+WS_CLOCK_RECOVERY_US = 0.000625
+
+#: Bound on the clock synchronisation error between any two nodes (the guard is widened by twice
+#: it: one node early, the other late). No figure in the research notes: [U]. Derived so that with
+#: zero thermal drift the guard equals Sirius's measured 3.84 ns end-to-end reconfiguration
+#: (optical.md §2 [P]): (3.84 - 0.912 - 0.625) / 2 = 1.1515 ns.
+WS_SYNC_ERROR_US = 0.0011515
+
+#: Synchronisation error once the fabric's clock synchronisation is lost and the nodes fall back
+#: to packet-based synchronisation: NOS, 28 ns accuracy in a 192-ToR setting (Lei et al.,
+#: "Nanosecond Precision Time Synchronization for Optical Data Center Networks", arXiv
+#: 2410.17012, 2024, abstract) [P, found by optnet's search, not in optical.md].
+WS_SYNC_LOSS_ERROR_US = 0.028
+
+#: Time slot length. No slot length in the research notes: [U]; the order of PULSE's 120 ns epochs
+#: (optical.md §5 [P]).
+WS_SLOT_US = 0.12
+
+#: Slots in one cycle of the schedule (each server's transceiver picks one destination per slot).
+#: optnet's convention [U]: small enough for the MILP's one-hot slot count.
+WS_SLOTS_PER_CYCLE = 8
+
+#: Thermal coefficient of delay of SMF: 6.7 ppm/K of 4.9 us/km = 33 ps/km/K (Bergman, Eng and
+#: Johnston, Electronics Letters 19(21) 1983, loose-tube cable; an OTDR calibration note gives
+#: 1 ns per 4 km per 7.6 K = 33 ps/km/K) [S, found by optnet's search, not in optical.md].
+SMF_THERMAL_DELAY_PS_PER_KM_K = 33.0
+
+#: Thermal coefficient of delay of hollow-core fibre: 20x smaller than SMF-28 (Clark et al.,
+#: optical.md §3/§5 [P]; Sun et al. on anti-resonant HCF confirm "20 times lower") -> 33 / 20.
+HCF_THERMAL_DELAY_PS_PER_KM_K = SMF_THERMAL_DELAY_PS_PER_KM_K / 20.0
+
+#: Temperature swing the guard must absorb (data hall air, +-5 K): optnet's convention [U].
+WS_TEMPERATURE_SWING_K = 10.0

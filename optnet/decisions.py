@@ -40,6 +40,18 @@ class Lightpath:
     wavelength_ba: int
 
 
+@dataclass(frozen=True, order=True)
+class WsSlot:
+    """In slot ``slot`` of every cycle, transceiver ``transceiver`` of ``sender`` sends on
+    ``wavelength``, which the grating routes to the same transceiver of ``receiver``."""
+
+    slot: int
+    transceiver: int
+    sender: int
+    receiver: int
+    wavelength: int
+
+
 @dataclass
 class Decisions:
     placement: dict[int, tuple[int, ...]] = field(default_factory=dict)
@@ -48,6 +60,8 @@ class Decisions:
     lightpaths: list[Lightpath] = field(default_factory=list)
     algorithms: dict[tuple[int, int], str] = field(default_factory=dict)
     """(job index, collective index) -> algorithm name."""
+    ws_slots: list[WsSlot] = field(default_factory=list)
+    """The wavelength-switched fabric's schedule (empty: the fabric is not used)."""
 
     def canonical(self) -> Decisions:
         """Sorted copy (deterministic output)."""
@@ -56,7 +70,16 @@ class Decisions:
             sorted(self.circuits),
             sorted(self.lightpaths),
             dict(sorted(self.algorithms.items())),
+            sorted(self.ws_slots),
         )
+
+    def ws_counts(self) -> dict[tuple[int, int], tuple[int, int]]:
+        """(server a < server b) -> (slot-channels a->b, b->a) per cycle."""
+        out: dict[tuple[int, int], list[int]] = {}
+        for e in self.ws_slots:
+            key = (min(e.sender, e.receiver), max(e.sender, e.receiver))
+            out.setdefault(key, [0, 0])[0 if e.sender == key[0] else 1] += 1
+        return {k: (v[0], v[1]) for k, v in out.items()}
 
 
 def to_json(inst: Instance, d: Decisions) -> dict[str, Any]:
@@ -101,12 +124,27 @@ def to_json(inst: Instance, d: Decisions) -> dict[str, Any]:
     algorithms = {}
     for (ji, ci), alg in sorted(d.algorithms.items()):
         algorithms.setdefault(inst.jobs[ji].name, {})[inst.jobs[ji].collectives[ci].name] = alg
-    return {
+    out = {
         "placement": placement,
         "circuits": circuits,
         "lightpaths": lightpaths,
         "algorithms": algorithms,
     }
+    if inst.wavelength_switched is not None:
+        out["wavelength_switched"] = {
+            "fabric": inst.wavelength_switched.name,
+            "schedule": [
+                {
+                    "slot": e.slot,
+                    "transceiver": e.transceiver,
+                    "from": inst.servers[e.sender].name,
+                    "to": inst.servers[e.receiver].name,
+                    "wavelength": e.wavelength,
+                }
+                for e in sorted(d.ws_slots)
+            ],
+        }
+    return out
 
 
 def from_json(inst: Instance, data: Any, file: str = "solution") -> Decisions:
@@ -165,6 +203,31 @@ def from_json(inst: Instance, data: Any, file: str = "solution") -> Decisions:
             )
             continue
         d.lightpaths.append(Lightpath(o, sa, ta, sb, tb, wab, wba))
+    ws = data.get("wavelength_switched", {})
+    schedule = ws.get("schedule", []) if isinstance(ws, dict) else None
+    if not isinstance(schedule, list):
+        bad(
+            "wavelength_switched.schedule",
+            "expected a list of {slot, transceiver, from, to, wavelength}",
+        )
+        schedule = []
+    for i, e in enumerate(schedule):
+        try:
+            d.ws_slots.append(
+                WsSlot(
+                    int(e["slot"]),
+                    int(e["transceiver"]),
+                    servers[e["from"]],
+                    servers[e["to"]],
+                    int(e["wavelength"]),
+                )
+            )
+        except (KeyError, TypeError, ValueError):
+            bad(
+                f"wavelength_switched.schedule[{i}]",
+                "expected {slot, transceiver, from: SERVER, to: SERVER, wavelength} with known "
+                "server names",
+            )
     algs = data.get("algorithms", {})
     if not isinstance(algs, dict):
         bad("algorithms", "expected an object job -> {collective: algorithm}")

@@ -131,6 +131,16 @@ def decode(m: pyo.ConcreteModel, md: ModelData) -> Decisions:
         for j, ci, a in m.OPTIONS
         if _on(m.x[j, ci, a])
     }
+    if md.has_ws:  # slot counts -> the slot-by-slot schedule (König: docs/model.md §5.7)
+        from optnet.ws_schedule import build_schedule
+
+        counts: dict[tuple[int, int], int] = {}
+        for j, a, b in md.pairs:
+            k = next((k for k in m.WS_COUNTS if k and _on(m.h[j, a, b, k])), 0)
+            if k:
+                sa, sb = d.placement[j][a], d.placement[j][b]
+                counts[(min(sa, sb), max(sa, sb))] = k
+        d.ws_slots = build_schedule(inst, counts)
     return d.canonical()
 
 
@@ -172,4 +182,14 @@ def encode(m: pyo.ConcreteModel, md: ModelData, d: Decisions) -> list[tuple]:
         alg = d.algorithms.get((j, ci))
         name = md.cands[j].collectives[ci].options[a].algorithm
         values.append((m.x[j, ci, a], 1.0 if alg == name else 0.0))
+    if md.has_ws:
+        ws = d.ws_counts()
+        for j, a, b in md.pairs:
+            servers = d.placement.get(j)
+            k = 0
+            if servers is not None:
+                sa, sb = servers[a], servers[b]
+                k = min(ws.get((min(sa, sb), max(sa, sb)), (0, 0)))
+            for kk in m.WS_COUNTS:
+                values.append((m.h[j, a, b, kk], 1.0 if kk == k else 0.0))
     return values

@@ -38,6 +38,8 @@ class Evaluation:
     links: list[dict] = field(default_factory=list)
     schedule: dict = field(default_factory=dict)
     energy: dict = field(default_factory=dict)
+    ws: dict = field(default_factory=dict)
+    """The wavelength-switched fabric: guard, cycle and each pair's link (empty without one)."""
 
 
 # --------------------------------------------------------------------------- feasibility
@@ -159,6 +161,92 @@ def check_lightpaths(inst: Instance, d: Decisions) -> list[str]:
     return out
 
 
+def check_ws(inst: Instance, d: Decisions) -> list[str]:
+    """The wavelength-switched schedule (docs/model.md §5.7): the fabric exists and is enabled;
+    slots, transceivers and servers exist and attach to the gratings; each wavelength is the one
+    the grating routes from sender to receiver; in every (slot, transceiver) each server sends at
+    most once and receives at most once (a matching); each pair has as many channels one way as
+    the other; and no pair uses both lightpaths and the fabric (one transport per pair)."""
+    if not d.ws_slots:
+        return []
+    out: list[str] = []
+    fab = inst.wavelength_switched
+    if fab is None:
+        return ["wavelength_switched: the decisions use a schedule but no fabric is defined"]
+    if fab.disabled:
+        return [
+            f"wavelength_switched: fabric {fab.name} is disabled (clock synchronisation lost, "
+            "on_sync_loss: disable): no pair may use it"
+        ]
+    attached = set(fab.servers)
+    names = [sv.name for sv in inst.servers]
+    sends: dict[tuple[int, int, int], int] = defaultdict(int)
+    recvs: dict[tuple[int, int, int], int] = defaultdict(int)
+    for e in sorted(d.ws_slots):
+        where = f"slot {e.slot}, transceiver {e.transceiver}"
+        ok = True
+        if not 0 <= e.slot < fab.slots_per_cycle:
+            out.append(
+                f"wavelength_switched: {where}: slot {e.slot} is not in the cycle "
+                f"0..{fab.slots_per_cycle - 1}"
+            )
+            ok = False
+        if not 0 <= e.transceiver < fab.transceivers_per_server:
+            out.append(
+                f"wavelength_switched: {where}: transceiver {e.transceiver} does not exist "
+                f"(0..{fab.transceivers_per_server - 1})"
+            )
+            ok = False
+        for s in (e.sender, e.receiver):
+            if not 0 <= s < len(names):
+                out.append(f"wavelength_switched: {where}: server index {s} does not exist")
+                ok = False
+            elif s not in attached:
+                out.append(
+                    f"wavelength_switched: {where}: {names[s]} does not attach to the gratings"
+                )
+                ok = False
+        if not ok:
+            continue
+        if e.sender == e.receiver:
+            out.append(f"wavelength_switched: {where}: {names[e.sender]} sends to itself")
+            continue
+        want = physics.awgr_wavelength(inst, e.sender, e.receiver)
+        if e.wavelength != want:
+            out.append(
+                f"wavelength_switched: {where}: {names[e.sender]}->{names[e.receiver]} on "
+                f"wavelength {e.wavelength}, but the grating routes it to that receiver only on "
+                f"wavelength {want}"
+            )
+        sends[(e.slot, e.transceiver, e.sender)] += 1
+        recvs[(e.slot, e.transceiver, e.receiver)] += 1
+    for (sl, t, s), n in sorted(sends.items()):
+        if n > 1:
+            out.append(
+                f"wavelength_switched: slot {sl}, transceiver {t}: {names[s]} sends {n} times "
+                "(one wavelength at a time)"
+            )
+    for (sl, t, s), n in sorted(recvs.items()):
+        if n > 1:
+            out.append(
+                f"wavelength_switched: slot {sl}, transceiver {t}: {names[s]} receives from {n} "
+                "senders at once (collision at its receiver)"
+            )
+    lit = {(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b)) for lp in d.lightpaths}
+    for (a, b), (ab, ba) in sorted(d.ws_counts().items()):
+        if ab != ba:
+            out.append(
+                f"wavelength_switched: {names[a]}->{names[b]} has {ab} slot-channels per cycle "
+                f"but {names[b]}->{names[a]} has {ba}; optnet models duplex pairs (equal counts)"
+            )
+        if (a, b) in lit:
+            out.append(
+                f"wavelength_switched: {names[a]}<->{names[b]} has lightpaths and "
+                "wavelength-switched slots; a pair uses one transport"
+            )
+    return out
+
+
 def _lp_name(inst: Instance, lp: Lightpath) -> str:
     return (
         f"{inst.servers[lp.server_a].name}<->{inst.servers[lp.server_b].name} via "
@@ -173,19 +261,24 @@ def _lp_name(inst: Instance, lp: Lightpath) -> str:
 class PairLink:
     """The connection a slot pair actually has."""
 
-    kind: str  # "lightpath", "packet" or "none"
+    kind: str  # "lightpath", "wavelength_switched", "packet" or "none"
     lightpaths: int
     fixed_us: float
     propagation_us: float
     inverse_rate: float  # us per byte
+    switching_us: float = 0.0
+    """Wavelength-switched fabric: guard + worst-case wait for the pair's next slot."""
+    channels: int = 0
+    """Wavelength-switched fabric: slot-channels per cycle each way."""
 
     @property
     def alpha_us(self) -> float:
-        return self.fixed_us + self.propagation_us
+        return self.fixed_us + self.propagation_us + self.switching_us
 
 
-def pair_link(inst: Instance, sa: int, sb: int, q: int) -> PairLink:
-    """Link of servers sa, sb given q lightpaths between them (docs/model.md §2)."""
+def pair_link(inst: Instance, sa: int, sb: int, q: int, k: int = 0) -> PairLink:
+    """Link of servers sa, sb given q lightpaths and k wavelength-switched slot-channels per
+    cycle between them (docs/model.md §2, §5.7); a pair uses one transport (``check_ws``)."""
     ra, rb = inst.servers[sa].rack, inst.servers[sb].rack
     if q >= 1:
         return PairLink(
@@ -194,6 +287,16 @@ def pair_link(inst: Instance, sa: int, sb: int, q: int) -> PairLink:
             physics.lightpath_fixed_latency_us(inst),
             physics.propagation_us(inst, ra, rb),
             physics.lightpath_inverse_rate(inst, q),
+        )
+    if k >= 1 and inst.ws is not None:
+        return PairLink(
+            "wavelength_switched",
+            0,
+            physics.ws_fixed_latency_us(inst),
+            physics.propagation_us(inst, ra, rb),
+            physics.ws_inverse_rate(inst, k),
+            physics.ws_switching_us(inst, k),
+            k,
         )
     if inst.packet is not None:
         return PairLink(
@@ -211,12 +314,12 @@ def _option_time(
 ) -> tuple[float, dict, list[str]]:
     """Time of one option: constant + max over groups of the sum over steps of the slowest
     transfer; with the breakdown of the critical group's critical transfers."""
-    best_t, best_bd, missing = 0.0, {"fixed": 0.0, "prop": 0.0, "ser": 0.0}, []
+    best_t, best_bd, missing = 0.0, {"fixed": 0.0, "prop": 0.0, "ser": 0.0, "switch": 0.0}, []
     names = names or [str(i) for i in range(max(slot_server, default=0) + 1)]
     for gs in opt.groups:
-        total, bd = 0.0, {"fixed": 0.0, "prop": 0.0, "ser": 0.0}
+        total, bd = 0.0, {"fixed": 0.0, "prop": 0.0, "ser": 0.0, "switch": 0.0}
         for st in gs.steps:
-            worst, worst_bd = 0.0, (0.0, 0.0, 0.0)
+            worst, worst_bd = 0.0, (0.0, 0.0, 0.0, 0.0)
             for a, b, nbytes in st.transfers:
                 sa, sb = slot_server[gs.slots[a]], slot_server[gs.slots[b]]
                 link = links[(min(sa, sb), max(sa, sb))]
@@ -230,12 +333,13 @@ def _option_time(
                     st.alpha_mult * link.fixed_us,
                     st.alpha_mult * link.propagation_us,
                     nbytes * link.inverse_rate,
+                    st.alpha_mult * link.switching_us,
                 )
                 t = sum(parts)
                 if t > worst:
                     worst, worst_bd = t, parts
             total += st.count * worst
-            for key, v in zip(("fixed", "prop", "ser"), worst_bd):
+            for key, v in zip(("fixed", "prop", "ser", "switch"), worst_bd):
                 bd[key] += st.count * v
         if total > best_t:
             best_t, best_bd = total, bd
@@ -258,6 +362,7 @@ def evaluate(
         + check_circuits(inst, d)
         + check_lightpaths(inst, d)
         + check_tenants(inst, d)
+        + check_ws(inst, d)
     )
     cands = candidates if candidates is not None else all_candidates(inst)
     q: dict[tuple[int, int], int] = defaultdict(int)
@@ -266,6 +371,7 @@ def evaluate(
         key = (min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))
         q[key] += 1
         per_ocs[key].append(lp.ocs)
+    ws_k = {key: min(ab, ba) for key, (ab, ba) in d.ws_counts().items()}
     ev = Evaluation(not violations, violations, None)
     if any(v.startswith("placement") for v in violations):
         ev.feasible = False
@@ -273,6 +379,7 @@ def evaluate(
     server_names = [sv.name for sv in inst.servers]
     iteration: list[float] = []
     pair_bytes: dict[tuple[int, int], float] = defaultdict(float)
+    ws_links: dict[tuple[int, int], PairLink] = {}
     for ji, jc in enumerate(cands):
         job = jc.job
         servers = d.placement[ji]
@@ -280,7 +387,8 @@ def evaluate(
         for a, b in jc.pairs:
             sa, sb = servers[a], servers[b]
             key = (min(sa, sb), max(sa, sb))
-            links[key] = pair_link(inst, sa, sb, q[key])
+            links[key] = pair_link(inst, sa, sb, q[key], ws_k.get(key, 0))
+        ws_links.update({k: v for k, v in links.items() if v.kind == "wavelength_switched"})
         exposed = overlappable = nvlink_busy = 0.0
         phases = []
         for ci, cc in enumerate(jc.collectives):
@@ -325,7 +433,7 @@ def evaluate(
                         "fixed_latency": bd["fixed"],
                         "propagation": bd["prop"],
                         "serialisation": bd["ser"],
-                        "reconfiguration": 0.0,
+                        "reconfiguration": bd["switch"],
                         "intra_server": opt.nvlink_us,
                         "reduction": opt.constant_us - opt.nvlink_us,
                     },
@@ -407,7 +515,45 @@ def evaluate(
             }
         )
     ev.links = _fibre_utilisation(inst, d) + _nvlink_links(inst, d, ev)
+    if inst.wavelength_switched is not None:
+        ev.ws = _ws_report(inst, d, ws_links, pair_bytes, owner, iter_of)
     return ev
+
+
+def _ws_report(inst, d: Decisions, links, pair_bytes, owner, iter_of) -> dict:
+    """The fabric's guard and cycle, and each pair's link over it (docs/model.md §5.7)."""
+    f = inst.wavelength_switched
+    names = [sv.name for sv in inst.servers]
+    pairs = []
+    for (a, b), link in sorted(links.items()):
+        heavier = max(pair_bytes.get((a, b), 0.0), pair_bytes.get((b, a), 0.0))
+        ji = owner.get(a)
+        busy = heavier * link.inverse_rate
+        pairs.append(
+            {
+                "servers": [names[a], names[b]],
+                "slots_per_cycle": link.channels,
+                "rate_gbps": 1.0 / (link.inverse_rate * 125.0),
+                "latency_us": link.alpha_us,
+                "switching_us": link.switching_us,
+                "utilisation": busy / iter_of[ji] if ji is not None and iter_of.get(ji) else 0.0,
+            }
+        )
+    return {
+        "fabric": f.name,
+        "enabled": not f.disabled,
+        "synchronised": f.synchronised,
+        "sync_error_us": f.sync_error_us,
+        "thermal_drift_us": f.drift_us,
+        "guard_us": f.guard_us,
+        "slot_us": f.slot_us,
+        "slots_per_cycle": f.slots_per_cycle,
+        "cycle_us": f.slot_us * f.slots_per_cycle,
+        "duty_cycle": (f.slot_us - f.guard_us) / f.slot_us,
+        "transceivers_per_server": f.transceivers_per_server,
+        "channel_rate_gbps": f.rate_gbps,
+        "pairs": pairs,
+    }
 
 
 _BUSBW = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce"}

@@ -363,7 +363,9 @@ class PlanState:
             used_wl |= {(rb, o, "up", w_ba), (ra, o, "down", w_ba)}
             lightpaths.append(Lightpath(o, sa, ta, sb, tb, w_ab, w_ba))
             circuits.add(Circuit(o, min(ra, rb), max(ra, rb)))
-        return Decisions(dict(d.placement), sorted(circuits), lightpaths, dict(d.algorithms))
+        return Decisions(
+            dict(d.placement), sorted(circuits), lightpaths, dict(d.algorithms), list(d.ws_slots)
+        )
 
 
 def lightpath_gain(inst: Instance, state: PlanState, s: Sensitivities, p: Pair) -> float:

@@ -8,8 +8,9 @@ A failure is written ``KIND:ELEMENT`` (docs/failures.md):
     transceiver:SERVER/K  transceiver K of one server is dead (exact: that server's slot gets
                           one transceiver fewer on K's OCS, docs/model.md §5.1b)
     transceiver:*/K       transceiver K is dead on every server (exact)
-    sync:FABRIC           loss of clock synchronisation of a wavelength-switched fabric (no such
-                          fabric type exists yet: always refused, with that reason)
+    sync:FABRIC           loss of clock synchronisation of a wavelength-switched fabric: its guard
+                          widens (sync_error_us -> sync_loss_error_us) or the fabric is disabled,
+                          as its ``on_sync_loss`` says
 
 :func:`apply_failures` turns an :class:`~optnet.instance.Instance` into the degraded one. The
 encoding keeps every index stable (servers, transceivers, OCS ports), so decisions of the intact
@@ -26,7 +27,10 @@ instance can be compared with, and carried over to, the degraded one:
   degraded-server family gives a slot placed there fewer transceivers, the decoder and the
   evaluator skip it;
 * a transceiver dead on every server is attached to no OCS (``transceiver_ocs[K] = -1``): every
-  ``T_o`` counts one fewer and the decoder never picks it.
+  ``T_o`` counts one fewer and the decoder never picks it;
+* sync loss replaces the fabric (``Instance.wavelength_switched``) by one with the widened guard
+  (``synchronised = False``), or by a disabled one (``disabled = True``: ``Instance.ws`` is None,
+  so the MILP has no slot variables and the evaluator rejects any schedule).
 
 The canonical failure strings are appended to ``raw["failures"]`` and ``input_hash`` is
 recomputed, so results of a what-if never carry the intact instance's hash.
@@ -39,6 +43,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from optnet import physics
 from optnet.decisions import Circuit, Decisions, Lightpath
 from optnet.errors import InputError, Problem
 from optnet.instance import Instance, Ocs
@@ -164,6 +169,7 @@ def apply_failures(
     rack_servers = [list(r.servers) for r in inst.racks]
     t_ocs = list(inst.transceiver_ocs)
     servers = list(inst.servers)
+    ws = inst.wavelength_switched
     done = list(failures_of(inst))
     notes: list[str] = []
     rack_idx = {r.name: i for i, r in enumerate(inst.racks)}
@@ -207,6 +213,9 @@ def apply_failures(
         elif f.kind == "server":
             s = inst.server_index(f.name)
             notes.append(_drain(inst, rack_servers, s, f"{key}: {f.name} cannot host a job"))
+        elif f.kind == "sync":
+            ws, note = _lose_sync(ws)
+            notes.append(f"{key}: {note}")
         elif f.kind == "transceiver" and f.name == "*":
             o = t_ocs[f.index]
             if o < 0:
@@ -243,8 +252,33 @@ def apply_failures(
         transceiver_ocs=tuple(t_ocs),
         raw=raw,
         input_hash=digest,
+        wavelength_switched=ws,
     )
     return out, notes
+
+
+def _lose_sync(ws):
+    """The fabric after losing clock synchronisation, and a note saying what changed."""
+    if ws.on_sync_loss == "disable":
+        return replace(ws, synchronised=False, disabled=True), (
+            f"{ws.name} loses clock synchronisation and is disabled (on_sync_loss: disable): "
+            "no pair can use it"
+        )
+    guard = physics.ws_guard_us(
+        ws.laser_tuning_us, ws.clock_recovery_us, ws.sync_loss_error_us, ws.drift_us
+    )
+    if guard >= ws.slot_us:
+        return replace(ws, synchronised=False, disabled=True), (
+            f"{ws.name} loses clock synchronisation: the guard would widen from "
+            f"{ws.guard_us * 1e3:.4g} ns to {guard * 1e3:.4g} ns, not shorter than the "
+            f"{ws.slot_us * 1e3:.4g} ns slot, so the fabric carries nothing (disabled)"
+        )
+    duty = (ws.slot_us - guard) / ws.slot_us
+    return replace(ws, synchronised=False, sync_error_us=ws.sync_loss_error_us, guard_us=guard), (
+        f"{ws.name} loses clock synchronisation: sync error {ws.sync_error_us * 1e3:.4g} ns -> "
+        f"{ws.sync_loss_error_us * 1e3:.4g} ns, guard {ws.guard_us * 1e3:.4g} ns -> "
+        f"{guard * 1e3:.4g} ns per {ws.slot_us * 1e3:.4g} ns slot (data {duty:.1%} of each slot)"
+    )
 
 
 def _drain(inst: Instance, rack_servers: list[list[int]], s: int, note: str) -> str:
@@ -282,18 +316,18 @@ def _check(inst: Instance, f: Failure) -> None:
             f"0..{T - 1} (transceivers.attach)"
         )
     if f.kind == "sync":
-        fabrics = [getattr(x, "name", str(x)) for x in getattr(inst, "wavelength_fabrics", ())]
+        fabrics = [x.name for x in inst.wavelength_fabrics]
         if not fabrics:
             raise ValueError(
                 "loss of clock synchronisation applies to a wavelength-switched "
                 "fabric, and no wavelength-switched fabric is defined (this instance has only "
-                "OCSes, which switch whole fibres and need no synchronisation)"
+                "OCSes, which switch whole fibres and need no synchronisation; add "
+                "topology.wavelength_switched)"
             )
         if f.name not in fabrics:
             raise ValueError(
                 f"unknown wavelength-switched fabric {f.name!r}; fabrics: {_names(fabrics)}"
             )
-        raise ValueError(f"sync:{f.name}: not modelled yet")  # pragma: no cover - no fabric yet
 
 
 def trunk_names(inst: Instance) -> list[str]:
@@ -410,8 +444,36 @@ def carry_over(degraded: Instance, d: Decisions) -> tuple[Decisions | None, list
     circuits = sorted(
         {Circuit(lp.ocs, *sorted((S[lp.server_a].rack, S[lp.server_b].rack))) for lp in lightpaths}
     )
-    out = Decisions(placement, circuits, lightpaths, dict(d.algorithms)).canonical()
+    ws_slots, ws_why = _carry_ws(degraded, d, moved, lightpaths)
+    why += ws_why
+    out = Decisions(placement, circuits, lightpaths, dict(d.algorithms), ws_slots).canonical()
     return out, why
+
+
+def _carry_ws(degraded: Instance, d: Decisions, moved: dict[int, int], lightpaths: list):
+    """The wavelength-switched schedule after the failure: the same channel counts per pair
+    (servers moved with their slots), rebuilt for the new ports; pairs that left the gratings or
+    now have a lightpath lose theirs, and a disabled fabric carries nothing."""
+    from optnet.ws_schedule import build_schedule
+
+    counts = {k: min(v) for k, v in d.ws_counts().items()}
+    if not counts:
+        return [], []
+    fab = degraded.ws
+    if fab is None:
+        return [], [f"{len(counts)} pair(s) lose the disabled wavelength-switched fabric"]
+    lit = {(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b)) for lp in lightpaths}
+    kept: dict[tuple[int, int], int] = {}
+    lost = 0
+    for (a, b), k in counts.items():
+        a, b = moved.get(a, a), moved.get(b, b)
+        key = (min(a, b), max(a, b))
+        if key in lit or a not in fab.servers or b not in fab.servers:
+            lost += 1
+        else:
+            kept[key] = k
+    why = [f"{lost} pair(s) lose their wavelength-switched slots"] if lost else []
+    return build_schedule(degraded, kept), why
 
 
 def _reroute(inst: Instance, kept: list[Lightpath], rest: list[tuple[int, int, int]]):

@@ -36,6 +36,42 @@ class Rack:
 
 
 @dataclass(frozen=True)
+class WsFabric:
+    """A wavelength-switched fabric, normalised (docs/model.md §5.7): the schema's parameters,
+    the attached racks and servers (server ``servers[i]`` is on grating port ``i``), and the
+    guard time derived from them (``physics.ws_guard_us``)."""
+
+    name: str
+    rate_gbps: float
+    transceivers_per_server: int
+    slot_us: float
+    slots_per_cycle: int
+    laser_tuning_us: float
+    clock_recovery_us: float
+    sync_error_us: float
+    temperature_swing_k: float
+    on_sync_loss: str
+    sync_loss_error_us: float
+    racks: tuple[int, ...]
+    servers: tuple[int, ...]
+    drift_us: float
+    guard_us: float
+    synchronised: bool = True
+    """False once ``sync:NAME`` has failed with ``on_sync_loss: widen``."""
+    disabled: bool = False
+    """True once ``sync:NAME`` has failed with ``on_sync_loss: disable`` (or the widened guard
+    leaves no time for data): no pair may use the fabric."""
+
+    @property
+    def channels(self) -> int:
+        """K = slots_per_cycle x transceivers_per_server: slot-channels per server per cycle."""
+        return self.slots_per_cycle * self.transceivers_per_server
+
+    def port_of(self, server: int) -> int:
+        return self.servers.index(server)
+
+
+@dataclass(frozen=True)
 class Server:
     name: str
     rack: int
@@ -117,6 +153,20 @@ class Instance:
     """The validated input as plain data (for exports and re-loading with changes)."""
     direct: DirectFabric | None = None
     """A direct-connect fabric between the servers (docs/direct.md); None: optics only."""
+    wavelength_switched: WsFabric | None = None
+    """A wavelength-switched fabric (docs/model.md §5.7); None: none is defined."""
+
+    @property
+    def ws(self) -> WsFabric | None:
+        """The wavelength-switched fabric pairs may use: None when there is none or it is
+        disabled (sync lost with ``on_sync_loss: disable``)."""
+        f = self.wavelength_switched
+        return f if f is not None and not f.disabled else None
+
+    @property
+    def wavelength_fabrics(self) -> tuple[WsFabric, ...]:
+        """Every wavelength-switched fabric defined (``sync:NAME`` names one)."""
+        return () if self.wavelength_switched is None else (self.wavelength_switched,)
 
     @property
     def usable_wavelengths(self) -> tuple[int, ...]:
@@ -289,6 +339,10 @@ def build_instance(
         if len(set(wl)) != len(wl):
             tp("transceivers.wavelengths", "duplicate wavelength indices")
 
+    ws_fabric = None
+    if cluster.wavelength_switched is not None:
+        ws_fabric = _ws_fabric(cluster.wavelength_switched, racks, tp)
+
     # jobs
     G = cluster.gpus_per_server
     jobs: list[JobSpec] = []
@@ -317,6 +371,8 @@ def build_instance(
     }
     if topology_given is not cluster:  # the optics a direct cluster left out stay out
         raw["topology"] = topology_given.model_dump(mode="json")
+    if raw["topology"].get("wavelength_switched", 0) is None:  # hashes of older instances stay
+        del raw["topology"]["wavelength_switched"]
     digest = hashlib.sha256(json.dumps(raw, sort_keys=True).encode()).hexdigest()
     instance = Instance(
         name=inst.name or default_name,
@@ -343,12 +399,67 @@ def build_instance(
         carbon=cluster.carbon,
         tenants=tuple(workload.tenants),
         direct=direct_fabric,
+        wavelength_switched=ws_fabric,
     )
     if inst.failures:  # what-if: failed elements are removed or degraded before solving
         from optnet.failures import apply_failures
 
         instance, _notes = apply_failures(instance, list(inst.failures), file=topo_file)
     return instance
+
+
+def _ws_fabric(spec: schema.WavelengthSwitched, racks: list[Rack], tp) -> WsFabric | None:
+    """Normalise the wavelength-switched fabric: attached racks and servers, thermal drift and
+    guard (``physics``); a guard that leaves no time for data in a slot is an error."""
+    from optnet import physics
+
+    names = [r.name for r in racks]
+    if spec.racks is None:
+        attached = tuple(range(len(racks)))
+    else:
+        unknown = [n for n in spec.racks if n not in names]
+        if unknown:
+            tp("wavelength_switched.racks", f"unknown racks {unknown}; racks: {names}")
+            return None
+        if len(set(spec.racks)) != len(spec.racks):
+            tp("wavelength_switched.racks", "duplicate rack names")
+            return None
+        attached = tuple(sorted(names.index(n) for n in spec.racks))
+    drift = physics.ws_drift_us(
+        [(racks[r].trunk_length_km, racks[r].fibre_type) for r in attached],
+        spec.temperature_swing_k,
+        spec.smf_thermal_delay_ps_per_km_k,
+        spec.hcf_thermal_delay_ps_per_km_k,
+    )
+    guard = physics.ws_guard_us(
+        spec.laser_tuning_us, spec.clock_recovery_us, spec.sync_error_us, drift
+    )
+    if guard >= spec.slot_us:
+        tp(
+            "wavelength_switched.slot_us",
+            f"slot_us = {spec.slot_us} but the guard time is {guard:.6g} us (laser tuning "
+            f"{spec.laser_tuning_us} + clock recovery {spec.clock_recovery_us} + 2 x sync error "
+            f"{spec.sync_error_us} + thermal drift {drift:.6g}): a slot must be longer than its "
+            "guard",
+        )
+        return None
+    return WsFabric(
+        spec.name,
+        spec.rate_gbps,
+        spec.transceivers_per_server,
+        spec.slot_us,
+        spec.slots_per_cycle,
+        spec.laser_tuning_us,
+        spec.clock_recovery_us,
+        spec.sync_error_us,
+        spec.temperature_swing_k,
+        spec.on_sync_loss,
+        spec.sync_loss_error_us,
+        attached,
+        tuple(s for r in attached for s in racks[r].servers),
+        drift,
+        guard,
+    )
 
 
 def _unique(names: list[str], field: str, what: str, report) -> None:

@@ -106,3 +106,80 @@ def lightpath_loss_db(inst: Instance, rack_a: int, rack_b: int, ocs: int) -> flo
 def within_power_budget(inst: Instance, rack_a: int, rack_b: int, ocs: int) -> bool:
     budget = inst.transceiver_power_budget_db
     return budget is None or lightpath_loss_db(inst, rack_a, rack_b, ocs) <= budget + 1e-9
+
+
+# --------------------------------------------------------------------------- wavelength switching
+# docs/model.md §5.7. A pair with k >= 1 slot-channels per cycle on the wavelength-switched
+# fabric (k of the K = slots_per_cycle x transceivers_per_server channels of each end).
+
+
+def ws_drift_us(
+    racks: list[tuple[float, str]], swing_k: float, smf_ps_per_km_k: float, hcf_ps_per_km_k: float
+) -> float:
+    """Thermal delay drift the guard must absorb: the worst pair of attached racks' fibres,
+    ``swing * max_{r,s} (L_r c_r + L_s c_s) = 2 swing max_r L_r c_r`` (``c`` the thermal
+    coefficient of delay of the rack's fibre type, ps/km/K; the two servers may share a rack)."""
+    worst = max(
+        (
+            length * (hcf_ps_per_km_k if kind == "hcf" else smf_ps_per_km_k)
+            for length, kind in racks
+        ),
+        default=0.0,
+    )
+    return 2.0 * worst * swing_k * 1e-6
+
+
+def ws_guard_us(laser_us: float, cdr_us: float, sync_us: float, drift_us: float) -> float:
+    """Guard time of every slot: ``laser tuning + clock recovery + 2 sync error + drift``
+    (the sender may be early and the receiver late by the sync error each)."""
+    return laser_us + cdr_us + 2.0 * sync_us + drift_us
+
+
+def ws_wait_us(inst: Instance, k: int) -> float:
+    """Worst-case wait for the pair's next slot, over every schedule with k channels: at worst
+    they fill the fewest distinct slots, ``m = ceil(k / T)``, back to back, leaving
+    ``(S - m)`` slots of the cycle without the pair."""
+    f = inst.wavelength_switched
+    assert f is not None
+    m = -(-k // f.transceivers_per_server)
+    return (f.slots_per_cycle - m) * f.slot_us
+
+
+def ws_switching_us(inst: Instance, k: int) -> float:
+    """The slotted part of alpha: guard (charged on every switch) + worst-case wait."""
+    f = inst.wavelength_switched
+    assert f is not None
+    return f.guard_us + ws_wait_us(inst, k)
+
+
+def ws_fixed_latency_us(inst: Instance) -> float:
+    """Decision-independent latency of one message over the fabric: overhead + two transceivers
+    + FEC (the grating is passive: no switch latency)."""
+    c = inst.constants
+    return c.message_overhead_us + 2 * inst.transceiver_latency_us + c.fec_latency_us
+
+
+def ws_latency_us(inst: Instance, rack_a: int, rack_b: int, k: int) -> float:
+    """alpha over the fabric: fixed + propagation (each rack's fibre to the grating, as its trunk)
+    + guard + worst-case wait."""
+    return (
+        ws_fixed_latency_us(inst) + propagation_us(inst, rack_a, rack_b) + ws_switching_us(inst, k)
+    )
+
+
+def ws_inverse_rate(inst: Instance, k: int) -> float:
+    """beta (us per byte) of k channels per cycle: the pair owns k of the S slots x T
+    transceivers, and each slot carries data only outside its guard:
+    ``S slot / (k rate (slot - guard))``."""
+    f = inst.wavelength_switched
+    assert f is not None
+    share = k * (f.slot_us - f.guard_us) / (f.slots_per_cycle * f.slot_us)
+    return inverse_rate_us_per_byte(share * f.rate_gbps)
+
+
+def awgr_wavelength(inst: Instance, sender: int, receiver: int) -> int:
+    """Wavelength index a sender tunes to for a receiver on a cyclic N-port grating (one port per
+    attached server): ``(port(receiver) - port(sender)) mod N``."""
+    f = inst.wavelength_switched
+    assert f is not None
+    return (f.port_of(receiver) - f.port_of(sender)) % len(f.servers)

@@ -209,6 +209,31 @@ def report_model(r: dict[str, Any]) -> Report:
             "wavelengths used: on the busier direction of the fibre pair.",
         )
     )  # fmt: skip
+    ws = r.get("wavelength_switched")
+    if ws:
+        rep.tables.append(
+            Table(
+                "wavelength_switched",
+                f"Wavelength-switched fabric {ws.get('fabric')}",
+                ["servers", "slots per cycle", "rate Gb/s", "latency us", "guard + wait us",
+                 "utilisation %"],
+                [
+                    [
+                        " <-> ".join(p.get("servers", [])), p.get("slots_per_cycle"),
+                        p.get("rate_gbps"), p.get("latency_us"), p.get("switching_us"),
+                        _pct(p.get("utilisation")),
+                    ]
+                    for p in ws.get("pairs", [])
+                ],
+                f"{'enabled' if ws.get('enabled') else 'DISABLED'}, "
+                f"{'synchronised' if ws.get('synchronised') else 'clock synchronisation lost'}; "
+                f"guard {(ws.get('guard_us') or 0) * 1e3:.4g} ns (thermal drift "
+                f"{(ws.get('thermal_drift_us') or 0) * 1e3:.4g} ns) per "
+                f"{(ws.get('slot_us') or 0) * 1e3:.4g} ns slot, {ws.get('slots_per_cycle')} slots "
+                f"x {ws.get('transceivers_per_server')} transceivers per cycle; "
+                f"{len(ws.get('schedule', []))} schedule entries (docs/model.md §5.7).",
+            )
+        )  # fmt: skip
     rep.tables.append(
         Table(
             "schedule",

@@ -4,6 +4,8 @@
 chosen classes, the instance with that one element failed (``optnet.failures``):
 
 * ``ocs``: every OCS;  ``fibre``: every trunk fibre;  ``server``: every usable server;
+* ``sync``: every wavelength-switched fabric loses clock synchronisation (its guard widens or it
+  is disabled, as the instance says);
 * ``transceiver``: in every rack that hosts a job, one busy server loses one transceiver per
   OCS it reaches (transceivers on the same OCS are interchangeable); exact: that server keeps
   its other transceivers (docs/model.md §5.1b).
@@ -38,7 +40,7 @@ from optnet.failures import apply_failures, carry_over, failures_of, trunk_names
 from optnet.instance import Instance
 from optnet.solve import SolveOptions, relative_gap, solve_instance
 
-CLASSES = ("ocs", "fibre", "server", "transceiver")
+CLASSES = ("ocs", "fibre", "server", "transceiver", "sync")
 #: outcome -> rank in the worst-first order
 OUTCOMES = {"cannot_run": 0, "unknown": 1, "slower": 2, "faster": 3, "same": 4}
 _SAME = 1e-9  # relative: objectives closer than this are equal
@@ -128,6 +130,13 @@ def n_minus_1_cases(
         cases += [
             ("server", f"server:{inst.servers[s].name}") for r in inst.racks for s in r.servers
         ]
+    if "sync" in classes:  # clock synchronisation of each wavelength-switched fabric
+        gone = failures_of(inst)
+        cases += [
+            ("sync", f"sync:{f.name}")
+            for f in inst.wavelength_fabrics
+            if f"sync:{f.name}" not in gone and not f.disabled
+        ]
     if "transceiver" in classes:
         busy = sorted(s for servers in base.decisions.placement.values() for s in servers)
         first_trx = {}
@@ -188,6 +197,7 @@ def _model_key(inst: Instance) -> tuple:
         tuple(len(r.servers) for r in inst.racks),
         inst.transceiver_ocs,
         lost,
+        inst.wavelength_switched,
     )
 
 

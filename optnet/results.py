@@ -82,6 +82,8 @@ def build_results(
     out["jobs"] = ev.jobs
     out["links"] = ev.links
     out["energy"] = ev.energy
+    if "wavelength_switched" in dec:  # only instances with such a fabric carry the key
+        out["wavelength_switched"] = {**ev.ws, **dec["wavelength_switched"]}
     return _clean(out)
 
 

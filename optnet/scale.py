@@ -458,6 +458,13 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
     if any(t.min_lightpaths or t.min_hcf_lightpaths or t.min_ocs_ports for t in inst.tenants):
         # tenant guarantees tie jobs in different blocks together: solve the whole joint model
         return solve_instance(inst, o)
+    if inst.ws is not None:
+        # the relaxation, the blocks and the constructive plan know nothing of the
+        # wavelength-switched fabric (docs/model.md §5.7): solve the whole joint model
+        res = solve_instance(inst, o)
+        res.solver["strategy"] = "joint"
+        res.solver["why_joint"] = "wavelength-switched fabric"
+        return res
     t0 = time.perf_counter()
     deadline = o.time_limit_s
     small = len(inst.servers) <= EXACT_MAX_SERVERS
@@ -555,6 +562,10 @@ def ideal_bound(inst: Instance, objective: str = "max-iteration") -> float:
     beta = inverse_rate_us_per_byte(live * inst.transceiver_rate_gbps)
     if inst.packet is not None:
         beta = min(beta, inverse_rate_us_per_byte(inst.packet.rate_gbps))
+    if inst.ws is not None:  # a pair may instead own every channel of the fabric
+        from optnet.physics import ws_inverse_rate
+
+        beta = min(beta, ws_inverse_rate(inst, inst.ws.channels))
     iters = []
     for jc in all_candidates(inst):
         exposed = overl = 0.0

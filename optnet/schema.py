@@ -156,6 +156,50 @@ class Carbon(Strict):
     """Hourly intensities from the run's start, repeated if the run is longer."""
 
 
+SyncLoss = Literal["widen", "disable"]
+
+
+class WavelengthSwitched(Strict):
+    """A wavelength-switched fabric (Sirius-style): every attached server has tunable
+    transceivers into passive arrayed waveguide grating routers, one grating per transceiver
+    index; the wavelength a sender picks decides the receiver. Time is cut into slots of
+    ``slot_us``; in each slot each transceiver sends to one server and receives from one. A
+    guard time at the start of every slot (laser tuning + clock recovery + 2 x sync error +
+    thermal delay drift) carries no data (docs/model.md §5.7)."""
+
+    name: Name = "ws"
+    """Fabric name (``--fail sync:NAME`` names it)."""
+    rate_gbps: Annotated[float, Field(ge=1, le=1600, allow_inf_nan=False)] = C.WS_RATE_GBPS
+    """Line rate of one tunable channel (Sirius: 50 Gb/s)."""
+    transceivers_per_server: Annotated[int, Field(ge=1, le=16)] = 1
+    """Tunable transceivers of each attached server (beside the OCS transceivers)."""
+    slot_us: Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)] = C.WS_SLOT_US
+    """Length of one time slot, guard included."""
+    slots_per_cycle: Annotated[int, Field(ge=1, le=64)] = C.WS_SLOTS_PER_CYCLE
+    """Slots in one cycle of the schedule; the MILP gives each server pair a number of slots
+    per cycle (one-hot, so keep it small)."""
+    laser_tuning_us: NonNegFloat = C.WS_LASER_TUNING_US
+    """Time the tunable laser takes to switch wavelength (Sirius: < 912 ps)."""
+    clock_recovery_us: NonNegFloat = C.WS_CLOCK_RECOVERY_US
+    """Clock and data recovery lock time after a switch (Clark et al.: 625 ps)."""
+    sync_error_us: NonNegFloat = C.WS_SYNC_ERROR_US
+    """Bound on the clock synchronisation error between two nodes; the guard grows by twice it."""
+    temperature_swing_k: NonNegFloat = C.WS_TEMPERATURE_SWING_K
+    """Temperature swing of the fibres that the guard must absorb (thermal delay drift)."""
+    smf_thermal_delay_ps_per_km_k: NonNegFloat = C.SMF_THERMAL_DELAY_PS_PER_KM_K
+    """Thermal coefficient of delay of SMF fibre to the grating."""
+    hcf_thermal_delay_ps_per_km_k: NonNegFloat = C.HCF_THERMAL_DELAY_PS_PER_KM_K
+    """Thermal coefficient of delay of hollow-core fibre (20x smaller than SMF)."""
+    on_sync_loss: SyncLoss = "widen"
+    """What loss of clock synchronisation (``sync:NAME`` failure) does: widen the guard
+    (``sync_error_us`` becomes ``sync_loss_error_us``) or disable the fabric."""
+    sync_loss_error_us: NonNegFloat = C.WS_SYNC_LOSS_ERROR_US
+    """Synchronisation error bound once synchronisation is lost (packet-based sync, NOS: 28 ns)."""
+    racks: list[Name] | None = None
+    """Racks whose servers attach to the gratings (default: every rack); fibres to the gratings
+    run beside each rack's trunk, with its length and fibre type."""
+
+
 DirectKind = Literal["torus", "grid", "hypercube", "edges"]
 Link = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)]
 
@@ -220,6 +264,9 @@ class Cluster(Strict):
     direct: Direct | None = None
     """A direct-connect fabric between the servers (torus, grid, hypercube, patch panels);
     with it the optical fields may be left out (docs/direct.md)."""
+    wavelength_switched: WavelengthSwitched | None = None
+    """A wavelength-switched (tunable laser + grating, Sirius-style) fabric beside the OCSes;
+    none by default (docs/model.md §5.7)."""
 
     @model_validator(mode="wrap")
     @classmethod
@@ -329,4 +376,4 @@ class InstanceFile(Strict):
     workload: Workload | str
     failures: list[Annotated[str, Field(min_length=1, max_length=300)]] = []
     """Failed elements for a what-if solve, KIND:ELEMENT (docs/failures.md), e.g. ocs:ocs1,
-    fibre:ra->ocs0, server:ra-s2, transceiver:ra-s0/1."""
+    fibre:ra->ocs0, server:ra-s2, transceiver:ra-s0/1, sync:ws."""

@@ -8,6 +8,12 @@ pairwise distinct wavelengths and nothing else); and, for each collective, its b
 (the iteration time is nondecreasing in each collective's time and a collective's time depends
 only on its own algorithm, so choosing per collective is exhaustive). Every candidate set of
 decisions is checked and scored by ``optnet.evaluate``; nothing here touches the MILP.
+
+With a wavelength-switched fabric it also enumerates every number of slot-channels 0..K per cycle
+for every slot pair (K = slots x transceivers per server; a pair with lightpaths gets none, as
+the evaluator allows one transport per pair), and builds the slot-by-slot schedule by its own
+backtracking search (not optnet's König decoder): each (slot, transceiver) a matching, the
+wavelength the grating's ``(port(to) - port(from)) mod N``.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import itertools
 from collections import defaultdict
 
 from optnet.candidates import all_candidates
-from optnet.decisions import Circuit, Decisions, Lightpath
+from optnet.decisions import Circuit, Decisions, Lightpath, WsSlot
 from optnet.evaluate import _option_time, evaluate, pair_link
 from optnet.instance import Instance
 
@@ -54,6 +60,12 @@ def brute_force(inst: Instance, objective: str = "max-iteration", **eval_kwargs)
         for k in ocs_used
     ]
     counts = [range(len(trx_of[k]) + 1) for (_j, _a, _b, k) in pair_keys]
+    ws_keys = [
+        (j, a, b)
+        for j, job in enumerate(inst.jobs)
+        for a, b in itertools.combinations(range(job.slots), 2)
+    ]
+    K = inst.ws.channels if inst.ws is not None else 0
     best, best_d, scored = None, None, 0
     for perm in itertools.permutations(servers, len(slots)):
         placement = defaultdict(list)
@@ -69,17 +81,72 @@ def brute_force(inst: Instance, objective: str = "max-iteration", **eval_kwargs)
                 lps = _lightpaths(inst, placement, pair_keys, n_combo, circ_set)
                 if lps is None:
                     continue
-                d = Decisions(placement, circuits, lps, {})
-                d.algorithms = _best_algorithms(inst, cands, d)
-                if d.algorithms is None:
-                    continue
-                ev = evaluate(inst, d, objective, cands, **eval_kwargs)
-                if not ev.feasible:
-                    continue
-                scored += 1
-                if best is None or ev.objective_us < best - 1e-9:
-                    best, best_d = ev.objective_us, d
+                lit = {(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b)) for lp in lps}
+                for k_combo in itertools.product(range(K + 1), repeat=len(ws_keys) if K else 0):
+                    ws = _ws_schedule(inst, placement, ws_keys, k_combo, lit)
+                    if ws is None:
+                        continue
+                    d = Decisions(placement, circuits, lps, {}, ws)
+                    d.algorithms = _best_algorithms(inst, cands, d)
+                    if d.algorithms is None:
+                        continue
+                    ev = evaluate(inst, d, objective, cands, **eval_kwargs)
+                    if not ev.feasible:
+                        continue
+                    scored += 1
+                    if best is None or ev.objective_us < best - 1e-9:
+                        best, best_d = ev.objective_us, d
     return best, best_d, scored
+
+
+def _ws_schedule(inst, placement, ws_keys, k_combo, lit):
+    """A schedule with ``k_combo`` channels per pair each way (None: impossible or pointless:
+    a pair with lightpaths, a server off the gratings, more than K channels at a server)."""
+    if not k_combo or not any(k_combo):
+        return []
+    f = inst.ws
+    S, T = f.slots_per_cycle, f.transceivers_per_server
+    edges = []
+    degree = defaultdict(int)
+    for (j, a, b), k in zip(ws_keys, k_combo):
+        if not k:
+            continue
+        sa, sb = placement[j][a], placement[j][b]
+        if (min(sa, sb), max(sa, sb)) in lit or sa not in f.servers or sb not in f.servers:
+            return None
+        edges += [(sa, sb)] * k + [(sb, sa)] * k
+        degree[sa] += k
+        degree[sb] += k
+    if max(degree.values()) > S * T:
+        return None
+    colours = [(sl, t) for sl in range(S) for t in range(T)]
+    busy_send, busy_recv = set(), set()
+    chosen = []
+
+    def place(i):  # backtracking: every edge a (slot, transceiver) free at both ends
+        if i == len(edges):
+            return True
+        u, v = edges[i]
+        for c in colours:
+            if (u, c) in busy_send or (v, c) in busy_recv:
+                continue
+            busy_send.add((u, c))
+            busy_recv.add((v, c))
+            chosen.append(c)
+            if place(i + 1):
+                return True
+            busy_send.discard((u, c))
+            busy_recv.discard((v, c))
+            chosen.pop()
+        return False
+
+    if not place(0):
+        return None
+    n = len(f.servers)
+    return [
+        WsSlot(sl, t, u, v, (f.servers.index(v) - f.servers.index(u)) % n)
+        for (u, v), (sl, t) in zip(edges, chosen)
+    ]
 
 
 def _lightpaths(inst, placement, pair_keys, n_combo, circ_set):
@@ -113,6 +180,7 @@ def _best_algorithms(inst, cands, d):
     q = defaultdict(int)
     for lp in d.lightpaths:
         q[(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))] += 1
+    ws = {key: min(c) for key, c in d.ws_counts().items()}
     algs = {}
     for j, jc in enumerate(cands):
         servers = d.placement[j]
@@ -120,7 +188,7 @@ def _best_algorithms(inst, cands, d):
         for a, b in itertools.combinations(range(jc.job.slots), 2):
             sa, sb = servers[a], servers[b]
             key = (min(sa, sb), max(sa, sb))
-            links[key] = pair_link(inst, sa, sb, q[key])
+            links[key] = pair_link(inst, sa, sb, q[key], ws.get(key, 0))
         for ci, cc in enumerate(jc.collectives):
             best = None
             for opt in cc.options:

@@ -48,11 +48,29 @@ def enumeration_size(inst: Instance) -> int:
     for k in used:
         size *= _matchings(len(inst.ocses[k].racks), inst.ocses[k].loopback)
     per_ocs = inst.transceivers_per_ocs
+    K = inst.ws.channels if inst.ws is not None else 0
     for job in inst.jobs:
         for _pair in itertools.combinations(range(job.slots), 2):
             for k in used:
                 size *= per_ocs[k] + 1
+            size *= K + 1
     return size
+
+
+def _ws_fabric(rng: random.Random, n_racks: int) -> schema.WavelengthSwitched:
+    """A random wavelength-switched fabric with K = slots x transceivers <= 4."""
+    S, T = rng.choice([(1, 1), (2, 1), (3, 1), (4, 1), (1, 2), (2, 2)])
+    racks = None
+    if n_racks >= 2 and rng.random() < 0.3:
+        racks = sorted(rng.sample([f"r{i}" for i in range(n_racks)], rng.randint(1, n_racks - 1)))
+    return schema.WavelengthSwitched(
+        rate_gbps=rng.choice([50.0, 100.0, 200.0, 400.0, 800.0]),
+        transceivers_per_server=T,
+        slots_per_cycle=S,
+        slot_us=rng.choice([0.01, 0.05, 0.5, 5.0, 50.0]),
+        temperature_swing_k=rng.choice([0.0, 10.0, 40.0]),
+        racks=racks,
+    )
 
 
 def _valid_tp(gpus: int, G: int) -> list[int]:
@@ -156,17 +174,23 @@ def _draw(rng: random.Random) -> tuple[schema.Cluster, schema.Workload, str]:
     return cluster, schema.Workload(jobs=jobs), f"gen{n_racks}r{n_servers}s"
 
 
-def tiny_instance(seed: int, tunable: bool = False) -> Instance:
+def tiny_instance(seed: int, tunable: bool = False, ws: bool = False) -> Instance:
     """A random valid tiny instance, the same for the same seed.
 
     ``tunable``: the transceivers tune only to a random non-empty subset of a grid of 2-4
     wavelengths (``transceivers.wavelengths``), drawn from a second stream; otherwise the instance
-    is the one ``tiny_instance(seed)`` gives.
+    is the one ``tiny_instance(seed)`` gives. ``ws``: a random wavelength-switched fabric
+    (``_ws_fabric``, K <= 4 channels per server) from a third stream.
     """
     rng = random.Random(seed)
     extra = random.Random(f"tunable-{seed}")
+    wsr = random.Random(f"ws-{seed}")
     for _attempt in range(1000):
         cluster, workload, tag = _draw(rng)
+        if ws:
+            n_racks = len(cluster.racks)
+            cluster = cluster.model_copy(update={"wavelength_switched": _ws_fabric(wsr, n_racks)})
+            cluster = schema.Cluster.model_validate(cluster.model_dump())
         if tunable:
             W = max(2, cluster.wavelengths_per_fibre)
             subset = extra.sample(range(W), extra.randint(1, W - 1))
@@ -197,4 +221,6 @@ def describe(inst: Instance) -> dict:
         "trx": len(inst.transceiver_ocs),
         "ocs_used": len(set(inst.transceiver_ocs)),
         "slots": [j.slots for j in inst.jobs],
+        "ws_channels": inst.ws.channels if inst.ws is not None else 0,
+        "ws_partial": inst.ws is not None and len(inst.ws.racks) < len(inst.racks),
     }

@@ -14,6 +14,7 @@ from optnet.model import (
     objective,
     placement,
     tenants,
+    wavelength_switching,
 )
 from optnet.model.data import ModelData, model_data
 
@@ -33,10 +34,17 @@ FAMILIES = (
     ("transceiver limit", lightpaths.add_transceiver_limit),
     ("wavelength capacity", lightpaths.add_wavelength_capacity),
     ("lightpath count", lightpaths.add_lightpath_count),
+    ("ws variables", wavelength_switching.add_ws_variables),
+    ("ws count", wavelength_switching.add_ws_count),
+    ("ws channel limit", wavelength_switching.add_ws_channel_limit),
+    ("ws attachment", wavelength_switching.add_ws_attachment),
+    ("one transport", wavelength_switching.add_one_transport),
     ("collective variables", collectives.add_collective_variables),
     ("algorithm choice", collectives.add_algorithm_choice),
     ("pair latency", collectives.add_pair_latency),
     ("pair bandwidth", collectives.add_pair_bandwidth),
+    ("ws latency", wavelength_switching.add_ws_latency),
+    ("ws bandwidth", wavelength_switching.add_ws_bandwidth),
     ("connectivity", collectives.add_connectivity),
     ("step time", collectives.add_step_time),
     ("collective time", collectives.add_collective_time),

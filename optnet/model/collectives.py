@@ -78,9 +78,16 @@ def md_options(m: pyo.ConcreteModel) -> list[tuple[int, int, int]]:
     return list(m.OPTIONS)
 
 
+def _ws_slack(m, md: ModelData, big: float, j: int, a: int, b: int):
+    """- big (1 - h[p,0]): a packet-fabric row is slack when the pair uses the wavelength-switched
+    fabric (0 without one, so the rows are unchanged)."""
+    return big * (1 - m.h[j, a, b, 0]) if md.has_ws else 0
+
+
 def add_pair_latency(m: pyo.ConcreteModel, md: ModelData) -> None:
     """alpha[p] >= sum_{r,s} w[p,r,s] alpha_lp(r,s) - A z[p,0]             (lightpaths)
     alpha[p] >= sum_{r,s} w[p,r,s] alpha_pkt(r,s) - A (1 - z[p,0])      (packet fabric)
+                 [- A (1 - h[p,0]) with a wavelength-switched fabric: wavelength_switching.py]
 
     alpha_lp = overhead + 2 transceiver + FEC + OCS + propagation(r,s); A = max alpha.
     alpha only appears on the right of lower bounds, so at the optimum it equals the active term.
@@ -101,6 +108,7 @@ def add_pair_latency(m: pyo.ConcreteModel, md: ModelData) -> None:
                 m.alpha[j, a, b]
                 >= sum(md.alpha_pkt[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
                 - A * (1 - m.z[j, a, b, 0])
+                - _ws_slack(m, md, A, j, a, b)
             ),
         )
 
@@ -125,19 +133,29 @@ def add_pair_bandwidth(m: pyo.ConcreteModel, md: ModelData) -> None:
                 m.beta[j, a, b]
                 >= sum(md.beta_pkt[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
                 - B * (1 - m.z[j, a, b, 0])
+                - _ws_slack(m, md, B, j, a, b)
             ),
         )
 
 
 def add_connectivity(m: pyo.ConcreteModel, md: ModelData) -> None:
     """Without a packet fabric, an algorithm may only use pairs that have a lightpath:
-    x[c,a] + z[p,0] <= 1   for every pair p that algorithm a of collective c uses."""
+    x[c,a] + z[p,0] <= 1   for every pair p that algorithm a of collective c uses
+    (with a wavelength-switched fabric, a lightpath or a slot: x[c,a] + z[p,0] + h[p,0] <= 2)."""
     if md.has_packet:
         return
     rows = sorted(
         {(j, ci, a) + pair for (j, ci, a, _g, _s), ts in md.step_terms.items() for pair, _, _ in ts}
     )
     m.CONNECT = pyo.Set(initialize=rows, dimen=6, ordered=True)
+    if md.has_ws:  # x[c,a] + z[p,0] + h[p,0] <= 2: lightpaths or wavelength-switched slots
+        m.connectivity = pyo.Constraint(
+            m.CONNECT,
+            rule=lambda m, j, ci, a, pj, pa, pb: (
+                m.x[j, ci, a] + m.z[pj, pa, pb, 0] + m.h[pj, pa, pb, 0] <= 2
+            ),
+        )
+        return
     m.connectivity = pyo.Constraint(
         m.CONNECT, rule=lambda m, j, ci, a, pj, pa, pb: m.x[j, ci, a] + m.z[pj, pa, pb, 0] <= 1
     )
@@ -225,6 +243,8 @@ def option_lower_bound(md: ModelData, j: int, ci: int, a: int) -> float:
     opt = md.cands[j].collectives[ci].options[a]
     T = md.max_lightpaths
     beta_pkt = min(md.beta_pkt.values()) if md.has_packet else None
+    if md.has_ws:
+        return _option_lower_bound_ws(md, j, ci, a, beta_pkt)
     mandatory = {} if md.has_packet else mandatory_pairs(md, j)
     worst = 0.0
     for g, gs in enumerate(opt.groups):
@@ -252,6 +272,60 @@ def option_lower_bound(md: ModelData, j: int, ci: int, a: int) -> float:
                 elif beta_pkt is not None:
                     beta = beta_pkt
                 else:
+                    return float("inf")
+                mult = min(m for _p, m, _b in ts)
+                mb = min(b for _p, _m, b in ts)
+                best = max(best, mult * md.alpha_min + mb * beta)
+            total += st.count * best
+        worst = max(worst, total)
+    return opt.constant_us + worst
+
+
+def _split_beta(md: ModelData, d: int) -> float | None:
+    """With a wavelength-switched fabric: d pairs at one slot, each on lightpaths (sharing the
+    slot's T) or on the fabric (sharing its K channels), never both. If d1 use lightpaths and
+    d2 = d - d1 the fabric, one lightpath pair has at most floor(T/d1) and one fabric pair at
+    most floor(K/d2): the slowest of the d is at least the max of their betas. The minimum over
+    the splits is valid for every decision (None: no split connects all d)."""
+    T, K = md.max_lightpaths, md.ws_channels
+    best = None
+    for d1 in range(d + 1):
+        d2 = d - d1
+        parts = []
+        if d1:
+            if T // d1 < 1:
+                continue
+            parts.append(md.beta_lp[min(T // d1, T)])
+        if d2:
+            if K // d2 < 1:
+                continue
+            parts.append(md.beta_ws[min(K // d2, K)])
+        worst = max(parts)
+        best = worst if best is None else min(best, worst)
+    return best
+
+
+def _option_lower_bound_ws(md: ModelData, j: int, ci: int, a: int, beta_pkt) -> float:
+    """``option_lower_bound`` with a wavelength-switched fabric: pairs not in the step are not
+    counted against the slot's transceivers (they may use the fabric), and a step pair's beta is
+    at least ``_split_beta`` (or the packet fabric's best beta)."""
+    opt = md.cands[j].collectives[ci].options[a]
+    worst = 0.0
+    for g, gs in enumerate(opt.groups):
+        total = 0.0
+        for s, st in enumerate(gs.steps):
+            terms = md.step_terms[(j, ci, a, g, s)]
+            best = max(mult * md.alpha_min + mb * md.beta_min for _p, mult, mb in terms)
+            at: dict[int, list] = {}
+            for pair, mult, mb in terms:
+                at.setdefault(pair[1], []).append((pair, mult, mb))
+                at.setdefault(pair[2], []).append((pair, mult, mb))
+            for _v, ts in at.items():
+                d = len({p for p, _m, _b in ts})
+                beta = _split_beta(md, d)
+                if beta_pkt is not None:
+                    beta = beta_pkt if beta is None else min(beta, beta_pkt)
+                if beta is None:
                     return float("inf")
                 mult = min(m for _p, m, _b in ts)
                 mb = min(b for _p, _m, b in ts)

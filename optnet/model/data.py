@@ -49,6 +49,12 @@ class ModelData:
     alpha_pkt: dict[tuple[int, int], float] = field(default_factory=dict)
     beta_pkt: dict[tuple[int, int], float] = field(default_factory=dict)
     beta_lp: dict[int, float] = field(default_factory=dict)  # q -> 1/(q rate), us per MB
+    # wavelength-switched fabric (model/wavelength_switching.py); empty without one
+    ws_channels: int = 0  # K = slots_per_cycle x transceivers_per_server (0: no fabric)
+    ws_rack_pairs: list[tuple[int, int]] = field(default_factory=list)  # both racks attached
+    alpha_ws: dict[tuple[int, int], float] = field(default_factory=dict)  # fixed + propagation
+    switching_ws: dict[int, float] = field(default_factory=dict)  # k -> guard + wait(k)
+    beta_ws: dict[int, float] = field(default_factory=dict)  # k -> us per MB
     alpha_max: float = 0.0
     beta_max: float = 0.0
     alpha_min: float = 0.0
@@ -57,6 +63,10 @@ class ModelData:
     @property
     def has_packet(self) -> bool:
         return self.inst.packet is not None
+
+    @property
+    def has_ws(self) -> bool:
+        return self.ws_channels > 0
 
 
 def model_data(
@@ -113,6 +123,18 @@ def model_data(
     }
     alphas = list(md.alpha_lp.values()) + list(md.alpha_pkt.values())
     betas = list(md.beta_lp.values()) + list(md.beta_pkt.values())
+    fabric = inst.ws
+    if fabric is not None:
+        md.ws_channels = fabric.channels
+        attached = set(fabric.racks)
+        md.ws_rack_pairs = [(r, s) for r, s in md.rack_pairs if r in attached and s in attached]
+        fixed = physics.ws_fixed_latency_us(inst)
+        md.alpha_ws = {rs: fixed + physics.propagation_us(inst, *rs) for rs in md.ws_rack_pairs}
+        ks = range(1, fabric.channels + 1)
+        md.switching_ws = {k: physics.ws_switching_us(inst, k) for k in ks}
+        md.beta_ws = {k: physics.ws_inverse_rate(inst, k) * MB for k in ks}
+        alphas += [a + md.switching_ws[k] for a in md.alpha_ws.values() for k in ks]
+        betas += list(md.beta_ws.values())
     md.alpha_max, md.alpha_min = max(alphas), min(alphas)
     md.beta_max = max(betas) if betas else 0.0
     md.beta_min = min(betas) if betas else 0.0

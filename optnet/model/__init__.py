@@ -38,6 +38,7 @@ FAMILIES = (
     ("pair bandwidth", collectives.add_pair_bandwidth),
     ("connectivity", collectives.add_connectivity),
     ("step time", collectives.add_step_time),
+    ("shared NIC", collectives.add_shared_nic),
     ("collective time", collectives.add_collective_time),
     ("collective lower bound", collectives.add_collective_lower_bound),
     ("iteration time", objective.add_iteration_time),

@@ -190,6 +190,44 @@ def in_network_time_us(inst: Instance, server_bytes: float) -> float:
     return alpha + server_bytes * inverse_rate_us_per_byte(rate)
 
 
+def parameter_server_available(job: JobSpec, spec: CollectiveSpec) -> bool:
+    """Push/pull through the job's dedicated PS servers: all_reduce over dp or world, when the
+    job has parameter servers and the collective's ``algorithms`` (if given) allow it."""
+    return (
+        job.ps_servers > 0
+        and spec.kind == "all_reduce"
+        and spec.group in coll.PARAMETER_SERVER_GROUPS
+        and (spec.algorithms is None or coll.PARAMETER_SERVER in spec.algorithms)
+    )
+
+
+def _parameter_server_option(
+    inst: Instance, job: JobSpec, spec: CollectiveSpec, groups, N: int, g: int, p: int, intra: float
+) -> Option:
+    """Hierarchical push/pull (docs/model.md §3): NVLink all-reduce phases and the local
+    reduction ``(g-1)/g n gamma`` inside each worker server (BytePS's local reduce-scatter and
+    broadcast), then one group of every worker slot of every server-level group plus the K PS
+    slots: push D/K from each worker to each PS, pull D/K back (``parameter_server_schedule``);
+    each PS sums, for each of the ``len(groups)`` server-level groups, N shards of D/K bytes:
+    ``len(groups) (N-1) (D/K) / R_ps`` (N-1 additions, gamma = 1 / R_ps)."""
+    K = job.ps_servers
+    cs = {c for _s, _g, c in groups}
+    assert len(cs) == 1, "server-level groups of one collective share their shape"
+    D = _server_bytes(spec.kind, spec.message_bytes, g, cs.pop(), p, N)
+    workers = tuple(s for slots, _g, _c in groups for s in slots)
+    servers = tuple(range(job.worker_slots, job.slots))
+    steps = coll.parameter_server_schedule(len(workers), K, D)
+    rate = job.ps_reduce_rate_gbps or inst.reduce_rate_gbps
+    summation = len(groups) * (N - 1) * D / K * inverse_rate_us_per_byte(rate)
+    local = _intra_gamma_us(inst, spec.kind, g, spec.message_bytes)
+    return Option(
+        coll.PARAMETER_SERVER,
+        intra + local + summation,
+        (GroupSteps(workers + servers, steps),),
+        intra,
+    )
+
+
 def _send_recv(inst: Instance, job: JobSpec, spec: CollectiveSpec) -> CollectiveCandidates:
     G = inst.gpus_per_server
     pair_bytes: dict[tuple[int, int], float] = defaultdict(float)
@@ -244,7 +282,7 @@ def _traffic(inst: Instance, job: JobSpec, spec: CollectiveSpec) -> CollectiveCa
         step = coll.Step(tuple(sorted((pos[a], pos[b], nb) for (a, b), nb in pair_bytes.items())))
         groups = (GroupSteps(slots, (step,)),)
     return CollectiveCandidates(
-        -1, spec, (Option("direct", const, groups, const),), job.slots, job.gpus
+        -1, spec, (Option("direct", const, groups, const),), job.worker_slots, job.gpus
     )
 
 
@@ -288,7 +326,11 @@ def collective_candidates(
         else:
             algs = coll.algorithms_for(spec.kind, N)
             if spec.algorithms is not None:
-                unknown = [a for a in spec.algorithms if a not in algs and a != "in_network"]
+                unknown = [
+                    a
+                    for a in spec.algorithms
+                    if a not in algs and a not in ("in_network", coll.PARAMETER_SERVER)
+                ]
                 if unknown:
                     raise InputError(
                         [
@@ -317,20 +359,37 @@ def collective_candidates(
                     for slots, _g, c in groups
                 )
                 options.append(Option(a, intra + _gamma_us(inst, spec.kind, a, p, n), gs, intra))
+            if parameter_server_available(job, spec):
+                options.append(_parameter_server_option(inst, job, spec, groups, N, g, p, intra))
             cc = CollectiveCandidates(-1, spec, tuple(options), N, p)
     return CollectiveCandidates(ji, cc.spec, cc.options, cc.span_slots, cc.ranks)
 
 
 def job_candidates(inst: Instance, ji: int) -> JobCandidates:
     """Options of every collective of job ``ji`` and the slot pairs they may use."""
-    cs = tuple(collective_candidates(inst, ji, c) for c in inst.jobs[ji].collectives)
+    job = inst.jobs[ji]
+    cs = tuple(collective_candidates(inst, ji, c) for c in job.collectives)
+    if job.ps_servers and not any(
+        o.algorithm == coll.PARAMETER_SERVER for cc in cs for o in cc.options
+    ):
+        raise InputError(
+            [
+                Problem(
+                    "workload",
+                    f"{job.name}.parameter_servers",
+                    "no all_reduce over dp or world spans two or more servers, so the parameter "
+                    "servers would carry nothing; remove them or spread the data-parallel group "
+                    "over several servers",
+                )
+            ]
+        )
     pairs = set()
     for cc in cs:
         for opt in cc.options:
             for gsteps in opt.groups:
                 for _si, a, b, _nb in gsteps.transfers():
                     pairs.add((min(a, b), max(a, b)))
-    return JobCandidates(inst.jobs[ji], cs, tuple(sorted(pairs)))
+    return JobCandidates(job, cs, tuple(sorted(pairs)))
 
 
 def all_candidates(inst: Instance) -> tuple[JobCandidates, ...]:

@@ -27,7 +27,14 @@ ALGORITHMS: dict[str, tuple[str, ...]] = {
     "reduce": ("binomial_tree", "rabenseifner"),
     "send_recv": ("direct",),
 }
-KINDS = tuple(ALGORITHMS)  # all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, ...
+KINDS = tuple(ALGORITHMS)
+#: Push/pull through a job's dedicated parameter servers: offered for all_reduce over these
+#: groups when the job declares ``parameter_servers`` (:func:`parameter_server_schedule`).
+PARAMETER_SERVER = "parameter_server"
+PARAMETER_SERVER_GROUPS = (
+    "dp",
+    "world",
+)  # all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, ...
 
 _POW2_ONLY = frozenset(
     {
@@ -53,11 +60,17 @@ class Step:
         The step is repeated ``count`` times with identical transfers.
     alpha_mult : float
         Multiplier on each transfer's latency alpha (0 for a bandwidth-only step).
+    shared_nic : bool
+        The transfers of one member in one direction share its packet-fabric NIC: over the
+        packet fabric the step also lasts at least ``max alpha + sum bytes * beta`` of each
+        member's packet transfers (parameter-server push/pull, docs/model.md §3). False: each
+        transfer has its link to itself (the other algorithms send to one peer per step).
     """
 
     transfers: tuple[tuple[int, int, float], ...]
     count: int = 1
     alpha_mult: float = 1.0
+    shared_nic: bool = False
 
     def __post_init__(self) -> None:
         if self.count < 1 or self.alpha_mult < 0:
@@ -253,6 +266,52 @@ def schedule(kind: str, algorithm: str, n: int, nbytes: float) -> tuple[Step, ..
             _st((i, i - (1 << s), m) for i in range(1 << s, n, 2 << s)) for s in range(clg)
         )
     return (_st([(0, 1, m)]),)  # send_recv direct
+
+
+def parameter_server_schedule(workers: int, servers: int, nbytes: float) -> tuple[Step, ...]:
+    """Push/pull through ``servers`` dedicated parameter servers (Li et al. OSDI'14; the
+    non-colocated PS of BytePS, Jiang et al. OSDI'20 §3-4): positions ``0..workers-1`` are the
+    worker servers, ``workers..workers+servers-1`` the PS servers, each PS holding a 1/servers
+    shard of the ``nbytes`` vector.
+
+    - push: every worker i sends nbytes/servers to every PS k (i -> workers+k)
+    - pull: every PS k sends its summed nbytes/servers shard back to every worker
+
+    Both steps are ``shared_nic``: over the packet fabric a worker's K pushes leave through one
+    NIC and a PS's N incoming pushes (its incast) arrive through one NIC. The PS's summation is
+    not a network step (``candidates`` adds it to the option's constant).
+    """
+    _check_n(workers)
+    _check_n(servers)
+    _check_nonneg(nbytes=nbytes)
+    shard = float(nbytes) / servers
+    push = [(i, workers + k, shard) for i in range(workers) for k in range(servers)]
+    pull = [(workers + k, i, shard) for i in range(workers) for k in range(servers)]
+    return (Step(tuple(sorted(push)), shared_nic=True), Step(tuple(sorted(pull)), shared_nic=True))
+
+
+def parameter_server_closed_form_us(
+    workers: int,
+    servers: int,
+    nbytes: float,
+    alpha_us: float,
+    beta_us_per_byte: float,
+    shared_nic: bool = False,
+) -> float:
+    """Push + pull on homogeneous links, written out independently of the schedule.
+
+    Dedicated links (a lightpath per worker-PS pair): ``2 (alpha + (D/K) beta)``.
+    One shared NIC per server (packet fabric): ``2 (alpha + max(D, N D / K) beta)``: a worker's
+    NIC carries its D bytes (K shards), a PS's NIC the N shards of its incast: the bottleneck-NIC
+    argument of BytePS (Jiang et al. OSDI'20 §4.1; bytedance/byteps docs/rationale.md: a worker
+    sends its M bytes once and receives them once, a PS serves N/K times that), plus one latency.
+    """
+    _check_n(workers)
+    _check_n(servers)
+    _check_nonneg(nbytes=nbytes, alpha_us=alpha_us, beta_us_per_byte=beta_us_per_byte)
+    shard = nbytes / servers
+    per_nic = max(nbytes, workers * shard) if shared_nic else shard
+    return 2 * (alpha_us + per_nic * beta_us_per_byte)
 
 
 def time_on_links_us(

@@ -96,6 +96,10 @@ def to_json(inst: Instance, d: Decisions) -> dict[str, Any]:
             "servers": [inst.servers[s].name for s in servers],
             "ranks": ranks,
         }
+        if job.ps_servers:  # the last slots: dedicated parameter servers, no ranks
+            placement[job.name]["ps_servers"] = [
+                inst.servers[s].name for s in servers[job.worker_slots :]
+            ]
     circuits = []
     for c in sorted(d.circuits):
         o = inst.ocses[c.ocs]

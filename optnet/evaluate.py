@@ -320,6 +320,8 @@ def _option_time(
         total, bd = 0.0, {"fixed": 0.0, "prop": 0.0, "ser": 0.0, "switch": 0.0}
         for st in gs.steps:
             worst, worst_bd = 0.0, (0.0, 0.0, 0.0, 0.0)
+            # shared_nic: a member's packet-fabric transfers in one direction share its NIC
+            nic: dict[tuple[int, str], list[tuple[float, ...]]] = defaultdict(list)
             for a, b, nbytes in st.transfers:
                 sa, sb = slot_server[gs.slots[a]], slot_server[gs.slots[b]]
                 link = links[(min(sa, sb), max(sa, sb))]
@@ -335,6 +337,15 @@ def _option_time(
                     nbytes * link.inverse_rate,
                     st.alpha_mult * link.switching_us,
                 )
+                t = sum(parts)
+                if t > worst:
+                    worst, worst_bd = t, parts
+                if st.shared_nic and link.kind == "packet":
+                    nic[(a, "out")].append(parts)
+                    nic[(b, "in")].append(parts)
+            for flows in nic.values():  # max latency + all bytes through the one NIC
+                fixed, prop, _ser, switch = max(flows, key=lambda f: f[0] + f[1] + f[3])
+                parts = (fixed, prop, sum(f[2] for f in flows), switch)
                 t = sum(parts)
                 if t > worst:
                     worst, worst_bd = t, parts
@@ -462,6 +473,8 @@ def evaluate(
                 "nvlink_busy_us": nvlink_busy,
             }
         )
+        if job.ps_servers:
+            ev.jobs[-1]["ps_servers"] = [inst.servers[s].name for s in servers[job.worker_slots :]]
         ev.schedule[job.name] = _job_schedule(job.compute_time_us, phases)
     if iteration_budget_us is not None:
         for job, t in zip(inst.jobs, iteration):
@@ -629,6 +642,8 @@ def _nvlink_links(inst: Instance, d: Decisions, ev: Evaluation) -> list[dict]:
     for job in ev.jobs:
         it = job["iteration_time_us"]
         for s in job["servers"]:
+            if s in job.get("ps_servers", ()):
+                continue  # a parameter server's GPUs do not run the job's NVLink phases
             out.append(
                 {
                     "link": f"nvlink {s}",

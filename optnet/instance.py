@@ -119,9 +119,19 @@ class JobSpec:
     weight: float
     collectives: tuple[CollectiveSpec, ...]
     slots: int
-    """Whole servers the job occupies (slot m holds ranks m*G .. m*G+G-1)."""
+    """Whole servers the job occupies (slot m holds ranks m*G .. m*G+G-1); the last
+    ``ps_servers`` of them are its dedicated parameter servers (no ranks)."""
     iterations: int = 1
     tenant: str | None = None
+    ps_servers: int = 0
+    """Dedicated parameter-server slots (slots ``worker_slots .. slots-1``)."""
+    ps_reduce_rate_gbps: float | None = None
+    """Summation rate of one PS server; None: the cluster's ``reduce_rate_gbps``."""
+
+    @property
+    def worker_slots(self) -> int:
+        """Slots holding the job's ranks (slots minus parameter servers)."""
+        return self.slots - self.ps_servers
 
 
 @dataclass(frozen=True)
@@ -359,7 +369,7 @@ def build_instance(
         wp(
             "jobs",
             f"jobs need {total_slots} servers in total "
-            f"({', '.join(f'{j.name}: {j.slots}' for j in jobs)}) "
+            f"({', '.join(f'{j.name}: {_slots_text(j)}' for j in jobs)}) "
             f"but the cluster has {len(servers)}",
         )
     if problems:
@@ -367,7 +377,7 @@ def build_instance(
     raw = {
         "constants": consts.model_dump(mode="json"),
         "topology": cluster.model_dump(mode="json"),
-        "workload": workload.model_dump(mode="json"),
+        "workload": _workload_raw(workload),
     }
     if topology_given is not cluster:  # the optics a direct cluster left out stay out
         raw["topology"] = topology_given.model_dump(mode="json")
@@ -462,6 +472,22 @@ def _ws_fabric(spec: schema.WavelengthSwitched, racks: list[Rack], tp) -> WsFabr
     )
 
 
+def _workload_raw(workload: schema.Workload) -> dict:
+    """The workload as plain data; a job without parameter servers leaves the key out, so
+    instances written before the field existed keep their input hash."""
+    raw = workload.model_dump(mode="json")
+    for job in raw["jobs"]:
+        if job.get("parameter_servers") is None:
+            job.pop("parameter_servers", None)
+    return raw
+
+
+def _slots_text(j: JobSpec) -> str:
+    if j.ps_servers:
+        return f"{j.slots} ({j.worker_slots} + {j.ps_servers} parameter servers)"
+    return str(j.slots)
+
+
 def _unique(names: list[str], field: str, what: str, report) -> None:
     seen = set()
     for n in names:
@@ -529,15 +555,31 @@ def _job(j: schema.Job, ji: int, G: int, wp) -> JobSpec:
                 "send_recv runs between pipeline stages: group must be pp",
             )
         if c.algorithms is not None:
-            from optnet.collectives import ALGORITHMS
+            from optnet.collectives import ALGORITHMS, PARAMETER_SERVER, PARAMETER_SERVER_GROUPS
 
-            allowed = ALGORITHMS[c.kind] + (("in_network",) if c.kind == "all_reduce" else ())
+            allowed = ALGORITHMS[c.kind] + (
+                ("in_network", PARAMETER_SERVER) if c.kind == "all_reduce" else ()
+            )
             unknown = [a for a in c.algorithms if a not in allowed]
             if unknown:
                 wp(
                     f"{f}.collectives[{ci}].algorithms",
                     f"unknown algorithms {unknown} for {c.kind}; allowed: {list(allowed)}",
                 )
+            elif PARAMETER_SERVER in c.algorithms:
+                if j.parameter_servers is None:
+                    wp(
+                        f"{f}.collectives[{ci}].algorithms",
+                        f"{PARAMETER_SERVER!r} needs dedicated servers: give "
+                        f"{f}.parameter_servers (e.g. {{servers: 1}})",
+                    )
+                elif c.group not in PARAMETER_SERVER_GROUPS:
+                    wp(
+                        f"{f}.collectives[{ci}].algorithms",
+                        f"{PARAMETER_SERVER!r} runs over group "
+                        f"{' or '.join(PARAMETER_SERVER_GROUPS)} (data-parallel gradients), "
+                        f"not {c.group!r}",
+                    )
         colls.append(
             CollectiveSpec(
                 c.name,
@@ -566,6 +608,22 @@ def _job(j: schema.Job, ji: int, G: int, wp) -> JobSpec:
                 )
             )
     _unique([c.name for c in colls], f"{f}.collectives", "collective", wp)
+    ps = j.parameter_servers
+    if ps is not None:
+        from optnet.collectives import PARAMETER_SERVER, PARAMETER_SERVER_GROUPS
+
+        if not any(
+            c.kind == "all_reduce"
+            and c.group in PARAMETER_SERVER_GROUPS
+            and (c.algorithms is None or PARAMETER_SERVER in c.algorithms)
+            for c in colls
+        ):
+            wp(
+                f"{f}.parameter_servers",
+                "no collective can use them: parameter servers serve an all_reduce over group "
+                f"{' or '.join(PARAMETER_SERVER_GROUPS)} whose `algorithms` (if given) include "
+                f"{PARAMETER_SERVER!r}",
+            )
     return JobSpec(
         j.name,
         j.gpus,
@@ -576,7 +634,9 @@ def _job(j: schema.Job, ji: int, G: int, wp) -> JobSpec:
         float(compute),
         j.weight,
         tuple(colls),
-        slots,
+        slots + (ps.servers if ps is not None else 0),
         j.iterations,
         j.tenant,
+        ps.servers if ps is not None else 0,
+        ps.reduce_rate_gbps if ps is not None else None,
     )

@@ -70,6 +70,12 @@ def _pct(x: Any) -> float | None:
     return 100 * x if _num(x) else None
 
 
+def _servers_text(job: dict[str, Any]) -> str:
+    """A job's servers; its dedicated parameter servers marked ``(PS)``."""
+    ps = set(job.get("ps_servers") or ())
+    return " ".join(f"{s} (PS)" if s in ps else s for s in job.get("servers", []))
+
+
 def lightpath_jobs(r: dict[str, Any]) -> list[str | None]:
     """The job owning each lightpath (the job placed on its first server), or None."""
     owner: dict[str, str] = {}
@@ -120,7 +126,7 @@ def report_model(r: dict[str, Any]) -> Report:
              "GPU util %"],
             [
                 [
-                    j.get("name"), j.get("gpus"), " ".join(j.get("servers", [])),
+                    j.get("name"), j.get("gpus"), _servers_text(j),
                     j.get("compute_time_us"), j.get("iteration_time_us"),
                     j.get("exposed_comm_us"), _pct(j.get("gpu_utilisation")),
                 ]

@@ -329,6 +329,17 @@ class Collective(Strict):
     """Restrict the algorithms optnet may choose (default: all valid ones)."""
 
 
+class ParameterServers(Strict):
+    """Dedicated parameter-server servers of a job (push/pull, docs/workloads.md): whole servers
+    that hold a 1/servers shard of the gradients each and sum them; their GPUs do not compute.
+    The MILP places them like the job's other servers."""
+
+    servers: Annotated[int, Field(ge=1, le=4096)]
+    """Number of PS servers K (extra whole servers of the job, counted in capacity)."""
+    reduce_rate_gbps: PositiveFloat | None = None
+    """Summation throughput of one PS server; default the cluster's ``reduce_rate_gbps``."""
+
+
 class Job(Strict):
     """A training job."""
 
@@ -348,6 +359,9 @@ class Job(Strict):
     """Iterations in the training run (per-run energy, carbon and GPU-hours)."""
     tenant: Name | None = None
     """Tenant owning the job (for per-tenant guarantees)."""
+    parameter_servers: ParameterServers | None = None
+    """Dedicated PS servers; the job's all_reduce collectives over dp or world may then use the
+    ``parameter_server`` (push/pull) algorithm."""
 
 
 class Tenant(Strict):

@@ -82,6 +82,11 @@ def _valid_tp(gpus: int, G: int) -> list[int]:
 
 
 def _draw(rng: random.Random) -> tuple[schema.Cluster, schema.Workload, str]:
+    cluster, n_racks, n_servers, G = _draw_cluster(rng)
+    return cluster, _draw_jobs(rng, n_servers, G), f"gen{n_racks}r{n_servers}s"
+
+
+def _draw_cluster(rng: random.Random) -> tuple[schema.Cluster, int, int, int]:
     # racks and servers (at most 4 servers)
     n_racks = rng.choices([1, 2, 3], weights=[1, 3, 2])[0]
     if n_racks == 3:
@@ -129,7 +134,10 @@ def _draw(rng: random.Random) -> tuple[schema.Cluster, schema.Workload, str]:
         ocs=ocs,
         packet_fabric=packet,
     )
+    return cluster, n_racks, n_servers, G
 
+
+def _draw_jobs(rng: random.Random, n_servers: int, G: int) -> schema.Workload:
     # jobs: at most 3 slots in total, no more than the servers
     budget = min(3, n_servers)
     n_jobs = 2 if budget >= 2 and rng.random() < 0.45 else 1
@@ -171,7 +179,90 @@ def _draw(rng: random.Random) -> tuple[schema.Cluster, schema.Workload, str]:
                 collectives=colls,
             )
         )
-    return cluster, schema.Workload(jobs=jobs), f"gen{n_racks}r{n_servers}s"
+    return schema.Workload(jobs=jobs)
+
+
+def _draw_ps(rng: random.Random) -> tuple[schema.Cluster, schema.Workload, str] | None:
+    """A cluster as :func:`_draw`, and a job with dedicated parameter servers: 2 worker servers
+    (3 when 4 servers allow it and K = 1) plus K = 1-2 PS servers, an all_reduce over dp or world
+    (algorithms unrestricted, or only parameter_server), sometimes a second collective of another
+    kind, and sometimes a second one-server job beside it."""
+    cluster, n_racks, n_servers, G = _draw_cluster(rng)
+    room = n_servers
+    if room < 3:
+        return None  # two workers and a PS need three servers
+    K = rng.choice([1, 1, 2]) if room >= 4 else 1
+    S = 3 if room - K >= 3 and rng.random() < 0.3 else 2
+    gpus = S * G
+    tp = rng.choice([d for d in (1, 2, 4) if d <= G and G % d == 0])
+    dp = gpus // tp
+    group = rng.choice(["dp", "world"])
+    algorithms = rng.choice(
+        [None, ["parameter_server"], ["parameter_server"], ["ring", "parameter_server"]]
+    )
+    colls = [
+        schema.Collective(
+            name="grad",
+            kind="all_reduce",
+            group=group,
+            message_bytes=float(f"{10 ** rng.uniform(3, 8):.3e}"),
+            count=rng.randint(1, 4),
+            overlap=rng.choice([0.0, 0.0, 1.0, round(rng.random(), 3)]),
+            algorithms=algorithms,
+        )
+    ]
+    if rng.random() < 0.3:
+        colls.append(
+            schema.Collective(
+                name="other",
+                kind=rng.choice(KINDS),
+                group="world",
+                message_bytes=float(f"{10 ** rng.uniform(3, 7):.3e}"),
+            )
+        )
+    ps_rate = rng.choice([None, None, 100.0, 1000.0])
+    jobs = [
+        schema.Job(
+            name="ps",
+            gpus=gpus,
+            parallelism=schema.Parallelism(tp=tp, dp=dp),
+            compute_time_us=float(rng.randint(0, 50_000)),
+            collectives=colls,
+            parameter_servers=schema.ParameterServers(servers=K, reduce_rate_gbps=ps_rate),
+        )
+    ]
+    if room - S - K >= 1 and rng.random() < 0.3:
+        jobs.append(
+            schema.Job(
+                name="solo",
+                gpus=1,
+                compute_time_us=float(rng.randint(0, 50_000)),
+                collectives=[],
+            )
+        )
+    return cluster, schema.Workload(jobs=jobs), f"ps{n_racks}r{n_servers}s"
+
+
+def ps_instance(seed: int, ws: bool = False) -> Instance:
+    """A random valid tiny instance with a parameter-server job (:func:`_draw_ps`); ``ws``: with
+    a random wavelength-switched fabric beside it (the same draw otherwise)."""
+    rng = random.Random(f"ps-{seed}")
+    wsr = random.Random(f"ps-ws-{seed}")
+    for _attempt in range(1000):
+        drawn = _draw_ps(rng)
+        if drawn is None:
+            continue
+        cluster, workload, tag = drawn
+        if ws:
+            fabric = _ws_fabric(wsr, len(cluster.racks))
+            cluster = cluster.model_copy(update={"wavelength_switched": fabric})
+            cluster = schema.Cluster.model_validate(cluster.model_dump())
+        inst_file = schema.InstanceFile(name=f"{tag}-{seed}", topology=cluster, workload=workload)
+        inst = build_instance(inst_file, cluster, workload, default_name=f"ps{seed}")
+        all_candidates(inst)
+        if enumeration_size(inst) <= MAX_ENUMERATION:
+            return inst
+    raise AssertionError(f"ps seed {seed}: no small instance in 1000 draws")
 
 
 def tiny_instance(seed: int, tunable: bool = False, ws: bool = False) -> Instance:

@@ -47,6 +47,7 @@ FAMILIES = (
     ("ws bandwidth", wavelength_switching.add_ws_bandwidth),
     ("connectivity", collectives.add_connectivity),
     ("step time", collectives.add_step_time),
+    ("shared NIC", collectives.add_shared_nic),
     ("collective time", collectives.add_collective_time),
     ("collective lower bound", collectives.add_collective_lower_bound),
     ("iteration time", objective.add_iteration_time),

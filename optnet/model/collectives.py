@@ -7,6 +7,8 @@ Variables
     beta[p] >= 0      inverse bandwidth of slot pair p's link (us per MB)
     t[c,a,g,s] >= 0   duration of one repetition of step s of group g under algorithm a
     T[c] >= 0         time of collective c (us)
+    ak[p], pk[p] >= 0 latency and inverse bandwidth of pair p if it uses the packet fabric, else 0
+                      (only pairs of ``shared_nic`` steps, only with a packet fabric)
 """
 
 from __future__ import annotations
@@ -51,11 +53,37 @@ def _step_terms(md: ModelData):
     return {k: sorted(v) for k, v in terms.items()}, counts
 
 
+def _nic_terms(md: ModelData) -> dict[tuple, list[list[tuple]]]:
+    """(j, ci, a, g, s) of a ``shared_nic`` step -> per member and direction with two or more
+    transfers, its transfers as (pair, alpha_mult, MB). Empty without a packet fabric (every
+    transfer then has a lightpath of its own)."""
+    out: dict[tuple, list[list[tuple]]] = {}
+    if not md.has_packet:
+        return out
+    for j, jc in enumerate(md.cands):
+        for ci, cc in enumerate(jc.collectives):
+            for a, opt in enumerate(cc.options):
+                for g, gs in enumerate(opt.groups):
+                    for s, st in enumerate(gs.steps):
+                        if not st.shared_nic:
+                            continue
+                        at: dict[tuple[int, str], list] = {}
+                        for x, y, nbytes in st.transfers:
+                            term = (_pair(j, gs.slots[x], gs.slots[y]), st.alpha_mult, nbytes / MB)
+                            at.setdefault((x, "out"), []).append(term)
+                            at.setdefault((y, "in"), []).append(term)
+                        groups = [ts for _k, ts in sorted(at.items()) if len(ts) >= 2]
+                        if groups:
+                            out[(j, ci, a, g, s)] = groups
+    return out
+
+
 def add_collective_variables(m: pyo.ConcreteModel, md: ModelData) -> None:
     m.COLLECTIVES = pyo.Set(initialize=collective_index(md), dimen=2, ordered=True)
     m.OPTIONS = pyo.Set(initialize=option_index(md), dimen=3, ordered=True)
     terms, counts = _step_terms(md)
     md.step_terms, md.step_counts = terms, counts  # type: ignore[attr-defined]
+    md.nic_terms = _nic_terms(md)  # type: ignore[attr-defined]
     m.STEPS = pyo.Set(initialize=sorted(terms), dimen=5, ordered=True)
     m.x = pyo.Var(m.OPTIONS, within=pyo.Binary)
     m.alpha = pyo.Var(m.PAIRS, bounds=(0, md.alpha_max))
@@ -174,16 +202,79 @@ def add_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
     m.step_time = pyo.Constraint(m.STEP_TERMS, rule=rule)
 
 
+def add_shared_nic(m: pyo.ConcreteModel, md: ModelData) -> None:
+    """Transfers of one member in one direction of a ``shared_nic`` step (parameter-server
+    push/pull) share its NIC when they use the packet fabric (docs/model.md §5.4):
+
+    ak[p] >= sum_{r,s} alpha_pkt(r,s) w[p,r,s] - A (1 - z[p,0])
+    pk[p] >= sum_{r,s} beta_pkt(r,s) w[p,r,s]  - B (1 - z[p,0])
+    t[c,a,g,s] >= mult ak[p_f] + sum_{f' at v} MB_f' pk[p_f']    for every transfer f at v
+
+    so the step lasts at least the largest packet latency plus all of v's packet bytes through
+    its NIC; a pair with lightpaths (or wavelength-switched slots: - A (1 - h[p,0]) and
+    - B (1 - h[p,0]), as in add_pair_latency) has ak = pk = 0 (those links are its own). Only with
+    a packet fabric (without one every transfer has its own lightpaths)."""
+    nic = md.nic_terms
+    if not nic:
+        return
+    pairs = sorted({t[0] for groups in nic.values() for ts in groups for t in ts})
+    m.NIC_PAIRS = pyo.Set(initialize=pairs, dimen=3, ordered=True)
+    A, B = md.alpha_max, md.beta_max
+    m.ak = pyo.Var(m.NIC_PAIRS, bounds=(0, A))
+    m.pk = pyo.Var(m.NIC_PAIRS, bounds=(0, B))
+    m.nic_latency = pyo.Constraint(
+        m.NIC_PAIRS,
+        rule=lambda m, j, a, b: (
+            m.ak[j, a, b]
+            >= sum(md.alpha_pkt[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
+            - A * (1 - m.z[j, a, b, 0])
+            - _ws_slack(m, md, A, j, a, b)
+        ),
+    )
+    m.nic_bandwidth = pyo.Constraint(
+        m.NIC_PAIRS,
+        rule=lambda m, j, a, b: (
+            m.pk[j, a, b]
+            >= sum(md.beta_pkt[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
+            - B * (1 - m.z[j, a, b, 0])
+            - _ws_slack(m, md, B, j, a, b)
+        ),
+    )
+    rows = [
+        key + (gi, fi)
+        for key, groups in nic.items()
+        for gi, ts in enumerate(groups)
+        for fi in range(len(ts))
+    ]
+    m.NIC_ROWS = pyo.Set(initialize=rows, dimen=7, ordered=True)
+
+    def rule(m, j, ci, a, g, s, gi, fi):
+        ts = nic[(j, ci, a, g, s)][gi]
+        pair, mult, _mb = ts[fi]
+        return m.t[j, ci, a, g, s] >= mult * m.ak[pair] + sum(mb * m.pk[p] for p, _m, mb in ts)
+
+    m.shared_nic_time = pyo.Constraint(m.NIC_ROWS, rule=rule)
+
+
 def option_big_m(md: ModelData, j: int, ci: int, a: int) -> float:
-    """An upper bound on option a's group time: every step at the worst alpha and beta."""
+    """An upper bound on option a's group time: every step at the worst alpha and beta (for a
+    ``shared_nic`` step also every member's summed bytes at the worst beta)."""
     opt = md.cands[j].collectives[ci].options[a]
+    nic = getattr(md, "nic_terms", {})
     worst = 0.0
     for g, gs in enumerate(opt.groups):
         total = 0.0
         for s, st in enumerate(gs.steps):
             total += st.count * max(
-                mult * md.alpha_max + nbytes * md.beta_max
-                for _p, mult, nbytes in md.step_terms[(j, ci, a, g, s)]
+                [
+                    mult * md.alpha_max + nbytes * md.beta_max
+                    for _p, mult, nbytes in md.step_terms[(j, ci, a, g, s)]
+                ]
+                + [
+                    max(mult for _p, mult, _b in ts) * md.alpha_max
+                    + sum(b for _p, _m, b in ts) * md.beta_max
+                    for ts in nic.get((j, ci, a, g, s), ())
+                ]
             )
         worst = max(worst, total)
     return opt.constant_us + worst

@@ -48,6 +48,9 @@ class Decisions:
     lightpaths: list[Lightpath] = field(default_factory=list)
     algorithms: dict[tuple[int, int], str] = field(default_factory=dict)
     """(job index, collective index) -> algorithm name."""
+    hybrid: frozenset[tuple[int, int]] = frozenset()
+    """Server pairs (a < b) with lightpaths that also stripe over the packet fabric
+    (``packet_fabric.hybrid``; docs/model.md §2)."""
 
     def canonical(self) -> Decisions:
         """Sorted copy (deterministic output)."""
@@ -56,6 +59,7 @@ class Decisions:
             sorted(self.circuits),
             sorted(self.lightpaths),
             dict(sorted(self.algorithms.items())),
+            frozenset((min(a, b), max(a, b)) for a, b in self.hybrid),
         )
 
 
@@ -101,12 +105,17 @@ def to_json(inst: Instance, d: Decisions) -> dict[str, Any]:
     algorithms = {}
     for (ji, ci), alg in sorted(d.algorithms.items()):
         algorithms.setdefault(inst.jobs[ji].name, {})[inst.jobs[ji].collectives[ci].name] = alg
-    return {
+    out = {
         "placement": placement,
         "circuits": circuits,
         "lightpaths": lightpaths,
         "algorithms": algorithms,
     }
+    if d.hybrid or (inst.packet is not None and inst.packet.hybrid):
+        out["hybrid_pairs"] = [
+            [inst.servers[a].name, inst.servers[b].name] for a, b in sorted(d.hybrid)
+        ]
+    return out
 
 
 def from_json(inst: Instance, data: Any, file: str = "solution") -> Decisions:
@@ -165,6 +174,18 @@ def from_json(inst: Instance, data: Any, file: str = "solution") -> Decisions:
             )
             continue
         d.lightpaths.append(Lightpath(o, sa, ta, sb, tb, wab, wba))
+    hybrid = set()
+    for i, pair in enumerate(_list(data, "hybrid_pairs", bad)):
+        if (
+            not isinstance(pair, list)
+            or len(pair) != 2
+            or not all(isinstance(x, str) and x in servers for x in pair)
+        ):
+            bad(f"hybrid_pairs[{i}]", "expected [SERVER, SERVER] with known server names")
+            continue
+        a, b = (servers[x] for x in pair)
+        hybrid.add((min(a, b), max(a, b)))
+    d.hybrid = frozenset(hybrid)
     algs = data.get("algorithms", {})
     if not isinstance(algs, dict):
         bad("algorithms", "expected an object job -> {collective: algorithm}")

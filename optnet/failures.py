@@ -401,7 +401,7 @@ def carry_over(degraded: Instance, d: Decisions) -> tuple[Decisions | None, list
     circuits = sorted(
         {Circuit(lp.ocs, *sorted((S[lp.server_a].rack, S[lp.server_b].rack))) for lp in lightpaths}
     )
-    out = Decisions(placement, circuits, lightpaths, dict(d.algorithms)).canonical()
+    out = Decisions(placement, circuits, lightpaths, dict(d.algorithms), d.hybrid).canonical()
     return out, why
 
 

@@ -168,6 +168,16 @@ def in_network_available(inst: Instance, spec: CollectiveSpec) -> bool:
     )
 
 
+def _reduction_hops(inst: Instance) -> int:
+    """Hops up to the aggregating tier and back: 3 on a leaf-spine (or a one-pod fat-tree), 5 on
+    a fat-tree with several pods (the core aggregates)."""
+    pf = inst.packet
+    assert pf is not None
+    if pf.kind == "fat-tree" and len({r.pod for r in inst.racks}) > 1:
+        return 5
+    return 3
+
+
 def in_network_time_us(inst: Instance, server_bytes: float) -> float:
     """In-network all-reduce of ``server_bytes`` per server (docs/model.md §3):
     ``alpha_path + D / min(B_nic / sigma, B_red)``: each server streams D up to the aggregating
@@ -181,7 +191,7 @@ def in_network_time_us(inst: Instance, server_bytes: float) -> float:
         c.message_overhead_us
         + 2 * inst.transceiver_latency_us
         + c.fec_latency_us
-        + 3 * pf.hop_latency_us
+        + _reduction_hops(inst) * pf.hop_latency_us
         + 2 * max(r.trunk_delay_us for r in inst.racks)
     )
     rate = pf.rate_gbps / pf.oversubscription

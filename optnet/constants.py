@@ -146,3 +146,24 @@ HCF_THERMAL_DELAY_PS_PER_KM_K = SMF_THERMAL_DELAY_PS_PER_KM_K / 20.0
 
 #: Temperature swing the guard must absorb (data hall air, +-5 K): optnet's convention [U].
 WS_TEMPERATURE_SWING_K = 10.0
+
+#: Congestion control of the packet fabric (``packet_fabric.congestion_control``): per scheme, the
+#: achievable utilisation of a shared link (fraction of its line rate the flows through it get
+#: together) and the queueing delay a packet flow meets at its bottleneck hop (docs/model.md §2b).
+#:
+#: * ``none``: ideal fluid sharing (optnet's convention, the best any scheme can do): every link
+#:   drains at line rate, no standing queue.
+#: * ``dcqcn`` (Zhu et al., "Congestion Control for Large-Scale RDMA Deployments", SIGCOMM'15):
+#:   the abstract sets the target "ultra-low latency (< 10 us per hop)" at 40 Gb/s [P, abstract];
+#:   optnet takes 10 us as the queueing delay at the bottleneck (the target's upper end). The
+#:   paper reports "dramatically improves throughput" without a single utilisation figure read
+#:   here: 0.95 is optnet's assumption [U].
+#: * ``timely`` (Mittal et al., "TIMELY: RTT-based Congestion Control for the Datacenter",
+#:   SIGCOMM'15): "near line-rate throughput" [P, abstract] -> 0.95 [U]; TIMELY holds the RTT
+#:   near its low threshold T_low, recalled as 50 us from the paper's parameters but not checked
+#:   against the text here [U], taken as the queueing delay.
+CONGESTION_CONTROL: dict[str, tuple[float, float]] = {
+    "none": (1.0, 0.0),
+    "dcqcn": (0.95, 10.0),
+    "timely": (0.95, 50.0),
+}

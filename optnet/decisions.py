@@ -62,6 +62,9 @@ class Decisions:
     """(job index, collective index) -> algorithm name."""
     ws_slots: list[WsSlot] = field(default_factory=list)
     """The wavelength-switched fabric's schedule (empty: the fabric is not used)."""
+    hybrid: frozenset[tuple[int, int]] = frozenset()
+    """Server pairs (a < b) with lightpaths that also stripe over the packet fabric
+    (``packet_fabric.hybrid``; docs/model.md §2)."""
 
     def canonical(self) -> Decisions:
         """Sorted copy (deterministic output)."""
@@ -71,6 +74,7 @@ class Decisions:
             sorted(self.lightpaths),
             dict(sorted(self.algorithms.items())),
             sorted(self.ws_slots),
+            frozenset((min(a, b), max(a, b)) for a, b in self.hybrid),
         )
 
     def ws_counts(self) -> dict[tuple[int, int], tuple[int, int]]:
@@ -148,6 +152,11 @@ def to_json(inst: Instance, d: Decisions) -> dict[str, Any]:
                 for e in sorted(d.ws_slots)
             ],
         }
+
+    if d.hybrid or (inst.packet is not None and inst.packet.hybrid):
+        out["hybrid_pairs"] = [
+            [inst.servers[a].name, inst.servers[b].name] for a, b in sorted(d.hybrid)
+        ]
     return out
 
 
@@ -232,6 +241,19 @@ def from_json(inst: Instance, data: Any, file: str = "solution") -> Decisions:
                 "expected {slot, transceiver, from: SERVER, to: SERVER, wavelength} with known "
                 "server names",
             )
+
+    hybrid = set()
+    for i, pair in enumerate(_list(data, "hybrid_pairs", bad)):
+        if (
+            not isinstance(pair, list)
+            or len(pair) != 2
+            or not all(isinstance(x, str) and x in servers for x in pair)
+        ):
+            bad(f"hybrid_pairs[{i}]", "expected [SERVER, SERVER] with known server names")
+            continue
+        a, b = (servers[x] for x in pair)
+        hybrid.add((min(a, b), max(a, b)))
+    d.hybrid = frozenset(hybrid)
     algs = data.get("algorithms", {})
     if not isinstance(algs, dict):
         bad("algorithms", "expected an object job -> {collective: algorithm}")

@@ -141,6 +141,12 @@ def decode(m: pyo.ConcreteModel, md: ModelData) -> Decisions:
                 sa, sb = d.placement[j][a], d.placement[j][b]
                 counts[(min(sa, sb), max(sa, sb))] = k
         d.ws_slots = build_schedule(inst, counts)
+    if md.hybrid:  # pairs striping over their lightpaths and the packet fabric
+        d.hybrid = frozenset(
+            (min(d.placement[j][a], d.placement[j][b]), max(d.placement[j][a], d.placement[j][b]))
+            for j, a, b in md.pairs
+            if any(_on(m.v[j, a, b, q]) for q in m.LP_COUNTS)
+        )
     return d.canonical()
 
 
@@ -178,6 +184,13 @@ def encode(m: pyo.ConcreteModel, md: ModelData, d: Decisions) -> list[tuple]:
             total += n
         for q in m.COUNTS:
             values.append((m.z[j, a, b, q], 1.0 if q == total else 0.0))
+        if md.hybrid:
+            striped = False
+            if servers is not None:
+                sa, sb = servers[a], servers[b]
+                striped = (min(sa, sb), max(sa, sb)) in d.hybrid
+            for q in m.LP_COUNTS:
+                values.append((m.v[j, a, b, q], 1.0 if striped and q == total else 0.0))
     for j, ci, a in m.OPTIONS:
         alg = d.algorithms.get((j, ci))
         name = md.cands[j].collectives[ci].options[a].algorithm

@@ -259,9 +259,16 @@ def _lp_name(inst: Instance, lp: Lightpath) -> str:
 
 @dataclass(frozen=True)
 class PairLink:
-    """The connection a slot pair actually has."""
+    """The connection a slot pair actually has.
 
-    kind: str  # "lightpath", "wavelength_switched", "packet" or "none"
+    ``fixed_us``, ``propagation_us`` and ``inverse_rate`` describe the pair as one link (alpha and
+    beta of docs/model.md §2; for a striped ``hybrid`` pair the larger of the two latencies and
+    1 / (q rate + packet rate)). With a congestion model the two parts are costed apart: the
+    lightpath part (``lp_*``, per byte of the whole transfer) and the packet part (``pkt_*``,
+    carrying ``packet_share`` of the bytes through NICs and uplinks shared with other flows).
+    """
+
+    kind: str  # "lightpath", "wavelength_switched", "packet", "hybrid" or "none"
     lightpaths: int
     fixed_us: float
     propagation_us: float
@@ -270,23 +277,59 @@ class PairLink:
     """Wavelength-switched fabric: guard + worst-case wait for the pair's next slot."""
     channels: int = 0
     """Wavelength-switched fabric: slot-channels per cycle each way."""
+    packet_share: float = 0.0
+    lp_fixed_us: float = 0.0
+    lp_propagation_us: float = 0.0
+    lp_inverse_rate: float = 0.0
+    pkt_fixed_us: float = 0.0
+    pkt_propagation_us: float = 0.0
 
     @property
     def alpha_us(self) -> float:
         return self.fixed_us + self.propagation_us + self.switching_us
 
 
-def pair_link(inst: Instance, sa: int, sb: int, q: int, k: int = 0) -> PairLink:
-    """Link of servers sa, sb given q lightpaths and k wavelength-switched slot-channels per
-    cycle between them (docs/model.md §2, §5.7); a pair uses one transport (``check_ws``)."""
+def pair_link(
+    inst: Instance, sa: int, sb: int, q: int, k: int = 0, hybrid: bool = False
+) -> PairLink:
+    """Link of servers sa, sb given q lightpaths, k wavelength-switched slot-channels per cycle
+    between them (a pair uses one of those transports, ``check_ws``) and whether the pair also
+    stripes over the packet fabric (docs/model.md §2, §5.7)."""
     ra, rb = inst.servers[sa].rack, inst.servers[sb].rack
+    striped = hybrid and q >= 1 and physics.hybrid_enabled(inst)
     if q >= 1:
+        lp_fixed = physics.lightpath_fixed_latency_us(inst)
+        lp_prop = physics.propagation_us(inst, ra, rb)
+        if not striped:
+            lp_rate = physics.lightpath_inverse_rate(inst, q)
+            return PairLink(
+                "lightpath",
+                q,
+                lp_fixed,
+                lp_prop,
+                lp_rate,
+                lp_fixed_us=lp_fixed,
+                lp_propagation_us=lp_prop,
+                lp_inverse_rate=lp_rate,
+            )
+        pk_fixed = physics.packet_fixed_latency_us(inst, ra, rb)
+        pk_prop = physics.packet_propagation_us(inst, ra, rb)
+        rate = physics.hybrid_inverse_rate(inst, q, ra, rb)
+        fixed, prop = (
+            (lp_fixed, lp_prop) if lp_fixed + lp_prop >= pk_fixed + pk_prop else (pk_fixed, pk_prop)
+        )
         return PairLink(
-            "lightpath",
+            "hybrid",
             q,
-            physics.lightpath_fixed_latency_us(inst),
-            physics.propagation_us(inst, ra, rb),
-            physics.lightpath_inverse_rate(inst, q),
+            fixed,
+            prop,
+            rate,
+            packet_share=physics.packet_share(inst, q, ra, rb),
+            lp_fixed_us=lp_fixed,
+            lp_propagation_us=lp_prop,
+            lp_inverse_rate=rate,
+            pkt_fixed_us=pk_fixed,
+            pkt_propagation_us=pk_prop,
         )
     if k >= 1 and inst.ws is not None:
         return PairLink(
@@ -299,14 +342,29 @@ def pair_link(inst: Instance, sa: int, sb: int, q: int, k: int = 0) -> PairLink:
             k,
         )
     if inst.packet is not None:
+        pk_fixed = physics.packet_fixed_latency_us(inst, ra, rb)
+        pk_prop = physics.packet_propagation_us(inst, ra, rb)
         return PairLink(
             "packet",
             0,
-            physics.packet_fixed_latency_us(inst, ra, rb),
-            physics.packet_propagation_us(inst, ra, rb),
+            pk_fixed,
+            pk_prop,
             physics.packet_inverse_rate(inst, ra, rb),
+            packet_share=1.0,
+            pkt_fixed_us=pk_fixed,
+            pkt_propagation_us=pk_prop,
         )
     return PairLink("none", 0, 0.0, 0.0, 0.0)
+
+
+def option_time(
+    inst: Instance, opt: Option, slot_server, links, names: list[str] | None = None
+) -> tuple[float, dict, list[str]]:
+    """Time of one option on the links the decisions give (docs/model.md §3, §2b): each transfer
+    alone, or with a congestion model the packet flows of a step sharing NICs and leaf uplinks."""
+    if physics.congestion_model(inst):
+        return _option_time_shared(inst, opt, slot_server, links, names)
+    return _option_time(opt, slot_server, links, names)
 
 
 def _option_time(
@@ -357,6 +415,101 @@ def _option_time(
     return opt.constant_us + best_t, best_bd, missing
 
 
+def _option_time_shared(
+    inst: Instance, opt: Option, slot_server, links, names: list[str] | None = None
+) -> tuple[float, dict, list[str]]:
+    """Time of one option with shared packet links (docs/model.md §2b).
+
+    The option's group instances run their steps in lockstep: step s lasts ``tau_s``, and the
+    option ``constant + sum_s count_s tau_s``. In step s every transfer of ``B`` bytes of pair p
+    sends ``B pi_p`` over the packet fabric (``packet_share``) and the rest over p's lightpaths:
+
+        tau_s >= mult alpha_lp(p) + B beta_lp(p)                     (p has lightpaths)
+        tau_s >= mult alpha_pkt(p) + load(l) / cap(l)                 (p uses the packet fabric)
+
+    for every link l on the packet path: the sender's NIC out, the receiver's NIC in, and between
+    racks the sender rack's leaf uplinks and the receiver rack's downlinks, where load(l) is all
+    the packet bytes of step s through l (every group) and cap(l) its rate times the congestion
+    control's utilisation. Each flow then ends when the busiest link on its path has drained
+    (rates proportional to bytes achieve it)."""
+    names = names or [str(i) for i in range(max(slot_server, default=0) + 1)]
+    missing: list[str] = []
+    rack = [sv.rack for sv in inst.servers]
+    inv_nic = physics.nic_inverse_rate(inst)
+    inv_up = {r: physics.uplink_inverse_rate(inst, r) for r in range(len(inst.racks))}
+    n_steps = max((len(gs.steps) for gs in opt.groups), default=0)
+    total, bd = 0.0, {"fixed": 0.0, "prop": 0.0, "ser": 0.0, "switch": 0.0}
+    for si in range(n_steps):
+        flows = []
+        count = 1
+        for gs in opt.groups:
+            if si >= len(gs.steps):
+                continue
+            st = gs.steps[si]
+            count = max(count, st.count)
+            for a, b, nbytes in st.transfers:
+                sa, sb = slot_server[gs.slots[a]], slot_server[gs.slots[b]]
+                link = links[(min(sa, sb), max(sa, sb))]
+                if link.kind == "none":
+                    missing.append(
+                        f"slots {gs.slots[a]}->{gs.slots[b]} (servers {names[sa]}, {names[sb]}) "
+                        "have neither a lightpath nor a packet fabric"
+                    )
+                    continue
+                flows.append((st.alpha_mult, sa, sb, nbytes, link))
+        out: dict[int, float] = defaultdict(float)
+        into: dict[int, float] = defaultdict(float)
+        up: dict[int, float] = defaultdict(float)
+        down: dict[int, float] = defaultdict(float)
+        for _mult, sa, sb, nbytes, link in flows:
+            x = nbytes * link.packet_share
+            out[sa] += x
+            into[sb] += x
+            if rack[sa] != rack[sb]:
+                up[rack[sa]] += x
+                down[rack[sb]] += x
+        worst, worst_bd = 0.0, (0.0, 0.0, 0.0, 0.0)
+        for mult, sa, sb, nbytes, link in flows:
+            cands = []
+            if link.lightpaths >= 1:
+                cands.append(
+                    (
+                        mult * link.lp_fixed_us,
+                        mult * link.lp_propagation_us,
+                        nbytes * link.lp_inverse_rate,
+                        0.0,
+                    )
+                )
+            if link.packet_share > 0:
+                drains = [out[sa] * inv_nic, into[sb] * inv_nic]
+                if rack[sa] != rack[sb]:
+                    drains += [up[rack[sa]] * inv_up[rack[sa]], down[rack[sb]] * inv_up[rack[sb]]]
+                fixed, prop = mult * link.pkt_fixed_us, mult * link.pkt_propagation_us
+                cands.extend((fixed, prop, d, 0.0) for d in drains)
+            for parts in cands:
+                t = sum(parts)
+                if t > worst:
+                    worst, worst_bd = t, parts
+        total += count * worst
+        for key, v in zip(("fixed", "prop", "ser", "switch"), worst_bd):
+            bd[key] += count * v
+    return opt.constant_us + total, bd, missing
+
+
+def check_hybrid(inst: Instance, d: Decisions) -> list[str]:
+    """Striped pairs need ``packet_fabric.hybrid``; a listed pair without lightpaths simply uses
+    the packet fabric (nothing to stripe)."""
+    if not d.hybrid or physics.hybrid_enabled(inst):
+        return []
+    names = ", ".join(
+        f"{inst.servers[a].name}<->{inst.servers[b].name}" for a, b in sorted(d.hybrid)
+    )
+    return [
+        f"hybrid_pairs: {names} stripe over lightpaths and the packet fabric, but the instance "
+        "does not allow it (topology.packet_fabric.hybrid: true)"
+    ]
+
+
 def evaluate(
     inst: Instance,
     d: Decisions,
@@ -374,6 +527,7 @@ def evaluate(
         + check_lightpaths(inst, d)
         + check_tenants(inst, d)
         + check_ws(inst, d)
+        + check_hybrid(inst, d)
     )
     cands = candidates if candidates is not None else all_candidates(inst)
     q: dict[tuple[int, int], int] = defaultdict(int)
@@ -398,7 +552,7 @@ def evaluate(
         for a, b in jc.pairs:
             sa, sb = servers[a], servers[b]
             key = (min(sa, sb), max(sa, sb))
-            links[key] = pair_link(inst, sa, sb, q[key], ws_k.get(key, 0))
+            links[key] = pair_link(inst, sa, sb, q[key], ws_k.get(key, 0), key in d.hybrid)
         ws_links.update({k: v for k, v in links.items() if v.kind == "wavelength_switched"})
         exposed = overlappable = nvlink_busy = 0.0
         phases = []
@@ -413,7 +567,7 @@ def evaluate(
                 )
                 continue
             opt = cc.options[names.index(alg)]
-            t, bd, missing = _option_time(opt, servers, links, server_names)
+            t, bd, missing = option_time(inst, opt, servers, links, server_names)
             for m in sorted(set(missing)):
                 ev.violations.append(f"collectives: {job.name}.{cc.spec.name} ({alg}): {m}")
             per_iter = cc.spec.count * t
@@ -510,7 +664,10 @@ def evaluate(
         ji = owner.get(lp.server_a)
         # full duplex: the busier direction sets the utilisation
         heavier = max(pair_bytes.get(key, 0.0), pair_bytes.get(key[::-1], 0.0))
-        busy = heavier * physics.lightpath_inverse_rate(inst, q[key])
+        share = 0.0
+        if key in d.hybrid and physics.hybrid_enabled(inst):
+            share = physics.packet_share(inst, q[key], ra, rb)
+        busy = heavier * (1 - share) * physics.lightpath_inverse_rate(inst, q[key])
         ev.lightpaths.append(
             {
                 "ocs": inst.ocses[lp.ocs].name,

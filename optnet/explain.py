@@ -364,7 +364,12 @@ class PlanState:
             lightpaths.append(Lightpath(o, sa, ta, sb, tb, w_ab, w_ba))
             circuits.add(Circuit(o, min(ra, rb), max(ra, rb)))
         return Decisions(
-            dict(d.placement), sorted(circuits), lightpaths, dict(d.algorithms), list(d.ws_slots)
+            dict(d.placement),
+            sorted(circuits),
+            lightpaths,
+            dict(d.algorithms),
+            list(d.ws_slots),
+            d.hybrid,
         )
 
 
@@ -945,6 +950,13 @@ def explain_plan(
     of the confirmations, the plan's objective serves as the baseline without a re-solve."""
     o = options or ExplainOptions()
     t0 = t0 if t0 is not None else time.perf_counter()
+    if inst.packet is not None and (inst.packet.hybrid or inst.packet.congestion_control):
+        raise errors.input_error(
+            source or "instance",
+            "topology.packet_fabric",
+            "explain does not cover striped pairs or shared packet links yet (hybrid / "
+            "congestion_control); solve, evaluate and report do",
+        )
     ex = Explainer(inst, d, objective)
     t_lp = time.perf_counter() - t0
     all_jobs = set(range(len(inst.jobs)))

@@ -446,7 +446,9 @@ def carry_over(degraded: Instance, d: Decisions) -> tuple[Decisions | None, list
     )
     ws_slots, ws_why = _carry_ws(degraded, d, moved, lightpaths)
     why += ws_why
-    out = Decisions(placement, circuits, lightpaths, dict(d.algorithms), ws_slots).canonical()
+    out = Decisions(
+        placement, circuits, lightpaths, dict(d.algorithms), ws_slots, d.hybrid
+    ).canonical()
     return out, why
 
 

@@ -33,6 +33,8 @@ class Rack:
     fibre_type: str
     trunk_delay_us: float
     """One-way propagation delay of one trunk fibre (length x per-km delay of its type)."""
+    pod: int = 0
+    """Pod of a fat-tree packet fabric (rack index // racks_per_pod); 0 otherwise."""
 
 
 @dataclass(frozen=True)
@@ -294,8 +296,17 @@ def build_instance(
             idx.append(len(servers))
             servers.append(Server(name=n, rack=ri))
         per_km = consts.hcf_delay_us_per_km if r.fibre_type == "hcf" else consts.smf_delay_us_per_km
+        pf = cluster.packet_fabric
+        pod = ri // pf.racks_per_pod if pf is not None and pf.racks_per_pod else 0
         racks.append(
-            Rack(r.name, tuple(idx), r.trunk_length_km, r.fibre_type, r.trunk_length_km * per_km)
+            Rack(
+                r.name,
+                tuple(idx),
+                r.trunk_length_km,
+                r.fibre_type,
+                r.trunk_length_km * per_km,
+                pod,
+            )
         )
     _unique([s.name for s in servers], "racks[].servers", "server", tp)
 
@@ -352,6 +363,27 @@ def build_instance(
     ws_fabric = None
     if cluster.wavelength_switched is not None:
         ws_fabric = _ws_fabric(cluster.wavelength_switched, racks, tp)
+        pf = cluster.packet_fabric
+        if pf is not None and (pf.hybrid or pf.congestion_control is not None):
+            tp(
+                "wavelength_switched",
+                "a wavelength-switched fabric is not modelled together with "
+                "packet_fabric.hybrid or packet_fabric.congestion_control yet (docs/model.md "
+                "§10): drop one of them",
+            )
+    pf = cluster.packet_fabric
+    if pf is not None:
+        f = "packet_fabric"
+        if pf.kind == "fat-tree" and pf.racks_per_pod is None:
+            tp(f"{f}.racks_per_pod", "required for kind fat-tree (racks per pod, >= 1)")
+        if pf.kind != "fat-tree" and pf.racks_per_pod is not None:
+            tp(f"{f}.racks_per_pod", f"only allowed with kind fat-tree, not {pf.kind!r}")
+        for name in ("utilisation", "queueing_delay_us"):
+            if getattr(pf, name) is not None and pf.congestion_control is None:
+                tp(
+                    f"{f}.{name}",
+                    "only allowed with congestion_control (one of none, dcqcn, timely)",
+                )
 
     # jobs
     G = cluster.gpus_per_server

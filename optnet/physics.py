@@ -8,7 +8,7 @@ and a packet fabric exists, by the packet fabric.
 
 from __future__ import annotations
 
-from optnet.constants import inverse_rate_us_per_byte
+from optnet.constants import CONGESTION_CONTROL, inverse_rate_us_per_byte
 from optnet.instance import Instance
 
 
@@ -46,9 +46,52 @@ def lightpath_inverse_rate(inst: Instance, q: int) -> float:
     return inverse_rate_us_per_byte(q * inst.transceiver_rate_gbps)
 
 
-def packet_hops(rack_a: int, rack_b: int) -> int:
-    """Switch hops on a leaf-spine fabric: 1 inside a rack (leaf), 3 between racks."""
-    return 1 if rack_a == rack_b else 3
+def packet_hops(inst: Instance, rack_a: int, rack_b: int) -> int:
+    """Switch hops of a packet path: 1 inside a rack (the leaf); between racks 3 on a leaf-spine
+    (leaf-spine-leaf), and on a fat-tree 3 inside a pod, 5 between pods (leaf-agg-core-agg-leaf).
+    """
+    if rack_a == rack_b:
+        return 1
+    pf = inst.packet
+    if (
+        pf is not None
+        and pf.kind == "fat-tree"
+        and inst.racks[rack_a].pod != inst.racks[rack_b].pod
+    ):
+        return 5
+    return 3
+
+
+def congestion_model(inst: Instance) -> bool:
+    """Whether shared packet-fabric links are modelled (``packet_fabric.congestion_control``)."""
+    return inst.packet is not None and inst.packet.congestion_control is not None
+
+
+def hybrid_enabled(inst: Instance) -> bool:
+    """Whether pairs may stripe over lightpaths and the packet fabric at once."""
+    return inst.packet is not None and inst.packet.hybrid
+
+
+def packet_utilisation(inst: Instance) -> float:
+    """Achievable utilisation of a shared packet link: the override, else the congestion
+    control's default (``constants.CONGESTION_CONTROL``); 1 without a congestion model."""
+    pf = inst.packet
+    if pf is None or pf.congestion_control is None:
+        return 1.0
+    if pf.utilisation is not None:
+        return pf.utilisation
+    return CONGESTION_CONTROL[pf.congestion_control][0]
+
+
+def packet_queueing_us(inst: Instance) -> float:
+    """Queueing delay at a packet flow's bottleneck hop under the congestion control (0 without a
+    congestion model)."""
+    pf = inst.packet
+    if pf is None or pf.congestion_control is None:
+        return 0.0
+    if pf.queueing_delay_us is not None:
+        return pf.queueing_delay_us
+    return CONGESTION_CONTROL[pf.congestion_control][1]
 
 
 def packet_propagation_us(inst: Instance, rack_a: int, rack_b: int) -> float:
@@ -57,15 +100,19 @@ def packet_propagation_us(inst: Instance, rack_a: int, rack_b: int) -> float:
 
 
 def packet_fixed_latency_us(inst: Instance, rack_a: int, rack_b: int) -> float:
-    """Fixed part of alpha over the packet fabric: overhead + NICs + FEC + hops * hop latency."""
+    """Fixed part of alpha over the packet fabric: overhead + NICs + FEC + hops * hop latency
+    (+ the congestion control's queueing delay at the bottleneck hop, with a congestion model)."""
     assert inst.packet is not None
     c = inst.constants
-    return (
+    fixed = (
         c.message_overhead_us
         + 2 * inst.transceiver_latency_us
         + c.fec_latency_us
-        + packet_hops(rack_a, rack_b) * inst.packet.hop_latency_us
+        + packet_hops(inst, rack_a, rack_b) * inst.packet.hop_latency_us
     )
+    if inst.packet.congestion_control is not None:
+        fixed += packet_queueing_us(inst)
+    return fixed
 
 
 def packet_latency_us(inst: Instance, rack_a: int, rack_b: int) -> float:
@@ -75,13 +122,54 @@ def packet_latency_us(inst: Instance, rack_a: int, rack_b: int) -> float:
     )
 
 
-def packet_inverse_rate(inst: Instance, rack_a: int, rack_b: int) -> float:
-    """beta over the packet fabric: the NIC rate, divided by the oversubscription between racks."""
+def packet_rate_gbps(inst: Instance, rack_a: int, rack_b: int) -> float:
+    """Rate a packet flow gets on its own: without a congestion model the NIC rate, divided by
+    the oversubscription between racks (the worst-case fair share); with one, the NIC rate times
+    the achievable utilisation (sharing of NICs and leaf uplinks is then modelled per step)."""
     assert inst.packet is not None
     rate = inst.packet.rate_gbps
+    if inst.packet.congestion_control is not None:
+        return rate * packet_utilisation(inst)
     if rack_a != rack_b:
         rate /= inst.packet.oversubscription
-    return inverse_rate_us_per_byte(rate)
+    return rate
+
+
+def packet_inverse_rate(inst: Instance, rack_a: int, rack_b: int) -> float:
+    """beta over the packet fabric: 1 / ``packet_rate_gbps``."""
+    return inverse_rate_us_per_byte(packet_rate_gbps(inst, rack_a, rack_b))
+
+
+def nic_inverse_rate(inst: Instance) -> float:
+    """us per byte through one NIC direction under the congestion model: 1 / (U * rate)."""
+    assert inst.packet is not None
+    return inverse_rate_us_per_byte(inst.packet.rate_gbps * packet_utilisation(inst))
+
+
+def uplink_inverse_rate(inst: Instance, rack: int) -> float:
+    """us per byte through a rack's leaf uplinks (one direction) under the congestion model:
+    capacity = servers in the rack x NIC rate / oversubscription x utilisation."""
+    pf = inst.packet
+    assert pf is not None
+    n = max(1, len(inst.racks[rack].servers))
+    return inverse_rate_us_per_byte(
+        n * pf.rate_gbps / pf.oversubscription * packet_utilisation(inst)
+    )
+
+
+def hybrid_inverse_rate(inst: Instance, q: int, rack_a: int, rack_b: int) -> float:
+    """beta of a pair striping over q lightpaths and the packet fabric at once, in proportion to
+    their rates: 1 / (q * rate + packet_rate) (both parts then finish together)."""
+    return inverse_rate_us_per_byte(
+        q * inst.transceiver_rate_gbps + packet_rate_gbps(inst, rack_a, rack_b)
+    )
+
+
+def packet_share(inst: Instance, q: int, rack_a: int, rack_b: int) -> float:
+    """Fraction of a striped pair's bytes sent over the packet fabric: packet_rate / (q * rate +
+    packet_rate) (1 for q = 0)."""
+    r_pkt = packet_rate_gbps(inst, rack_a, rack_b)
+    return r_pkt / (q * inst.transceiver_rate_gbps + r_pkt)
 
 
 def lightpath_loss_db(inst: Instance, rack_a: int, rack_b: int, ocs: int) -> float:

@@ -198,6 +198,17 @@ def report_model(r: dict[str, Any]) -> Report:
             "over the job's iteration.",
         )
     )  # fmt: skip
+    if r.get("hybrid_pairs"):
+        rep.tables.append(
+            Table(
+                "hybrid",
+                "Striped pairs (lightpaths + packet fabric)",
+                ["servers"],
+                [[" <-> ".join(pair)] for pair in r["hybrid_pairs"]],
+                "each pair splits its bytes over its lightpaths and the packet fabric in "
+                "proportion to their rates (docs/model.md §2).",
+            )
+        )
     rep.tables.append(
         Table(
             "fibres",

@@ -77,6 +77,8 @@ def build_results(
     out["circuits"] = dec["circuits"]
     out["lightpaths"] = ev.lightpaths
     out["algorithms"] = dec["algorithms"]
+    if "hybrid_pairs" in dec:
+        out["hybrid_pairs"] = dec["hybrid_pairs"]
     out["collectives"] = ev.collectives
     out["schedule"] = ev.schedule
     out["jobs"] = ev.jobs

@@ -273,6 +273,11 @@ def _restrict(d: Decisions, inst: Instance, racks: list[int], jobs: list[int]) -
         for c in d.circuits
         if c.rack_a in rl and c.rack_b in rl
     ]
+    out.hybrid = frozenset(
+        (min(local[a], local[b]), max(local[a], local[b]))
+        for a, b in d.hybrid
+        if a in local and b in local
+    )
     return out
 
 
@@ -432,6 +437,8 @@ def _splice(
         [c for c in d.circuits if c.rack_a not in rset and c.rack_b not in rset],
         [lp for lp in d.lightpaths if lp.server_a not in servers and lp.server_b not in servers],
         {k: v for k, v in d.algorithms.items() if k[0] not in jobs},
+        hybrid=frozenset((a, b) for a, b in d.hybrid if a not in servers and b not in servers)
+        | frozenset((min(smap[a], smap[b]), max(smap[a], smap[b])) for a, b in sd.hybrid),
     )
     for jl, ss in sd.placement.items():
         out.placement[jobs[jl]] = tuple(smap[s] for s in ss)
@@ -562,6 +569,9 @@ def ideal_bound(inst: Instance, objective: str = "max-iteration") -> float:
     beta = inverse_rate_us_per_byte(live * inst.transceiver_rate_gbps)
     if inst.packet is not None:
         beta = min(beta, inverse_rate_us_per_byte(inst.packet.rate_gbps))
+        if inst.packet.hybrid:  # a pair may stripe over both at once
+            rate = live * inst.transceiver_rate_gbps + inst.packet.rate_gbps
+            beta = min(beta, inverse_rate_us_per_byte(rate))
     if inst.ws is not None:  # a pair may instead own every channel of the fabric
         from optnet.physics import ws_inverse_rate
 

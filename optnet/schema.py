@@ -121,7 +121,8 @@ class PacketFabric(Strict):
     rate_gbps: PositiveFloat
     """NIC rate of each server into the fabric."""
     oversubscription: Annotated[float, Field(ge=1, le=1000, allow_inf_nan=False)] = 1.0
-    """Leaf uplink oversubscription: traffic between racks gets rate_gbps / oversubscription."""
+    """Leaf uplink oversubscription: a rack's uplinks carry servers x rate_gbps / oversubscription;
+    without ``congestion_control`` each flow between racks gets rate_gbps / oversubscription."""
     hop_latency_us: NonNegFloat = C.PACKET_HOP_LATENCY_US
     """Latency of each switch hop (1 hop inside a rack, 3 between racks)."""
     switches: Annotated[int, Field(ge=1, le=100_000)] | None = None
@@ -130,6 +131,22 @@ class PacketFabric(Strict):
     """The switches reduce in the network (SHARP-style): all-reduce may use it as an algorithm."""
     reduction_rate_gbps: PositiveFloat | None = None
     """Aggregation throughput per port; default the NIC rate (the tighter of the two binds)."""
+    kind: Literal["leaf-spine", "fat-tree"] = "leaf-spine"
+    """leaf-spine: 1 switch hop inside a rack, 3 between racks; fat-tree: 1 inside a rack, 3
+    inside a pod, 5 between pods (pods of ``racks_per_pod`` consecutive racks)."""
+    racks_per_pod: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    """fat-tree only (required there): racks per pod, in the order the racks are listed."""
+    hybrid: bool = False
+    """A server pair with lightpaths may also stripe over the packet fabric at once (Helios /
+    c-Through style), in proportion to the two paths' rates; the MILP chooses which pairs do."""
+    congestion_control: Literal["none", "dcqcn", "timely"] | None = None
+    """Model shared links: packet flows of one algorithm step divide the NICs and leaf uplinks
+    they share, at the scheme's achievable utilisation, plus its queueing delay (none = ideal
+    sharing). Omitted: each flow is costed alone (rate / oversubscription between racks)."""
+    utilisation: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] | None = None
+    """Override of the congestion control's achievable link utilisation (0-1]."""
+    queueing_delay_us: NonNegFloat | None = None
+    """Override of the congestion control's queueing delay at a flow's bottleneck hop."""
 
 
 class Power(Strict):

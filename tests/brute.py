@@ -4,7 +4,10 @@ Enumerates: every injective map of job slots to servers; every port matching of 
 (loopbacks where allowed); every number of lightpaths 0..T_k on every OCS for every slot pair
 of every job (transceivers first-free, wavelengths first-fit on each circuit; first-fit is
 exact here because a trunk is joined to exactly one other trunk, so a circuit's lightpaths need
-pairwise distinct wavelengths and nothing else); and, for each collective, its best algorithm
+pairwise distinct wavelengths and nothing else); with ``packet_fabric.hybrid``, every subset of
+the job slot pairs that have lightpaths and that some collective option uses striping over the
+packet fabric too (striping a pair no option uses changes nothing); and, for each collective,
+its best algorithm
 (the iteration time is nondecreasing in each collective's time and a collective's time depends
 only on its own algorithm, so choosing per collective is exhaustive). Every candidate set of
 decisions is checked and scored by ``optnet.evaluate``; nothing here touches the MILP.
@@ -23,7 +26,7 @@ from collections import defaultdict
 
 from optnet.candidates import all_candidates
 from optnet.decisions import Circuit, Decisions, Lightpath, WsSlot
-from optnet.evaluate import _option_time, evaluate, pair_link
+from optnet.evaluate import evaluate, option_time, pair_link
 from optnet.instance import Instance
 
 
@@ -86,16 +89,17 @@ def brute_force(inst: Instance, objective: str = "max-iteration", **eval_kwargs)
                     ws = _ws_schedule(inst, placement, ws_keys, k_combo, lit)
                     if ws is None:
                         continue
-                    d = Decisions(placement, circuits, lps, {}, ws)
-                    d.algorithms = _best_algorithms(inst, cands, d)
-                    if d.algorithms is None:
-                        continue
-                    ev = evaluate(inst, d, objective, cands, **eval_kwargs)
-                    if not ev.feasible:
-                        continue
-                    scored += 1
-                    if best is None or ev.objective_us < best - 1e-9:
-                        best, best_d = ev.objective_us, d
+                    for hybrid in _hybrid_subsets(inst, cands, placement, lps):
+                        d = Decisions(placement, circuits, lps, {}, ws, hybrid)
+                        d.algorithms = _best_algorithms(inst, cands, d)
+                        if d.algorithms is None:
+                            continue
+                        ev = evaluate(inst, d, objective, cands, **eval_kwargs)
+                        if not ev.feasible:
+                            continue
+                        scored += 1
+                        if best is None or ev.objective_us < best - 1e-9:
+                            best, best_d = ev.objective_us, d
     return best, best_d, scored
 
 
@@ -149,6 +153,25 @@ def _ws_schedule(inst, placement, ws_keys, k_combo, lit):
     ]
 
 
+def _hybrid_subsets(inst, cands, placement, lps):
+    """Every set of striping server pairs: subsets of the used job pairs with lightpaths."""
+    if inst.packet is None or not inst.packet.hybrid:
+        yield frozenset()
+        return
+    with_lp = {(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b)) for lp in lps}
+    choices = sorted(
+        {
+            (min(placement[j][a], placement[j][b]), max(placement[j][a], placement[j][b]))
+            for j, jc in enumerate(cands)
+            for a, b in jc.pairs
+        }
+        & with_lp
+    )
+    for r in range(len(choices) + 1):
+        for subset in itertools.combinations(choices, r):
+            yield frozenset(subset)
+
+
 def _lightpaths(inst, placement, pair_keys, n_combo, circ_set):
     used_trx = defaultdict(int)
     next_wl = defaultdict(int)
@@ -188,11 +211,11 @@ def _best_algorithms(inst, cands, d):
         for a, b in itertools.combinations(range(jc.job.slots), 2):
             sa, sb = servers[a], servers[b]
             key = (min(sa, sb), max(sa, sb))
-            links[key] = pair_link(inst, sa, sb, q[key], ws.get(key, 0))
+            links[key] = pair_link(inst, sa, sb, q[key], ws.get(key, 0), key in d.hybrid)
         for ci, cc in enumerate(jc.collectives):
             best = None
             for opt in cc.options:
-                t, _bd, missing = _option_time(opt, servers, links)
+                t, _bd, missing = option_time(inst, opt, servers, links)
                 if missing:
                     continue
                 if best is None or t < best[0] - 1e-12:

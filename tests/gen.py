@@ -49,11 +49,14 @@ def enumeration_size(inst: Instance) -> int:
         size *= _matchings(len(inst.ocses[k].racks), inst.ocses[k].loopback)
     per_ocs = inst.transceivers_per_ocs
     K = inst.ws.channels if inst.ws is not None else 0
+    hybrid = inst.packet is not None and inst.packet.hybrid
     for job in inst.jobs:
         for _pair in itertools.combinations(range(job.slots), 2):
             for k in used:
                 size *= per_ocs[k] + 1
             size *= K + 1
+            if hybrid:  # the pair may also stripe over the packet fabric
+                size *= 2
     return size
 
 
@@ -315,3 +318,60 @@ def describe(inst: Instance) -> dict:
         "ws_channels": inst.ws.channels if inst.ws is not None else 0,
         "ws_partial": inst.ws is not None and len(inst.ws.racks) < len(inst.racks),
     }
+
+
+#: Decision sets a packet-fabric instance may have (its evaluations cost more: shared links).
+MAX_FABRIC_ENUMERATION = 30_000
+
+
+def tiny_fabric_instance(seed: int) -> Instance:
+    """A random tiny instance that always has a packet fabric exercising the hybrid and shared-
+    link features: ``hybrid`` on in 3 of 4 draws; ``congestion_control`` none/dcqcn/timely or
+    omitted, sometimes with overridden utilisation and queueing delay; leaf-spine or
+    fat-tree (1 or 2 racks per pod); NIC rates 25-200 Gb/s, oversubscription 1-4; compute times
+    0 or 100 us and no overlap (so the network decides the objective); and in 1 of 3 draws the
+    first job's collectives replaced by a random rank-to-rank traffic matrix (one step where every
+    server sends to every other: NIC sharing). Its own random stream: the instances of
+    ``tiny_instance`` are unchanged. (The congestion control is drawn 2 in 5 dcqcn, and omitted,
+    none, timely 1 in 5 each.)"""
+    rng = random.Random(f"fabric-{seed}")
+    for _attempt in range(1000):
+        cluster, workload, tag = _draw(rng)
+        cc = rng.choice([None, "none", "dcqcn", "timely", "dcqcn"])
+        fat = rng.random() < 0.3
+        packet = schema.PacketFabric(
+            rate_gbps=rng.choice([25.0, 50.0, 100.0, 200.0]),
+            oversubscription=rng.choice([1.0, 2.0, 3.0, 4.0]),
+            hop_latency_us=rng.choice([0.3, 1.0, 5.0]),
+            kind="fat-tree" if fat else "leaf-spine",
+            racks_per_pod=rng.choice([1, 2]) if fat else None,
+            hybrid=rng.random() < 0.75,
+            congestion_control=cc,
+            utilisation=rng.choice([0.5, 0.8]) if cc and rng.random() < 0.2 else None,
+            queueing_delay_us=rng.choice([0.0, 3.0]) if cc and rng.random() < 0.2 else None,
+        )
+        cluster = cluster.model_copy(update={"packet_fabric": packet})
+        jobs = [  # communication-bound: little compute, nothing hidden behind it
+            j.model_copy(
+                update={
+                    "compute_time_us": rng.choice([0.0, 0.0, 100.0]),
+                    "collectives": [c.model_copy(update={"overlap": 0.0}) for c in j.collectives],
+                }
+            )
+            for j in workload.jobs
+        ]
+        if rng.random() < 1 / 3 and jobs[0].gpus > 1:
+            n = jobs[0].gpus
+            matrix = [
+                [0.0 if a == b else float(f"{10 ** rng.uniform(4, 7):.2e}") for b in range(n)]
+                for a in range(n)
+            ]
+            jobs[0] = jobs[0].model_copy(update={"collectives": [], "traffic_bytes": matrix})
+        workload = schema.Workload.model_validate(schema.Workload(jobs=jobs).model_dump())
+        cluster = schema.Cluster.model_validate(cluster.model_dump())
+        inst_file = schema.InstanceFile(name=f"{tag}-f{seed}", topology=cluster, workload=workload)
+        inst = build_instance(inst_file, cluster, workload, default_name=f"fabric{seed}")
+        all_candidates(inst)
+        if enumeration_size(inst) <= MAX_FABRIC_ENUMERATION:
+            return inst
+    raise AssertionError(f"fabric seed {seed}: no small instance in 1000 draws")

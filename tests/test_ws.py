@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from brute import brute_force
 from click.testing import CliRunner
+from conftest import INSTANCES
 from gen import describe, tiny_instance
 
 from optnet import constants as C
@@ -346,3 +347,19 @@ def test_sirius_end_to_end(tmp_path):
     assert doc["wavelength_switched"]["synchronised"] is False
     assert doc["objective"] > SIRIUS_US * 1.3  # README: 117,822 us
     assert doc["instance"]["failures"] == ["sync:ws"]
+
+
+@pytest.mark.parametrize("extra", ["hybrid: true", "congestion_control: dcqcn"])
+def test_wavelength_switching_with_hybrid_or_congestion_is_refused(tmp_path, extra):
+    """Not modelled together yet: an input error naming the field, exit 2, no traceback."""
+    from click.testing import CliRunner
+
+    from optnet.cli import main
+
+    text = (INSTANCES / "sirius.yaml").read_text()
+    old = "packet_fabric: {rate_gbps: 100, oversubscription: 4}"
+    assert old in text
+    path = tmp_path / "both.yaml"
+    path.write_text(text.replace(old, old[:-1] + f", {extra}}}"))
+    r = CliRunner().invoke(main, ["validate", str(path)])
+    assert r.exit_code == 2 and "wavelength_switched" in r.output and "Traceback" not in r.output

@@ -35,6 +35,19 @@ def _pair(j: int, a: int, b: int) -> tuple[int, int, int]:
     return (j, min(a, b), max(a, b))
 
 
+def _striping(m: pyo.ConcreteModel, md: ModelData, p) -> object:
+    """h[p] = sum_q v[p,q]: the pair stripes over lightpaths and the packet fabric (0 if the
+    instance does not allow it)."""
+    if not md.hybrid:
+        return 0
+    return sum(m.v[p + (q,)] for q in m.LP_COUNTS)
+
+
+def _uses_packet(m: pyo.ConcreteModel, md: ModelData, p) -> object:
+    """z[p,0] + h[p]: the pair sends some bytes over the packet fabric (binary)."""
+    return m.z[p + (0,)] + _striping(m, md, p)
+
+
 def _step_terms(md: ModelData):
     """(j, ci, a, g, s) -> distinct (pair, alpha_mult, MB) of its transfers; and counts."""
     terms: dict[tuple, set] = {}
@@ -90,6 +103,8 @@ def add_collective_variables(m: pyo.ConcreteModel, md: ModelData) -> None:
     m.beta = pyo.Var(m.PAIRS, bounds=(0, md.beta_max))
     m.t = pyo.Var(m.STEPS, within=pyo.NonNegativeReals)
     m.T = pyo.Var(m.COLLECTIVES, within=pyo.NonNegativeReals)
+    if md.shared:
+        m.alpha_pk = pyo.Var(m.PAIRS, bounds=(0, md.alpha_max))
 
 
 def add_algorithm_choice(m: pyo.ConcreteModel, md: ModelData) -> None:
@@ -129,7 +144,7 @@ def add_pair_latency(m: pyo.ConcreteModel, md: ModelData) -> None:
             - A * m.z[j, a, b, 0]
         ),
     )
-    if md.has_packet:
+    if md.has_packet and not (md.hybrid or md.shared):
         m.pair_latency_packet = pyo.Constraint(
             m.PAIRS,
             rule=lambda m, j, a, b: (
@@ -137,6 +152,18 @@ def add_pair_latency(m: pyo.ConcreteModel, md: ModelData) -> None:
                 >= sum(md.alpha_pkt[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
                 - A * (1 - m.z[j, a, b, 0])
                 - _ws_slack(m, md, A, j, a, b)
+            ),
+        )
+    elif md.has_packet:
+        # striped pairs wait for the slower of their two paths; with a congestion model the
+        # packet part has its own latency alpha_pk (docs/model.md §5.4)
+        target = m.alpha_pk if md.shared else m.alpha
+        m.pair_latency_packet = pyo.Constraint(
+            m.PAIRS,
+            rule=lambda m, j, a, b: (
+                target[j, a, b]
+                >= sum(md.alpha_pkt[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
+                - A * (1 - _uses_packet(m, md, (j, a, b)))
             ),
         )
 
@@ -148,13 +175,31 @@ def add_pair_bandwidth(m: pyo.ConcreteModel, md: ModelData) -> None:
     beta_pkt = 1 / (NIC rate / oversubscription between racks); B = max beta.
     """
     B = md.beta_max
-    m.pair_bandwidth_lightpath = pyo.Constraint(
-        m.PAIRS,
-        rule=lambda m, j, a, b: (
-            m.beta[j, a, b] >= sum(md.beta_lp[q] * m.z[j, a, b, q] for q in m.COUNTS if q >= 1)
-        ),
-    )
-    if md.has_packet:
+    if md.hybrid:  # q lightpaths alone: z[p,q] - v[p,q]
+        m.pair_bandwidth_lightpath = pyo.Constraint(
+            m.PAIRS,
+            rule=lambda m, j, a, b: (
+                m.beta[j, a, b]
+                >= sum(md.beta_lp[q] * (m.z[j, a, b, q] - m.v[j, a, b, q]) for q in m.LP_COUNTS)
+            ),
+        )
+        m.pair_bandwidth_hybrid = pyo.Constraint(
+            m.PAIRS,
+            m.LP_COUNTS,
+            rule=lambda m, j, a, b, q: (
+                m.beta[j, a, b]
+                >= sum(md.beta_both[(q,) + rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
+                - B * (1 - m.v[j, a, b, q])
+            ),
+        )
+    else:
+        m.pair_bandwidth_lightpath = pyo.Constraint(
+            m.PAIRS,
+            rule=lambda m, j, a, b: (
+                m.beta[j, a, b] >= sum(md.beta_lp[q] * m.z[j, a, b, q] for q in m.COUNTS if q >= 1)
+            ),
+        )
+    if md.has_packet and not md.shared:
         m.pair_bandwidth_packet = pyo.Constraint(
             m.PAIRS,
             rule=lambda m, j, a, b: (
@@ -191,7 +236,10 @@ def add_connectivity(m: pyo.ConcreteModel, md: ModelData) -> None:
 
 def add_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
     """t[c,a,g,s] >= mult_s * alpha[p] + bytes * beta[p]   for every transfer of the step
-    (a synchronous step lasts as long as its slowest transfer)."""
+    (a synchronous step lasts as long as its slowest transfer). With a congestion model the
+    steps are timed by ``add_shared_step_time`` instead."""
+    if md.shared:
+        return
     rows = [key + (i,) for key, ts in md.step_terms.items() for i in range(len(ts))]
     m.STEP_TERMS = pyo.Set(initialize=rows, dimen=6, ordered=True)
 
@@ -215,7 +263,7 @@ def add_shared_nic(m: pyo.ConcreteModel, md: ModelData) -> None:
     - B (1 - h[p,0]), as in add_pair_latency) has ak = pk = 0 (those links are its own). Only with
     a packet fabric (without one every transfer has its own lightpaths)."""
     nic = md.nic_terms
-    if not nic:
+    if not nic or md.shared:  # a congestion model shares every NIC (add_shared_step_time)
         return
     pairs = sorted({t[0] for groups in nic.values() for ts in groups for t in ts})
     m.NIC_PAIRS = pyo.Set(initialize=pairs, dimen=3, ordered=True)
@@ -290,6 +338,9 @@ def add_collective_time(m: pyo.ConcreteModel, md: ModelData) -> None:
             rows.extend((j, ci, a, g) for g in range(len(opt.groups)))
         else:
             rows.append((j, ci, a, -1))
+    if md.shared:
+        _add_shared_collective_time(m, md)
+        return
     m.OPTION_GROUPS = pyo.Set(initialize=rows, dimen=4, ordered=True)
 
     def rule(m, j, ci, a, g):
@@ -360,6 +411,10 @@ def option_lower_bound(md: ModelData, j: int, ci: int, a: int) -> float:
                     beta = md.beta_lp[min(cap, T)]
                     if beta_pkt is not None:
                         beta = min(beta, beta_pkt)
+                    if md.hybrid:  # striping over both is faster than either
+                        beta = min(
+                            beta, min(md.beta_both[(min(cap, T),) + rs] for rs in md.rack_pairs)
+                        )
                 elif beta_pkt is not None:
                     beta = beta_pkt
                 else:
@@ -442,3 +497,171 @@ def add_collective_lower_bound(m: pyo.ConcreteModel, md: ModelData) -> None:
             >= sum(lb[o] * m.x[o] for o in m.OPTIONS if o[:2] == (j, ci) and lb[o] < float("inf"))
         ),
     )
+
+
+# --------------------------------------------------------------------------- shared packet links
+
+
+def _shared_steps(md: ModelData):
+    """(j, ci, a, s) -> (count, mult, flows) with flows = [(src slot, dst slot, pair, MB)] of
+    every group instance's step s (the groups run in lockstep: docs/model.md §2b)."""
+    out: dict[tuple, list] = {}
+    for j, jc in enumerate(md.cands):
+        for ci, cc in enumerate(jc.collectives):
+            for a, opt in enumerate(cc.options):
+                for gs in opt.groups:
+                    for s, st in enumerate(gs.steps):
+                        key = (j, ci, a, s)
+                        entry = out.setdefault(key, [st.count, st.alpha_mult, []])
+                        entry[0] = max(entry[0], st.count)
+                        for x, y, nbytes in st.transfers:
+                            src, dst = gs.slots[x], gs.slots[y]
+                            entry[2].append((src, dst, _pair(j, src, dst), nbytes / MB))
+    return {k: (c, mult, flows) for k, (c, mult, flows) in sorted(out.items())}
+
+
+def _oriented(p, src: int, r_src: int, r_dst: int) -> tuple[int, int]:
+    """Index (r, s) of w[p, r, s] (slot p[1] in r, p[2] in s) for src in r_src, dst in r_dst."""
+    return (r_src, r_dst) if src == p[1] else (r_dst, r_src)
+
+
+def add_packet_share(m: pyo.ConcreteModel, md: ModelData) -> None:
+    """With a congestion model: the fraction of pair p's bytes on the packet fabric
+
+        pi[p] = z[p,0] + sum_{q>=1} phi_q v[p,q],   phi_q = U B / (q rate + U B)
+
+    (proportional striping; docs/model.md §2b), and its product with the rack pair,
+    piw[p,r,s] = pi[p] w[p,r,s] for r != s:  piw >= pi + w - 1, piw >= 0  (exact for binary w,
+    since piw only appears on the right of lower bounds on step times)."""
+    if not md.shared:
+        return
+
+    def pi(m, j, a, b):
+        p = (j, a, b)
+        if not md.hybrid:
+            return m.z[p + (0,)]
+        return m.z[p + (0,)] + sum(md.packet_share[q] * m.v[p + (q,)] for q in m.LP_COUNTS)
+
+    m.pi = pyo.Expression(m.PAIRS, rule=pi)
+    cross = [(r, s) for r, s in md.rack_pairs if r != s]
+    m.CROSS_RACKS = pyo.Set(initialize=cross, dimen=2, ordered=True)
+    m.piw = pyo.Var(m.PAIRS, m.CROSS_RACKS, within=pyo.NonNegativeReals)
+    m.packet_share_between_racks = pyo.Constraint(
+        m.PAIRS,
+        m.CROSS_RACKS,
+        rule=lambda m, j, a, b, r, s: (
+            m.piw[j, a, b, r, s] >= m.pi[j, a, b] + m.w[j, a, b, r, s] - 1
+        ),
+    )
+
+
+def shared_step_big_m(md: ModelData, mult: float, flows) -> float:
+    """An upper bound on a step's duration under the congestion model: the worst latency plus
+    every byte of the step through the slowest link."""
+    slowest = max([md.beta_max, md.inv_nic, *md.inv_uplink.values()])
+    return mult * md.alpha_max + sum(mb for *_x, mb in flows) * slowest
+
+
+def add_shared_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
+    """With a congestion model, step s of option a (all its group instances in lockstep) lasts
+    tau[c,a,s] >= every transfer's lightpath part and every packet flow's drain (§2b):
+
+        tau >= mult alpha[p] + MB beta[p]                                 (lightpath part)
+        tau >= mult alpha_pk[p] + inv_nic  NIC_out(src) - M (1 - u[p])    (sender's NIC)
+        tau >= mult alpha_pk[p] + inv_nic  NIC_in(dst)  - M (1 - u[p])    (receiver's NIC)
+        tau >= mult alpha_pk[p] + inv_up_r UP(r)   - M (2 - u[p] - sum_{r'!=r} w[p, src in r])
+        tau >= mult alpha_pk[p] + inv_up_r DOWN(r) - M (2 - u[p] - sum_{r'!=r} w[p, dst in r])
+
+    NIC_out(v) = sum of MB pi[p'] over the step's flows sent by slot v (NIC_in: received);
+    UP(r) = sum of MB piw[p', r -> r'] over the step's flows leaving rack r (DOWN: entering);
+    u[p] = z[p,0] + h[p]; M = ``shared_step_big_m`` (every term is at most M)."""
+    if not md.shared:
+        return
+    steps = _shared_steps(md)
+    md.shared_steps = steps  # type: ignore[attr-defined]
+    m.SHARED_STEPS = pyo.Set(initialize=list(steps), dimen=4, ordered=True)
+    m.tau = pyo.Var(m.SHARED_STEPS, within=pyo.NonNegativeReals)
+    cross = [(r, s) for r, s in md.rack_pairs if r != s]
+    lp_rows, pk_rows = [], []
+    for key, (_count, mult, flows) in steps.items():
+        big = shared_step_big_m(md, mult, flows)
+        nic_out: dict[int, object] = {}
+        nic_in: dict[int, object] = {}
+        for src, dst, p, mb in flows:
+            nic_out[src] = nic_out.get(src, 0) + mb * m.pi[p]
+            nic_in[dst] = nic_in.get(dst, 0) + mb * m.pi[p]
+        up: dict[int, object] = {}
+        down: dict[int, object] = {}
+        for src, _dst, p, mb in flows:
+            for r, s in cross:
+                term = mb * m.piw[p + _oriented(p, src, r, s)]
+                up[r] = up.get(r, 0) + term
+                down[s] = down.get(s, 0) + term
+        seen_lp, seen_pk = set(), set()
+        for src, dst, p, mb in flows:
+            if (p, mb) not in seen_lp:
+                seen_lp.add((p, mb))
+                lp_rows.append((key, mult * m.alpha[p] + mb * m.beta[p]))
+            lat = mult * m.alpha_pk[p]
+            used = _uses_packet(m, md, p)
+            for tag, load in (("out", nic_out[src]), ("in", nic_in[dst])):
+                if (p, tag, src if tag == "out" else dst) in seen_pk:
+                    continue
+                seen_pk.add((p, tag, src if tag == "out" else dst))
+                pk_rows.append((key, lat + md.inv_nic * load - big * (1 - used)))
+            for r in md.racks:
+                if len(md.racks) < 2:
+                    break
+                if ("up", p, src, r) not in seen_pk:
+                    seen_pk.add(("up", p, src, r))
+                    leaves = sum(m.w[p + _oriented(p, src, r, s)] for s in md.racks if s != r)
+                    pk_rows.append(
+                        (key, lat + md.inv_uplink[r] * up.get(r, 0) - big * (2 - used - leaves))
+                    )
+                if ("down", p, dst, r) not in seen_pk:
+                    seen_pk.add(("down", p, dst, r))
+                    enters = sum(m.w[p + _oriented(p, src, s, r)] for s in md.racks if s != r)
+                    pk_rows.append(
+                        (
+                            key,
+                            lat + md.inv_uplink[r] * down.get(r, 0) - big * (2 - used - enters),
+                        )
+                    )
+    m.SHARED_LP_ROWS = pyo.RangeSet(0, len(lp_rows) - 1) if lp_rows else pyo.Set(initialize=[])
+    m.shared_step_lightpath = pyo.Constraint(
+        m.SHARED_LP_ROWS, rule=lambda m, i: m.tau[lp_rows[i][0]] >= lp_rows[i][1]
+    )
+    m.SHARED_PK_ROWS = pyo.RangeSet(0, len(pk_rows) - 1) if pk_rows else pyo.Set(initialize=[])
+    m.shared_step_packet = pyo.Constraint(
+        m.SHARED_PK_ROWS, rule=lambda m, i: m.tau[pk_rows[i][0]] >= pk_rows[i][1]
+    )
+
+
+def shared_option_big_m(md: ModelData, j: int, ci: int, a: int) -> float:
+    """An upper bound on option a's time under the congestion model."""
+    opt = md.cands[j].collectives[ci].options[a]
+    total = 0.0
+    for (jj, cc, aa, _s), (count, mult, flows) in md.shared_steps.items():
+        if (jj, cc, aa) == (j, ci, a):
+            total += count * shared_step_big_m(md, mult, flows)
+    return opt.constant_us + total
+
+
+def _add_shared_collective_time(m: pyo.ConcreteModel, md: ModelData) -> None:
+    """T[c] >= const_a + sum_s count_s tau[c,a,s] - M_{c,a} (1 - x[c,a])  (lockstep groups), and
+    T[c] >= const_a x[c,a] for options without network steps."""
+    by_option: dict[tuple, list] = {}
+    for key, (count, _mult, _flows) in md.shared_steps.items():
+        by_option.setdefault(key[:3], []).append((key, count))
+
+    def rule(m, j, ci, a):
+        opt = md.cands[j].collectives[ci].options[a]
+        steps = by_option.get((j, ci, a))
+        if not steps:
+            return m.T[j, ci] >= opt.constant_us * m.x[j, ci, a]
+        big_m = shared_option_big_m(md, j, ci, a)
+        return m.T[j, ci] >= opt.constant_us + sum(
+            count * m.tau[key] for key, count in steps
+        ) - big_m * (1 - m.x[j, ci, a])
+
+    m.collective_time = pyo.Constraint(m.OPTIONS, rule=rule)

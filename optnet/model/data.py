@@ -55,6 +55,13 @@ class ModelData:
     alpha_ws: dict[tuple[int, int], float] = field(default_factory=dict)  # fixed + propagation
     switching_ws: dict[int, float] = field(default_factory=dict)  # k -> guard + wait(k)
     beta_ws: dict[int, float] = field(default_factory=dict)  # k -> us per MB
+    beta_both: dict[tuple[int, int, int], float] = field(default_factory=dict)
+    """(q, r, s) -> 1/(q rate + packet rate), us per MB: a pair striping (hybrid)."""
+    packet_share: dict[int, float] = field(default_factory=dict)
+    """q -> fraction of a striped pair's bytes on the packet fabric (congestion model; the same
+    for every rack pair there)."""
+    inv_nic: float = 0.0  # us per MB through one NIC direction (congestion model)
+    inv_uplink: dict[int, float] = field(default_factory=dict)  # rack -> us per MB of its uplinks
     alpha_max: float = 0.0
     beta_max: float = 0.0
     alpha_min: float = 0.0
@@ -67,6 +74,16 @@ class ModelData:
     @property
     def has_ws(self) -> bool:
         return self.ws_channels > 0
+
+    @property
+    def hybrid(self) -> bool:
+        """Pairs may stripe over lightpaths and the packet fabric (docs/model.md §2)."""
+        return physics.hybrid_enabled(self.inst)
+
+    @property
+    def shared(self) -> bool:
+        """Shared packet links are modelled (docs/model.md §2b)."""
+        return physics.congestion_model(self.inst)
 
 
 def model_data(
@@ -121,8 +138,19 @@ def model_data(
     md.beta_lp = {
         q: physics.lightpath_inverse_rate(inst, q) * MB for q in range(1, md.max_lightpaths + 1)
     }
+    if md.hybrid:
+        for q in range(1, md.max_lightpaths + 1):
+            for r, s in md.rack_pairs:
+                md.beta_both[(q, r, s)] = physics.hybrid_inverse_rate(inst, q, r, s) * MB
+    if md.shared:
+        md.inv_nic = physics.nic_inverse_rate(inst) * MB
+        md.inv_uplink = {r: physics.uplink_inverse_rate(inst, r) * MB for r in md.racks}
+        if md.hybrid:
+            md.packet_share = {
+                q: physics.packet_share(inst, q, 0, 0) for q in range(1, md.max_lightpaths + 1)
+            }
     alphas = list(md.alpha_lp.values()) + list(md.alpha_pkt.values())
-    betas = list(md.beta_lp.values()) + list(md.beta_pkt.values())
+    betas = list(md.beta_lp.values()) + list(md.beta_pkt.values()) + list(md.beta_both.values())
     fabric = inst.ws
     if fabric is not None:
         md.ws_channels = fabric.channels

@@ -107,3 +107,16 @@ def add_lightpath_count(m: pyo.ConcreteModel, md: ModelData) -> None:
             sum(q * m.z[j, a, b, q] for q in m.COUNTS) == sum(m.n[j, a, b, k] for k in m.OCS)
         ),
     )
+
+
+def add_hybrid_choice(m: pyo.ConcreteModel, md: ModelData) -> None:
+    """With ``packet_fabric.hybrid``: v[p,q] in {0,1} (q >= 1), pair p has q lightpaths and also
+    stripes over the packet fabric;  v[p,q] <= z[p,q]  (so at most one v per pair, and only with
+    lightpaths). h[p] = sum_q v[p,q] is the pair's striping indicator (docs/model.md §5.4)."""
+    if not md.hybrid:
+        return
+    m.LP_COUNTS = pyo.Set(initialize=[q for q in m.COUNTS if q >= 1], ordered=True)
+    m.v = pyo.Var(m.PAIRS, m.LP_COUNTS, within=pyo.Binary)
+    m.hybrid_needs_lightpaths = pyo.Constraint(
+        m.PAIRS, m.LP_COUNTS, rule=lambda m, j, a, b, q: m.v[j, a, b, q] <= m.z[j, a, b, q]
+    )

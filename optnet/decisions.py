@@ -41,6 +41,14 @@ class Lightpath:
 
 
 @dataclass
+class PhasePlan:
+    """The circuits and lightpaths of one communication phase (docs/model.md §5.7)."""
+
+    circuits: list[Circuit] = field(default_factory=list)
+    lightpaths: list[Lightpath] = field(default_factory=list)
+
+
+@dataclass
 class Decisions:
     placement: dict[int, tuple[int, ...]] = field(default_factory=dict)
     """job index -> server index of each slot."""
@@ -48,14 +56,27 @@ class Decisions:
     lightpaths: list[Lightpath] = field(default_factory=list)
     algorithms: dict[tuple[int, int], str] = field(default_factory=dict)
     """(job index, collective index) -> algorithm name."""
+    phases: list[PhasePlan] | None = None
+    """Per-phase circuits and lightpaths of an instance with phases (``circuits`` and
+    ``lightpaths`` are then the first phase's); None: the same in every phase (static)."""
+
+    def plan(self, h: int) -> PhasePlan:
+        """Circuits and lightpaths of phase h (the static ones when there are no phase plans)."""
+        if self.phases is None:
+            return PhasePlan(self.circuits, self.lightpaths)
+        return self.phases[h]
 
     def canonical(self) -> Decisions:
         """Sorted copy (deterministic output)."""
+        phases = None
+        if self.phases is not None:
+            phases = [PhasePlan(sorted(p.circuits), sorted(p.lightpaths)) for p in self.phases]
         return Decisions(
             dict(sorted(self.placement.items())),
             sorted(self.circuits),
             sorted(self.lightpaths),
             dict(sorted(self.algorithms.items())),
+            phases,
         )
 
 
@@ -73,10 +94,32 @@ def to_json(inst: Instance, d: Decisions) -> dict[str, Any]:
             "servers": [inst.servers[s].name for s in servers],
             "ranks": ranks,
         }
-    circuits = []
-    for c in sorted(d.circuits):
+    algorithms = {}
+    for (ji, ci), alg in sorted(d.algorithms.items()):
+        algorithms.setdefault(inst.jobs[ji].name, {})[inst.jobs[ji].collectives[ci].name] = alg
+    out = {
+        "placement": placement,
+        "circuits": circuits_json(inst, d.circuits),
+        "lightpaths": lightpaths_json(inst, d.lightpaths),
+        "algorithms": algorithms,
+    }
+    if d.phases is not None:
+        out["phases"] = [
+            {
+                "phase": inst.phases[h],
+                "circuits": circuits_json(inst, p.circuits),
+                "lightpaths": lightpaths_json(inst, p.lightpaths),
+            }
+            for h, p in enumerate(d.phases)
+        ]
+    return out
+
+
+def circuits_json(inst: Instance, circuits: list[Circuit]) -> list[dict[str, Any]]:
+    out = []
+    for c in sorted(circuits):
         o = inst.ocses[c.ocs]
-        circuits.append(
+        out.append(
             {
                 "ocs": o.name,
                 "ports": [o.port_of(c.rack_a), o.port_of(c.rack_b)],
@@ -88,25 +131,19 @@ def to_json(inst: Instance, d: Decisions) -> dict[str, Any]:
                 "loopback": c.rack_a == c.rack_b,
             }
         )
-    lightpaths = []
-    for lp in sorted(d.lightpaths):
-        lightpaths.append(
-            {
-                "ocs": inst.ocses[lp.ocs].name,
-                "servers": [inst.servers[lp.server_a].name, inst.servers[lp.server_b].name],
-                "transceivers": [lp.transceiver_a, lp.transceiver_b],
-                "wavelengths": [lp.wavelength_ab, lp.wavelength_ba],
-            }
-        )
-    algorithms = {}
-    for (ji, ci), alg in sorted(d.algorithms.items()):
-        algorithms.setdefault(inst.jobs[ji].name, {})[inst.jobs[ji].collectives[ci].name] = alg
-    return {
-        "placement": placement,
-        "circuits": circuits,
-        "lightpaths": lightpaths,
-        "algorithms": algorithms,
-    }
+    return out
+
+
+def lightpaths_json(inst: Instance, lightpaths: list[Lightpath]) -> list[dict[str, Any]]:
+    return [
+        {
+            "ocs": inst.ocses[lp.ocs].name,
+            "servers": [inst.servers[lp.server_a].name, inst.servers[lp.server_b].name],
+            "transceivers": [lp.transceiver_a, lp.transceiver_b],
+            "wavelengths": [lp.wavelength_ab, lp.wavelength_ba],
+        }
+        for lp in sorted(lightpaths)
+    ]
 
 
 def from_json(inst: Instance, data: Any, file: str = "solution") -> Decisions:
@@ -144,27 +181,45 @@ def from_json(inst: Instance, data: Any, file: str = "solution") -> Decisions:
             bad(f"placement.{jname}.servers", f"unknown servers {unknown}")
             continue
         d.placement[jobs[jname]] = tuple(servers[n] for n in names)
-    for i, c in enumerate(_list(data, "circuits", bad)):
-        try:
-            o = ocses[c["ocs"]]
-            ra, rb = (racks[x] for x in c["racks"])
-        except (KeyError, TypeError, ValueError):
-            bad(f"circuits[{i}]", "expected {ocs: NAME, racks: [RACK, RACK]} with known names")
-            continue
-        d.circuits.append(Circuit(o, min(ra, rb), max(ra, rb)))
-    for i, lp in enumerate(_list(data, "lightpaths", bad)):
-        try:
-            o = ocses[lp["ocs"]]
-            sa, sb = (servers[x] for x in lp["servers"])
-            ta, tb = (int(x) for x in lp["transceivers"])
-            wab, wba = (int(x) for x in lp["wavelengths"])
-        except (KeyError, TypeError, ValueError):
-            bad(
-                f"lightpaths[{i}]",
-                "expected {ocs, servers: [A, B], transceivers: [i, j], wavelengths: [ab, ba]}",
-            )
-            continue
-        d.lightpaths.append(Lightpath(o, sa, ta, sb, tb, wab, wba))
+
+    def circuits_of(obj: dict, where: str) -> list[Circuit]:
+        out = []
+        for i, c in enumerate(_list(obj, "circuits", bad, where)):
+            try:
+                o = ocses[c["ocs"]]
+                ra, rb = (racks[x] for x in c["racks"])
+            except (KeyError, TypeError, ValueError):
+                bad(
+                    f"{where}circuits[{i}]",
+                    "expected {ocs: NAME, racks: [RACK, RACK]} with known names",
+                )
+                continue
+            out.append(Circuit(o, min(ra, rb), max(ra, rb)))
+        return out
+
+    def lightpaths_of(obj: dict, where: str) -> list[Lightpath]:
+        out = []
+        for i, lp in enumerate(_list(obj, "lightpaths", bad, where)):
+            try:
+                o = ocses[lp["ocs"]]
+                sa, sb = (servers[x] for x in lp["servers"])
+                ta, tb = (int(x) for x in lp["transceivers"])
+                wab, wba = (int(x) for x in lp["wavelengths"])
+            except (KeyError, TypeError, ValueError):
+                bad(
+                    f"{where}lightpaths[{i}]",
+                    "expected {ocs, servers: [A, B], transceivers: [i, j], wavelengths: [ab, ba]}",
+                )
+                continue
+            out.append(Lightpath(o, sa, ta, sb, tb, wab, wba))
+        return out
+
+    d.circuits = circuits_of(data, "")
+    d.lightpaths = lightpaths_of(data, "")
+    if data.get("phases") is not None:
+        d.phases = _phase_plans(inst, data["phases"], bad, circuits_of, lightpaths_of)
+        if d.phases:
+            d.circuits, d.lightpaths = list(d.phases[0].circuits), list(d.phases[0].lightpaths)
     algs = data.get("algorithms", {})
     if not isinstance(algs, dict):
         bad("algorithms", "expected an object job -> {collective: algorithm}")
@@ -185,9 +240,33 @@ def from_json(inst: Instance, data: Any, file: str = "solution") -> Decisions:
     return d
 
 
-def _list(data: dict, key: str, bad) -> list:
+def _phase_plans(inst: Instance, phases: Any, bad, circuits_of, lightpaths_of) -> list[PhasePlan]:
+    """``phases: [{phase: NAME, circuits: [...], lightpaths: [...]}, ...]``, one per phase of the
+    instance, in its order."""
+    names = list(inst.phases)
+    if not names:
+        bad("phases", "the instance has no phases (workload.phases); leave `phases` out")
+        return []
+    if not isinstance(phases, list) or len(phases) != len(names):
+        bad("phases", f"expected a list of {len(names)} phase plans, one per phase {names}")
+        return []
+    out = []
+    for h, entry in enumerate(phases):
+        if not isinstance(entry, dict) or entry.get("phase") != names[h]:
+            bad(
+                f"phases[{h}]",
+                f"expected {{phase: {names[h]}, circuits: [...], lightpaths: [...]}}",
+            )
+            continue
+        out.append(
+            PhasePlan(circuits_of(entry, f"phases[{h}]."), lightpaths_of(entry, f"phases[{h}]."))
+        )
+    return out
+
+
+def _list(data: dict, key: str, bad, where: str = "") -> list:
     value = data.get(key, [])
     if not isinstance(value, list):
-        bad(key, "expected a list")
+        bad(where + key, "expected a list")
         return []
     return value

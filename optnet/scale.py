@@ -458,6 +458,8 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
     if any(t.min_lightpaths or t.min_hcf_lightpaths or t.min_ocs_ports for t in inst.tenants):
         # tenant guarantees tie jobs in different blocks together: solve the whole joint model
         return solve_instance(inst, o)
+    if inst.n_phases > 1:  # a reconfiguration delays every job: blocks are not independent
+        return solve_instance(inst, o)
     t0 = time.perf_counter()
     deadline = o.time_limit_s
     small = len(inst.servers) <= EXACT_MAX_SERVERS

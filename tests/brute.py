@@ -8,6 +8,11 @@ pairwise distinct wavelengths and nothing else); and, for each collective, its b
 (the iteration time is nondecreasing in each collective's time and a collective's time depends
 only on its own algorithm, so choosing per collective is exhaustive). Every candidate set of
 decisions is checked and scored by ``optnet.evaluate``; nothing here touches the MILP.
+
+With communication phases (docs/model.md §5.7) every phase gets its own port matchings and
+lightpath counts: the search walks the product over phases of the per-phase configurations above
+(each collective's algorithm then chosen on the links of its own phase; the reconfiguration
+delay depends on the matchings only, so the per-collective choice stays exhaustive).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import itertools
 from collections import defaultdict
 
 from optnet.candidates import all_candidates
-from optnet.decisions import Circuit, Decisions, Lightpath
+from optnet.decisions import Circuit, Decisions, Lightpath, PhasePlan
 from optnet.evaluate import _option_time, evaluate, pair_link
 from optnet.instance import Instance
 
@@ -36,11 +41,8 @@ def _matchings(items: list[int], loopback: bool):
             yield [(first, other)] + m
 
 
-def brute_force(inst: Instance, objective: str = "max-iteration", **eval_kwargs):
-    """Return (best objective, best decisions, number of feasible decision sets scored)."""
-    cands = all_candidates(inst)
+def _setup(inst: Instance):
     slots = [(j, m) for j, job in enumerate(inst.jobs) for m in range(job.slots)]
-    servers = list(range(len(inst.servers)))
     ocs_used = sorted({k for k in inst.transceiver_ocs if k >= 0 and inst.ocses[k].racks})
     trx_of = {k: [t for t, o in enumerate(inst.transceiver_ocs) if o == k] for k in ocs_used}
     circuit_options = [
@@ -54,31 +56,60 @@ def brute_force(inst: Instance, objective: str = "max-iteration", **eval_kwargs)
         for k in ocs_used
     ]
     counts = [range(len(trx_of[k]) + 1) for (_j, _a, _b, k) in pair_keys]
+    return slots, trx_of, circuit_options, pair_keys, counts
+
+
+def _configs(inst, placement, trx_of, circuit_options, pair_keys, counts):
+    """Every feasible (circuits, lightpaths) of one phase for this placement."""
+    out = []
+    for circ_combo in itertools.product(*circuit_options):
+        circuits = [Circuit(k, min(a, b), max(a, b)) for k, match in circ_combo for a, b in match]
+        circ_set = {(c.ocs, c.rack_a, c.rack_b) for c in circuits}
+        for n_combo in itertools.product(*counts):
+            lps = _lightpaths(inst, placement, pair_keys, n_combo, trx_of, circ_set)
+            if lps is not None:
+                out.append((circuits, lps))
+    return out
+
+
+def feasible_configs(inst: Instance) -> int:
+    """Feasible configurations of one phase with slots on the first servers in order."""
+    slots, trx_of, circuit_options, pair_keys, counts = _setup(inst)
+    placement = defaultdict(list)
+    for (j, _m), s in zip(slots, range(len(slots))):
+        placement[j].append(s)
+    placement = {j: tuple(v) for j, v in placement.items()}
+    return len(_configs(inst, placement, trx_of, circuit_options, pair_keys, counts))
+
+
+def brute_force(inst: Instance, objective: str = "max-iteration", **eval_kwargs):
+    """Return (best objective, best decisions, number of feasible decision sets scored)."""
+    cands = all_candidates(inst)
+    servers = list(range(len(inst.servers)))
+    slots, trx_of, circuit_options, pair_keys, counts = _setup(inst)
     best, best_d, scored = None, None, 0
+    H = inst.n_phases
     for perm in itertools.permutations(servers, len(slots)):
         placement = defaultdict(list)
         for (j, _m), s in zip(slots, perm):
             placement[j].append(s)
         placement = {j: tuple(v) for j, v in placement.items()}
-        for circ_combo in itertools.product(*circuit_options):
-            circuits = [
-                Circuit(k, min(a, b), max(a, b)) for k, match in circ_combo for a, b in match
-            ]
-            circ_set = {(c.ocs, c.rack_a, c.rack_b) for c in circuits}
-            for n_combo in itertools.product(*counts):
-                lps = _lightpaths(inst, placement, pair_keys, n_combo, trx_of, circ_set)
-                if lps is None:
-                    continue
-                d = Decisions(placement, circuits, lps, {})
-                d.algorithms = _best_algorithms(inst, cands, d)
-                if d.algorithms is None:
-                    continue
-                ev = evaluate(inst, d, objective, cands, **eval_kwargs)
-                if not ev.feasible:
-                    continue
-                scored += 1
-                if best is None or ev.objective_us < best - 1e-9:
-                    best, best_d = ev.objective_us, d
+        configs = _configs(inst, placement, trx_of, circuit_options, pair_keys, counts)
+        for combo in itertools.product(configs, repeat=H):
+            if H == 1:
+                d = Decisions(placement, combo[0][0], combo[0][1], {})
+            else:
+                plans = [PhasePlan(c, lps) for c, lps in combo]
+                d = Decisions(placement, combo[0][0], combo[0][1], {}, plans)
+            d.algorithms = _best_algorithms(inst, cands, d)
+            if d.algorithms is None:
+                continue
+            ev = evaluate(inst, d, objective, cands, **eval_kwargs)
+            if not ev.feasible:
+                continue
+            scored += 1
+            if best is None or ev.objective_us < best - 1e-9:
+                best, best_d = ev.objective_us, d
     return best, best_d, scored
 
 
@@ -109,18 +140,26 @@ def _lightpaths(inst, placement, pair_keys, n_combo, trx_of, circ_set):
 
 
 def _best_algorithms(inst, cands, d):
-    q = defaultdict(int)
-    for lp in d.lightpaths:
-        q[(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))] += 1
+    H = inst.n_phases if d.phases is not None else 1
+    qs = []
+    for h in range(H):
+        q = defaultdict(int)
+        for lp in d.plan(h).lightpaths:
+            q[(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))] += 1
+        qs.append(q)
     algs = {}
     for j, jc in enumerate(cands):
         servers = d.placement[j]
-        links = {}
-        for a, b in itertools.combinations(range(jc.job.slots), 2):
-            sa, sb = servers[a], servers[b]
-            key = (min(sa, sb), max(sa, sb))
-            links[key] = pair_link(inst, sa, sb, q[key])
+        phase_links = []
+        for q in qs:
+            links = {}
+            for a, b in itertools.combinations(range(jc.job.slots), 2):
+                sa, sb = servers[a], servers[b]
+                key = (min(sa, sb), max(sa, sb))
+                links[key] = pair_link(inst, sa, sb, q[key])
+            phase_links.append(links)
         for ci, cc in enumerate(jc.collectives):
+            links = phase_links[cc.spec.phase if H > 1 else 0]
             best = None
             for opt in cc.options:
                 t, _bd, missing = _option_time(opt, servers, links)

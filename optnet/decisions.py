@@ -53,6 +53,14 @@ class WsSlot:
 
 
 @dataclass
+class PhasePlan:
+    """The circuits and lightpaths of one communication phase (docs/model.md §5.8)."""
+
+    circuits: list[Circuit] = field(default_factory=list)
+    lightpaths: list[Lightpath] = field(default_factory=list)
+
+
+@dataclass
 class Decisions:
     placement: dict[int, tuple[int, ...]] = field(default_factory=dict)
     """job index -> server index of each slot."""
@@ -65,9 +73,21 @@ class Decisions:
     hybrid: frozenset[tuple[int, int]] = frozenset()
     """Server pairs (a < b) with lightpaths that also stripe over the packet fabric
     (``packet_fabric.hybrid``; docs/model.md §2)."""
+    phases: list[PhasePlan] | None = None
+    """Per-phase circuits and lightpaths of an instance with phases (``circuits`` and
+    ``lightpaths`` are then the first phase's); None: the same in every phase (static)."""
+
+    def plan(self, h: int) -> PhasePlan:
+        """Circuits and lightpaths of phase h (the static ones when there are no phase plans)."""
+        if self.phases is None:
+            return PhasePlan(self.circuits, self.lightpaths)
+        return self.phases[h]
 
     def canonical(self) -> Decisions:
         """Sorted copy (deterministic output)."""
+        phases = None
+        if self.phases is not None:
+            phases = [PhasePlan(sorted(p.circuits), sorted(p.lightpaths)) for p in self.phases]
         return Decisions(
             dict(sorted(self.placement.items())),
             sorted(self.circuits),
@@ -75,6 +95,7 @@ class Decisions:
             dict(sorted(self.algorithms.items())),
             sorted(self.ws_slots),
             frozenset((min(a, b), max(a, b)) for a, b in self.hybrid),
+            phases,
         )
 
     def ws_counts(self) -> dict[tuple[int, int], tuple[int, int]]:
@@ -104,40 +125,24 @@ def to_json(inst: Instance, d: Decisions) -> dict[str, Any]:
             placement[job.name]["ps_servers"] = [
                 inst.servers[s].name for s in servers[job.worker_slots :]
             ]
-    circuits = []
-    for c in sorted(d.circuits):
-        o = inst.ocses[c.ocs]
-        circuits.append(
-            {
-                "ocs": o.name,
-                "ports": [o.port_of(c.rack_a), o.port_of(c.rack_b)],
-                "racks": [inst.racks[c.rack_a].name, inst.racks[c.rack_b].name],
-                "attaches": [
-                    f"trunk {inst.racks[c.rack_a].name}->{o.name}",
-                    f"trunk {inst.racks[c.rack_b].name}->{o.name}",
-                ],
-                "loopback": c.rack_a == c.rack_b,
-            }
-        )
-    lightpaths = []
-    for lp in sorted(d.lightpaths):
-        lightpaths.append(
-            {
-                "ocs": inst.ocses[lp.ocs].name,
-                "servers": [inst.servers[lp.server_a].name, inst.servers[lp.server_b].name],
-                "transceivers": [lp.transceiver_a, lp.transceiver_b],
-                "wavelengths": [lp.wavelength_ab, lp.wavelength_ba],
-            }
-        )
     algorithms = {}
     for (ji, ci), alg in sorted(d.algorithms.items()):
         algorithms.setdefault(inst.jobs[ji].name, {})[inst.jobs[ji].collectives[ci].name] = alg
     out = {
         "placement": placement,
-        "circuits": circuits,
-        "lightpaths": lightpaths,
+        "circuits": circuits_json(inst, d.circuits),
+        "lightpaths": lightpaths_json(inst, d.lightpaths),
         "algorithms": algorithms,
     }
+    if d.phases is not None:
+        out["phases"] = [
+            {
+                "phase": inst.phases[h],
+                "circuits": circuits_json(inst, p.circuits),
+                "lightpaths": lightpaths_json(inst, p.lightpaths),
+            }
+            for h, p in enumerate(d.phases)
+        ]
     if inst.wavelength_switched is not None:
         out["wavelength_switched"] = {
             "fabric": inst.wavelength_switched.name,
@@ -152,12 +157,42 @@ def to_json(inst: Instance, d: Decisions) -> dict[str, Any]:
                 for e in sorted(d.ws_slots)
             ],
         }
-
     if d.hybrid or (inst.packet is not None and inst.packet.hybrid):
         out["hybrid_pairs"] = [
             [inst.servers[a].name, inst.servers[b].name] for a, b in sorted(d.hybrid)
         ]
     return out
+
+
+def circuits_json(inst: Instance, circuits: list[Circuit]) -> list[dict[str, Any]]:
+    out = []
+    for c in sorted(circuits):
+        o = inst.ocses[c.ocs]
+        out.append(
+            {
+                "ocs": o.name,
+                "ports": [o.port_of(c.rack_a), o.port_of(c.rack_b)],
+                "racks": [inst.racks[c.rack_a].name, inst.racks[c.rack_b].name],
+                "attaches": [
+                    f"trunk {inst.racks[c.rack_a].name}->{o.name}",
+                    f"trunk {inst.racks[c.rack_b].name}->{o.name}",
+                ],
+                "loopback": c.rack_a == c.rack_b,
+            }
+        )
+    return out
+
+
+def lightpaths_json(inst: Instance, lightpaths: list[Lightpath]) -> list[dict[str, Any]]:
+    return [
+        {
+            "ocs": inst.ocses[lp.ocs].name,
+            "servers": [inst.servers[lp.server_a].name, inst.servers[lp.server_b].name],
+            "transceivers": [lp.transceiver_a, lp.transceiver_b],
+            "wavelengths": [lp.wavelength_ab, lp.wavelength_ba],
+        }
+        for lp in sorted(lightpaths)
+    ]
 
 
 def from_json(inst: Instance, data: Any, file: str = "solution") -> Decisions:
@@ -195,27 +230,45 @@ def from_json(inst: Instance, data: Any, file: str = "solution") -> Decisions:
             bad(f"placement.{jname}.servers", f"unknown servers {unknown}")
             continue
         d.placement[jobs[jname]] = tuple(servers[n] for n in names)
-    for i, c in enumerate(_list(data, "circuits", bad)):
-        try:
-            o = ocses[c["ocs"]]
-            ra, rb = (racks[x] for x in c["racks"])
-        except (KeyError, TypeError, ValueError):
-            bad(f"circuits[{i}]", "expected {ocs: NAME, racks: [RACK, RACK]} with known names")
-            continue
-        d.circuits.append(Circuit(o, min(ra, rb), max(ra, rb)))
-    for i, lp in enumerate(_list(data, "lightpaths", bad)):
-        try:
-            o = ocses[lp["ocs"]]
-            sa, sb = (servers[x] for x in lp["servers"])
-            ta, tb = (int(x) for x in lp["transceivers"])
-            wab, wba = (int(x) for x in lp["wavelengths"])
-        except (KeyError, TypeError, ValueError):
-            bad(
-                f"lightpaths[{i}]",
-                "expected {ocs, servers: [A, B], transceivers: [i, j], wavelengths: [ab, ba]}",
-            )
-            continue
-        d.lightpaths.append(Lightpath(o, sa, ta, sb, tb, wab, wba))
+
+    def circuits_of(obj: dict, where: str) -> list[Circuit]:
+        out = []
+        for i, c in enumerate(_list(obj, "circuits", bad, where)):
+            try:
+                o = ocses[c["ocs"]]
+                ra, rb = (racks[x] for x in c["racks"])
+            except (KeyError, TypeError, ValueError):
+                bad(
+                    f"{where}circuits[{i}]",
+                    "expected {ocs: NAME, racks: [RACK, RACK]} with known names",
+                )
+                continue
+            out.append(Circuit(o, min(ra, rb), max(ra, rb)))
+        return out
+
+    def lightpaths_of(obj: dict, where: str) -> list[Lightpath]:
+        out = []
+        for i, lp in enumerate(_list(obj, "lightpaths", bad, where)):
+            try:
+                o = ocses[lp["ocs"]]
+                sa, sb = (servers[x] for x in lp["servers"])
+                ta, tb = (int(x) for x in lp["transceivers"])
+                wab, wba = (int(x) for x in lp["wavelengths"])
+            except (KeyError, TypeError, ValueError):
+                bad(
+                    f"{where}lightpaths[{i}]",
+                    "expected {ocs, servers: [A, B], transceivers: [i, j], wavelengths: [ab, ba]}",
+                )
+                continue
+            out.append(Lightpath(o, sa, ta, sb, tb, wab, wba))
+        return out
+
+    d.circuits = circuits_of(data, "")
+    d.lightpaths = lightpaths_of(data, "")
+    if data.get("phases") is not None:
+        d.phases = _phase_plans(inst, data["phases"], bad, circuits_of, lightpaths_of)
+        if d.phases:
+            d.circuits, d.lightpaths = list(d.phases[0].circuits), list(d.phases[0].lightpaths)
     ws = data.get("wavelength_switched", {})
     schedule = ws.get("schedule", []) if isinstance(ws, dict) else None
     if not isinstance(schedule, list):
@@ -274,9 +327,33 @@ def from_json(inst: Instance, data: Any, file: str = "solution") -> Decisions:
     return d
 
 
-def _list(data: dict, key: str, bad) -> list:
+def _phase_plans(inst: Instance, phases: Any, bad, circuits_of, lightpaths_of) -> list[PhasePlan]:
+    """``phases: [{phase: NAME, circuits: [...], lightpaths: [...]}, ...]``, one per phase of the
+    instance, in its order."""
+    names = list(inst.phases)
+    if not names:
+        bad("phases", "the instance has no phases (workload.phases); leave `phases` out")
+        return []
+    if not isinstance(phases, list) or len(phases) != len(names):
+        bad("phases", f"expected a list of {len(names)} phase plans, one per phase {names}")
+        return []
+    out = []
+    for h, entry in enumerate(phases):
+        if not isinstance(entry, dict) or entry.get("phase") != names[h]:
+            bad(
+                f"phases[{h}]",
+                f"expected {{phase: {names[h]}, circuits: [...], lightpaths: [...]}}",
+            )
+            continue
+        out.append(
+            PhasePlan(circuits_of(entry, f"phases[{h}]."), lightpaths_of(entry, f"phases[{h}]."))
+        )
+    return out
+
+
+def _list(data: dict, key: str, bad, where: str = "") -> list:
     value = data.get(key, [])
     if not isinstance(value, list):
-        bad(key, "expected a list")
+        bad(where + key, "expected a list")
         return []
     return value

@@ -7,7 +7,7 @@ from collections import defaultdict
 
 import pyomo.environ as pyo
 
-from optnet.decisions import Circuit, Decisions, Lightpath
+from optnet.decisions import Circuit, Decisions, Lightpath, PhasePlan
 from optnet.model.data import ModelData
 
 
@@ -32,7 +32,7 @@ def decode(m: pyo.ConcreteModel, md: ModelData) -> Decisions:
     taken: set[int] = set(md.unavailable) | set(md.degraded)
     server_of: dict[tuple[int, int], int] = {}
     for x in md.degraded:  # a slot the model put on a server that lost transceivers
-        on = [(j, s) for j, s in md.slots if _on(m.v[j, s, x])]
+        on = [(j, s) for j, s in md.slots if _on(m.yd[j, s, x])]
         if on:
             server_of[on[0]] = x
     if prev is not None:
@@ -56,12 +56,69 @@ def decode(m: pyo.ConcreteModel, md: ModelData) -> Decisions:
         servers_of[j].append(server_of[(j, s)])
     d.placement = {j: tuple(v) for j, v in sorted(servers_of.items())}
 
+    if md.H > 1:  # one plan per phase; every circuit the model holds (docs/model.md §5.8)
+        from optnet.model.circuits import circuit_var
+        from optnet.model.lightpaths import n_var
+
+        plans = []
+        for h in range(md.H):
+            wanted = [
+                (d.placement[j][a], d.placement[j][b], k)
+                for j, a, b in md.phase_pairs[h]
+                for k in md.ocs
+                for _ in range(int(round(pyo.value(n_var(m, h, (j, a, b), k)))))
+            ]
+            lps = _assign_lightpaths(inst, md, wanted, None)
+            held = [Circuit(*key) for key in md.circuits if _on(circuit_var(m, h, key))]
+            plans.append(PhasePlan(sorted(held), lps))
+        d.phases = plans
+        d.circuits, d.lightpaths = list(plans[0].circuits), list(plans[0].lightpaths)
+    else:
+        wanted: list[tuple[int, int, int]] = []  # (server a, server b, ocs), one per lightpath
+        for j, a, b in md.pairs:
+            sa, sb = d.placement[j][a], d.placement[j][b]
+            for k in md.ocs:
+                wanted.extend([(sa, sb, k)] * int(round(pyo.value(m.n[j, a, b, k]))))
+        lightpaths = _assign_lightpaths(inst, md, wanted, prev)
+        d.lightpaths = lightpaths
+        # a circuit that carries no lightpath changes nothing: report only the ones in use
+        d.circuits = sorted(
+            {
+                Circuit(
+                    lp.ocs,
+                    *sorted((inst.servers[lp.server_a].rack, inst.servers[lp.server_b].rack)),
+                )
+                for lp in lightpaths
+            }
+        )
+    d.algorithms = {
+        (j, ci): md.cands[j].collectives[ci].options[a].algorithm
+        for j, ci, a in m.OPTIONS
+        if _on(m.x[j, ci, a])
+    }
+    if md.has_ws:  # slot counts -> the slot-by-slot schedule (König: docs/model.md §5.7)
+        from optnet.ws_schedule import build_schedule
+
+        counts: dict[tuple[int, int], int] = {}
+        for j, a, b in md.pairs:
+            k = next((k for k in m.WS_COUNTS if k and _on(m.h[j, a, b, k])), 0)
+            if k:
+                sa, sb = d.placement[j][a], d.placement[j][b]
+                counts[(min(sa, sb), max(sa, sb))] = k
+        d.ws_slots = build_schedule(inst, counts)
+    if md.hybrid:  # pairs striping over their lightpaths and the packet fabric
+        d.hybrid = frozenset(
+            (min(d.placement[j][a], d.placement[j][b]), max(d.placement[j][a], d.placement[j][b]))
+            for j, a, b in md.pairs
+            if any(_on(m.v[j, a, b, q]) for q in m.LP_COUNTS)
+        )
+    return d.canonical()
+
+
+def _assign_lightpaths(inst, md: ModelData, wanted: list[tuple[int, int, int]], prev):
+    """Transceivers first-free and wavelengths first-fit for the wanted (server a, server b,
+    OCS) lightpaths; a previous lightpath (``--from``) keeps its own where they are free."""
     grid = inst.usable_wavelengths
-    wanted: list[tuple[int, int, int]] = []  # (server a, server b, ocs), one entry per lightpath
-    for j, a, b in md.pairs:
-        sa, sb = d.placement[j][a], d.placement[j][b]
-        for k in md.ocs:
-            wanted.extend([(sa, sb, k)] * int(round(pyo.value(m.n[j, a, b, k]))))
     used_trx: set[tuple[int, int]] = set()
     used_wl: set[tuple[int, int, str, int]] = set()  # (rack, ocs, up|down, wavelength)
 
@@ -116,38 +173,7 @@ def decode(m: pyo.ConcreteModel, md: ModelData) -> Decisions:
         w_ba = next(w for w in grid if not {(rb, k, "up", w), (ra, k, "down", w)} & used_wl)
         used_wl |= {(rb, k, "up", w_ba), (ra, k, "down", w_ba)}
         lightpaths.append(Lightpath(k, sa, ta, sb, tb, w_ab, w_ba))
-    d.lightpaths = lightpaths
-    # a circuit that carries no lightpath changes nothing: report only the ones in use
-    d.circuits = sorted(
-        {
-            Circuit(
-                lp.ocs, *sorted((inst.servers[lp.server_a].rack, inst.servers[lp.server_b].rack))
-            )
-            for lp in lightpaths
-        }
-    )
-    d.algorithms = {
-        (j, ci): md.cands[j].collectives[ci].options[a].algorithm
-        for j, ci, a in m.OPTIONS
-        if _on(m.x[j, ci, a])
-    }
-    if md.has_ws:  # slot counts -> the slot-by-slot schedule (König: docs/model.md §5.7)
-        from optnet.ws_schedule import build_schedule
-
-        counts: dict[tuple[int, int], int] = {}
-        for j, a, b in md.pairs:
-            k = next((k for k in m.WS_COUNTS if k and _on(m.h[j, a, b, k])), 0)
-            if k:
-                sa, sb = d.placement[j][a], d.placement[j][b]
-                counts[(min(sa, sb), max(sa, sb))] = k
-        d.ws_slots = build_schedule(inst, counts)
-    if md.hybrid:  # pairs striping over their lightpaths and the packet fabric
-        d.hybrid = frozenset(
-            (min(d.placement[j][a], d.placement[j][b]), max(d.placement[j][a], d.placement[j][b]))
-            for j, a, b in md.pairs
-            if any(_on(m.v[j, a, b, q]) for q in m.LP_COUNTS)
-        )
-    return d.canonical()
+    return lightpaths
 
 
 def encode(m: pyo.ConcreteModel, md: ModelData, d: Decisions) -> list[tuple]:
@@ -165,44 +191,79 @@ def encode(m: pyo.ConcreteModel, md: ModelData, d: Decisions) -> list[tuple]:
         for r in md.racks:
             values.append((m.y[j, s, r], 1.0 if rack_of.get((j, s)) == r else 0.0))
         for x in md.degraded:
-            values.append((m.v[j, s, x], 1.0 if server_at.get((j, s)) == x else 0.0))
-    used = {(c.ocs, c.rack_a, c.rack_b) for c in d.circuits}
-    for key in md.circuits:
-        values.append((m.c[key], 1.0 if key in used else 0.0))
-    count: dict[tuple, int] = defaultdict(int)
-    for lp in d.lightpaths:
-        count[(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b), lp.ocs)] += 1
-    for j, a, b in md.pairs:
-        servers = d.placement.get(j)
-        total = 0
-        for k in md.ocs:
-            n = 0
-            if servers is not None:
-                sa, sb = servers[a], servers[b]
-                n = count.get((min(sa, sb), max(sa, sb), k), 0)
-            values.append((m.n[j, a, b, k], float(n)))
-            total += n
-        for q in m.COUNTS:
-            values.append((m.z[j, a, b, q], 1.0 if q == total else 0.0))
-        if md.hybrid:
-            striped = False
-            if servers is not None:
-                sa, sb = servers[a], servers[b]
-                striped = (min(sa, sb), max(sa, sb)) in d.hybrid
-            for q in m.LP_COUNTS:
-                values.append((m.v[j, a, b, q], 1.0 if striped and q == total else 0.0))
+            values.append((m.yd[j, s, x], 1.0 if server_at.get((j, s)) == x else 0.0))
+    if md.H > 1:
+        from optnet.model.circuits import circuit_var
+        from optnet.model.lightpaths import n_var, z_var
+
+        first = set(md.phase_pairs[0])
+        for h in range(md.H):
+            plan = d.plan(h)
+            values.extend(
+                _encode_phase(
+                    md,
+                    d,
+                    plan,
+                    md.pairs if h == 0 else md.phase_pairs[h],
+                    first if h == 0 else None,
+                    (
+                        lambda key, h=h: circuit_var(m, h, key),
+                        lambda p, k, h=h: n_var(m, h, p, k),
+                        lambda p, q, h=h: z_var(m, h, p, q),
+                    ),
+                    m.COUNTS,
+                )
+            )
+    else:
+        variables = (lambda key: m.c[key], lambda p, k: m.n[p + (k,)], lambda p, q: m.z[p + (q,)])
+        values.extend(_encode_phase(md, d, d.plan(0), md.pairs, None, variables, m.COUNTS))
     for j, ci, a in m.OPTIONS:
         alg = d.algorithms.get((j, ci))
         name = md.cands[j].collectives[ci].options[a].algorithm
         values.append((m.x[j, ci, a], 1.0 if alg == name else 0.0))
-    if md.has_ws:
-        ws = d.ws_counts()
-        for j, a, b in md.pairs:
-            servers = d.placement.get(j)
-            k = 0
-            if servers is not None:
-                sa, sb = servers[a], servers[b]
-                k = min(ws.get((min(sa, sb), max(sa, sb)), (0, 0)))
+    for j, a, b in md.pairs:
+        servers = d.placement.get(j)
+        key = (
+            None if servers is None else (min(servers[a], servers[b]), max(servers[a], servers[b]))
+        )
+        if md.hybrid:
+            total = sum(
+                1
+                for lp in d.lightpaths
+                if (min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b)) == key
+            )
+            for q in m.LP_COUNTS:
+                values.append((m.v[j, a, b, q], 1.0 if key in d.hybrid and q == total else 0.0))
+        if md.has_ws:
+            k = min(d.ws_counts().get(key, (0, 0))) if key is not None else 0
             for kk in m.WS_COUNTS:
                 values.append((m.h[j, a, b, kk], 1.0 if kk == k else 0.0))
+    return values
+
+
+def _encode_phase(md, d, plan, pairs, keep, variables, counts):
+    """Values of one phase's c, n and z (``variables``: their accessors) for the plan's circuits
+    and lightpaths (pairs outside ``keep``, when given, get no lightpath: the model fixes so)."""
+    c_of, n_of, z_of = variables
+    circuits, lightpaths = plan.circuits, plan.lightpaths
+    values: list[tuple] = []
+    used = {(c.ocs, c.rack_a, c.rack_b) for c in circuits}
+    for key in md.circuits:
+        values.append((c_of(key), 1.0 if key in used else 0.0))
+    count: dict[tuple, int] = defaultdict(int)
+    for lp in lightpaths:
+        count[(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b), lp.ocs)] += 1
+    for p in pairs:
+        j, a, b = p
+        servers = d.placement.get(j)
+        total = 0
+        for k in md.ocs:
+            n = 0
+            if servers is not None and (keep is None or p in keep):
+                sa, sb = servers[a], servers[b]
+                n = count.get((min(sa, sb), max(sa, sb), k), 0)
+            values.append((n_of(p, k), float(n)))
+            total += n
+        for q in counts:
+            values.append((z_of(p, q), 1.0 if q == total else 0.0))
     return values

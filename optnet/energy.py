@@ -49,12 +49,17 @@ def static_power_w(inst: Instance) -> float:
 
 
 def lightpaths_per_job(inst: Instance, d: Decisions) -> list[int]:
+    """Lightpaths between each job's servers; with per-phase plans (docs/model.md §5.8) the
+    largest count of any phase (the transceivers a job keeps lit)."""
     owner = {s: j for j, servers in d.placement.items() for s in servers}
     out = [0] * len(inst.jobs)
-    for lp in d.lightpaths:
-        j = owner.get(lp.server_a)
-        if j is not None and owner.get(lp.server_b) == j:
-            out[j] += 1
+    for plan in d.phases if d.phases is not None else [None]:
+        count = [0] * len(inst.jobs)
+        for lp in plan.lightpaths if plan is not None else d.lightpaths:
+            j = owner.get(lp.server_a)
+            if j is not None and owner.get(lp.server_b) == j:
+                count[j] += 1
+        out = [max(a, b) for a, b in zip(out, count)]
     return out
 
 

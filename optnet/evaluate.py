@@ -7,6 +7,7 @@ schedules (``candidates``), exactly as docs/model.md defines them.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -40,6 +41,8 @@ class Evaluation:
     energy: dict = field(default_factory=dict)
     ws: dict = field(default_factory=dict)
     """The wavelength-switched fabric: guard, cycle and each pair's link (empty without one)."""
+    reconfiguration: list[dict] = field(default_factory=list)
+    """Phase boundaries where some OCS changes its matching (docs/model.md §5.8)."""
 
 
 # --------------------------------------------------------------------------- feasibility
@@ -521,39 +524,61 @@ def evaluate(
 ) -> Evaluation:
     """Check every constraint family, then compute every latency and utilisation, the energy,
     carbon and fairness figures, and the objective (docs/model.md §4, docs/energy.md)."""
-    violations = (
-        check_placement(inst, d)
-        + check_circuits(inst, d)
-        + check_lightpaths(inst, d)
-        + check_tenants(inst, d)
-        + check_ws(inst, d)
-        + check_hybrid(inst, d)
-    )
+    H = inst.n_phases
+    if d.phases:  # the first phase's plan is the one the per-lightpath and energy reports show
+        d = dataclasses.replace(
+            d, circuits=list(d.phases[0].circuits), lightpaths=list(d.phases[0].lightpaths)
+        )
+    if H == 1 and d.phases is None:
+        violations = (
+            check_placement(inst, d)
+            + check_circuits(inst, d)
+            + check_lightpaths(inst, d)
+            + check_tenants(inst, d)
+            + check_ws(inst, d)
+            + check_hybrid(inst, d)
+        )
+    else:
+        violations = (
+            check_placement(inst, d)
+            + check_phases(inst, d)
+            + check_tenants(inst, d)
+            + check_ws(inst, d)
+            + check_hybrid(inst, d)
+        )
     cands = candidates if candidates is not None else all_candidates(inst)
-    q: dict[tuple[int, int], int] = defaultdict(int)
-    per_ocs: dict[tuple[int, int], list[int]] = defaultdict(list)
-    for lp in d.lightpaths:
-        key = (min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))
-        q[key] += 1
-        per_ocs[key].append(lp.ocs)
+    qs: list[dict[tuple[int, int], int]] = []
+    for h in range(H if d.phases is not None and len(d.phases) == H else 1):
+        qh: dict[tuple[int, int], int] = defaultdict(int)
+        for lp in d.plan(h).lightpaths:
+            qh[(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))] += 1
+        qs.append(qh)
+    q = qs[0]
     ws_k = {key: min(ab, ba) for key, (ab, ba) in d.ws_counts().items()}
     ev = Evaluation(not violations, violations, None)
     if any(v.startswith("placement") for v in violations):
         ev.feasible = False
         return ev
     server_names = [sv.name for sv in inst.servers]
+    ev.reconfiguration, boundaries = reconfiguration_events(inst, d)
+    reconf_us = sum(boundaries)
     iteration: list[float] = []
     pair_bytes: dict[tuple[int, int], float] = defaultdict(float)
     ws_links: dict[tuple[int, int], PairLink] = {}
     for ji, jc in enumerate(cands):
         job = jc.job
         servers = d.placement[ji]
-        links = {}
-        for a, b in jc.pairs:
-            sa, sb = servers[a], servers[b]
-            key = (min(sa, sb), max(sa, sb))
-            links[key] = pair_link(inst, sa, sb, q[key], ws_k.get(key, 0), key in d.hybrid)
-        ws_links.update({k: v for k, v in links.items() if v.kind == "wavelength_switched"})
+        phase_links = []
+        for qh in qs:
+            links = {}
+            for a, b in jc.pairs:
+                sa, sb = servers[a], servers[b]
+                key = (min(sa, sb), max(sa, sb))
+                links[key] = pair_link(inst, sa, sb, qh[key], ws_k.get(key, 0), key in d.hybrid)
+            phase_links.append(links)
+        ws_links.update(
+            {k: v for k, v in phase_links[0].items() if v.kind == "wavelength_switched"}
+        )
         exposed = overlappable = nvlink_busy = 0.0
         phases = []
         for ci, cc in enumerate(jc.collectives):
@@ -567,6 +592,7 @@ def evaluate(
                 )
                 continue
             opt = cc.options[names.index(alg)]
+            links = phase_links[cc.spec.phase if len(phase_links) > 1 else 0]
             t, bd, missing = option_time(inst, opt, servers, links, server_names)
             for m in sorted(set(missing)):
                 ev.violations.append(f"collectives: {job.name}.{cc.spec.name} ({alg}): {m}")
@@ -608,12 +634,12 @@ def evaluate(
                     else algbw,
                 }
             )
-            phases.append((cc.spec.name, per_iter, cc.spec.overlap))
+            phases.append((cc.spec.name, per_iter, cc.spec.overlap, cc.spec.phase))
             nvlink_busy += cc.spec.count * opt.nvlink_us
         hidden_excess = max(0.0, overlappable - job.compute_time_us)
-        it = job.compute_time_us + exposed + hidden_excess
+        it = job.compute_time_us + exposed + hidden_excess + reconf_us
         iteration.append(it)
-        comm_exposed = exposed + hidden_excess
+        comm_exposed = exposed + hidden_excess + reconf_us
         ev.jobs.append(
             {
                 "name": job.name,
@@ -625,11 +651,14 @@ def evaluate(
                 "gpu_utilisation": job.compute_time_us / it if it > 0 else 1.0,
                 "weight": job.weight,
                 "nvlink_busy_us": nvlink_busy,
+                **({"reconfiguration_us": reconf_us} if H > 1 else {}),
             }
         )
         if job.ps_servers:
             ev.jobs[-1]["ps_servers"] = [inst.servers[s].name for s in servers[job.worker_slots :]]
-        ev.schedule[job.name] = _job_schedule(job.compute_time_us, phases)
+        ev.schedule[job.name] = _job_schedule(
+            job.compute_time_us, phases, boundaries if H > 1 else None, inst.phases
+        )
     if iteration_budget_us is not None:
         for job, t in zip(inst.jobs, iteration):
             if t > iteration_budget_us * (1 + 1e-9):
@@ -729,12 +758,20 @@ def _ws_report(inst, d: Decisions, links, pair_bytes, owner, iter_of) -> dict:
 _BUSBW = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce"}
 
 
-def _job_schedule(compute_us: float, phases: list[tuple[str, float, float]]) -> list[dict]:
+def _job_schedule(
+    compute_us: float,
+    phases: list[tuple],
+    boundaries: list[float] | None = None,
+    names: tuple[str, ...] = (),
+) -> list[dict]:
     """One iteration: compute from 0; overlapped parts of collectives run beside it from 0;
-    exposed parts follow compute in order (docs/model.md §4)."""
+    exposed parts follow compute in order (docs/model.md §4). With communication phases
+    (``boundaries[h]``: the reconfiguration into phase h, §5.8) the exposed parts run phase by
+    phase, each phase after the reconfiguration into it; the return to the first phase closes
+    the iteration."""
     out = [{"phase": "compute", "lane": "gpu", "start_us": 0.0, "end_us": compute_us}]
     t_overlap = 0.0
-    for name, per_iter, f in phases:
+    for name, per_iter, f, *_ in phases:
         if f > 0:
             out.append(
                 {
@@ -746,17 +783,103 @@ def _job_schedule(compute_us: float, phases: list[tuple[str, float, float]]) -> 
             )
             t_overlap += f * per_iter
     t = max(compute_us, t_overlap)
-    for name, per_iter, f in phases:
-        if f < 1 and per_iter > 0:
-            out.append(
-                {
-                    "phase": name,
-                    "lane": "network",
-                    "start_us": t,
-                    "end_us": t + (1 - f) * per_iter,
-                }
-            )
-            t += (1 - f) * per_iter
+    H = len(boundaries) if boundaries is not None else 1
+    for h in range(H):
+        if boundaries is not None and h > 0 and boundaries[h] > 0:
+            out.append(_reconfig_entry(names, h, t, boundaries[h]))
+            t += boundaries[h]
+        for name, per_iter, f, *rest in phases:
+            if (rest[0] if rest and H > 1 else 0) != h:
+                continue
+            if f < 1 and per_iter > 0:
+                out.append(
+                    {
+                        "phase": name,
+                        "lane": "network",
+                        "start_us": t,
+                        "end_us": t + (1 - f) * per_iter,
+                    }
+                )
+                t += (1 - f) * per_iter
+    if boundaries is not None and boundaries[0] > 0:
+        out.append(_reconfig_entry(names, 0, t, boundaries[0]))
+    return out
+
+
+def _reconfig_entry(names: tuple[str, ...], h: int, start: float, delay: float) -> dict:
+    return {
+        "phase": f"reconfiguration {names[h - 1]}->{names[h]}",
+        "lane": "reconfiguration",
+        "start_us": start,
+        "end_us": start + delay,
+    }
+
+
+def reconfiguration_events(inst: Instance, d: Decisions) -> tuple[list[dict], list[float]]:
+    """Phase boundary h switches the fabric from phase h-1 to phase h (cyclically: boundary 0
+    returns to the first phase for the next iteration). An OCS whose set of circuits differs
+    between the two phases reconfigures; the boundary lasts as long as the slowest of them
+    (OCSes switch in parallel). Returns the events and each boundary's delay (us);
+    docs/model.md §5.8."""
+    H = inst.n_phases
+    if H == 1 or d.phases is None or len(d.phases) != H:
+        return [], [0.0] * H
+    events, delays = [], []
+    for h in range(H):
+        before = set(d.phases[(h - 1) % H].circuits)
+        after = set(d.phases[h].circuits)
+        changed = sorted({c.ocs for c in before ^ after})
+        delay = max((inst.ocses[k].reconfig_delay_us for k in changed), default=0.0)
+        delays.append(delay)
+        if not changed:
+            continue
+        events.append(
+            {
+                "boundary": f"{inst.phases[(h - 1) % H]}->{inst.phases[h]}",
+                "into_phase": inst.phases[h],
+                "delay_us": delay,
+                "ocs": [
+                    {
+                        "ocs": inst.ocses[k].name,
+                        "reconfig_delay_us": inst.ocses[k].reconfig_delay_us,
+                        "set_up": [_circuit_name(inst, c) for c in sorted(after - before)
+                                   if c.ocs == k],
+                        "torn_down": [_circuit_name(inst, c) for c in sorted(before - after)
+                                      if c.ocs == k],
+                    }
+                    for k in changed
+                ],
+            }
+        )  # fmt: skip
+    return events, delays
+
+
+def _circuit_name(inst: Instance, c) -> list[str]:
+    return [inst.racks[c.rack_a].name, inst.racks[c.rack_b].name]
+
+
+def check_phases(inst: Instance, d: Decisions) -> list[str]:
+    """Per-phase decisions: one plan per phase of the instance, each checked like a static one
+    (a matching per OCS; lightpaths on circuits of their own phase)."""
+    H = inst.n_phases
+    if d.phases is None:
+        return check_circuits(inst, d) + check_lightpaths(inst, d)
+    if H == 1:
+        return ["phases: the decisions have per-phase plans but the instance has no phases"]
+    if len(d.phases) != H:
+        return [f"phases: {len(d.phases)} phase plans for the instance's {H} phases"]
+    out = []
+    for h, plan in enumerate(d.phases):
+        one = Decisions(d.placement, plan.circuits, plan.lightpaths, d.algorithms)
+        out += [f"phase {inst.phases[h]}: {v}" for v in check_circuits(inst, one)]
+        out += [f"phase {inst.phases[h]}: {v}" for v in check_lightpaths(inst, one)]
+        for k, o in enumerate(inst.ocses):
+            first = {c for c in d.phases[0].circuits if c.ocs == k}
+            if h > 0 and not o.reconfigurable and {c for c in plan.circuits if c.ocs == k} != first:
+                out.append(
+                    f"phase {inst.phases[h]}: {o.name} is not reconfigurable but its matching "
+                    f"differs from phase {inst.phases[0]}'s"
+                )
     return out
 
 

@@ -479,8 +479,8 @@ UNUSED = Unit(
 RECONFIGURATION = Unit(
     "reconfiguration",
     "reconfiguration",
-    "faster OCS reconfiguration: circuits are static for the iteration, so reconfiguration "
-    "costs nothing per iteration in this model",
+    "faster OCS reconfiguration: without communication phases circuits are static for the "
+    "iteration, so reconfiguration costs nothing per iteration in this model",
     label="faster OCS reconfiguration",
 )
 
@@ -949,6 +949,15 @@ def explain_plan(
     relative gap of the optimum (from its results file); if that is no more than the MIP gap
     of the confirmations, the plan's objective serves as the baseline without a re-solve."""
     o = options or ExplainOptions()
+    if inst.n_phases > 1:
+        from optnet.errors import input_error
+
+        raise input_error(
+            source or "instance",
+            "workload.phases",
+            "explain does not support communication phases (per-phase matchings) yet; "
+            "remove the phases to explain the static plan",
+        )
     t0 = t0 if t0 is not None else time.perf_counter()
     if inst.packet is not None and (inst.packet.hybrid or inst.packet.congestion_control):
         raise errors.input_error(
@@ -1192,8 +1201,9 @@ def _pairs_json(ex: Explainer, j: int) -> list[dict[str, Any]]:
 
 def _notes(ex: Explainer, baseline: dict | None) -> list[str]:
     notes = [
-        "reconfiguration delay: circuits are static for the iteration, so reconfiguration "
-        "costs 0 us per iteration in this model and a faster OCS saves nothing",
+        "reconfiguration delay: without communication phases (workload.phases) circuits are "
+        "static for the iteration, so reconfiguration costs 0 us per iteration in this model "
+        "and a faster OCS saves nothing",
         "predicted = first order from the duals of the LP with the plan's integer decisions "
         "fixed; kept plan = the evaluator on the plan plus the lightpaths the unit allows; "
         "confirmed = joint MILP optimum without minus with the unit",

@@ -91,6 +91,8 @@ class Ocs:
     loopback: bool
     racks: tuple[int, ...]
     """Racks with a trunk into this OCS; rack racks[i] is on port i."""
+    reconfigurable: bool = True
+    """May hold a different matching in each communication phase (docs/model.md §5.8)."""
 
     def port_of(self, rack: int) -> int:
         return self.racks.index(rack)
@@ -107,6 +109,8 @@ class CollectiveSpec:
     algorithms: tuple[str, ...] | None = None
     traffic_bytes: tuple[tuple[float, ...], ...] | None = None
     """Only for kind ``traffic``: rank-to-rank bytes per iteration."""
+    phase: int = 0
+    """Index into ``Instance.phases`` of the communication phase it runs in (0: the first)."""
 
 
 @dataclass(frozen=True)
@@ -179,6 +183,15 @@ class Instance:
     def wavelength_fabrics(self) -> tuple[WsFabric, ...]:
         """Every wavelength-switched fabric defined (``sync:NAME`` names one)."""
         return () if self.wavelength_switched is None else (self.wavelength_switched,)
+
+    phases: tuple[str, ...] = ()
+    """Communication phases of an iteration in order (docs/model.md §5.8); () or one name:
+    every OCS holds one matching for the whole iteration."""
+
+    @property
+    def n_phases(self) -> int:
+        """H: the number of phases (1 without phases)."""
+        return max(1, len(self.phases))
 
     @property
     def usable_wavelengths(self) -> tuple[int, ...]:
@@ -349,6 +362,7 @@ def build_instance(
                 o.power_w,
                 o.loopback,
                 attached,
+                o.reconfigurable,
             )
         )
     W = cluster.wavelengths_per_fibre
@@ -389,8 +403,33 @@ def build_instance(
     G = cluster.gpus_per_server
     jobs: list[JobSpec] = []
     _unique([j.name for j in workload.jobs], "jobs", "job", wp)
+    phases = _phases(workload, wp)
     for ji, j in enumerate(workload.jobs):
-        jobs.append(_job(j, ji, G, wp))
+        jobs.append(_job(j, ji, G, wp, {name: h for h, name in enumerate(phases)}))
+    if len(phases) >= 2:  # per-phase matchings are not modelled together with these yet
+        pf = cluster.packet_fabric
+        beside = [
+            name
+            for name, present in (
+                ("topology.wavelength_switched", cluster.wavelength_switched is not None),
+                ("topology.packet_fabric.hybrid", pf is not None and pf.hybrid),
+                (
+                    "topology.packet_fabric.congestion_control",
+                    pf is not None and pf.congestion_control is not None,
+                ),
+                (
+                    "jobs[].parameter_servers",
+                    any(j.parameter_servers is not None for j in workload.jobs),
+                ),
+            )
+            if present
+        ]
+        if beside:
+            wp(
+                "phases",
+                f"communication phases are not modelled together with {', '.join(beside)} yet "
+                "(docs/model.md §10): use one phase or drop those",
+            )
     owners = {j.tenant for j in jobs}
     _unique([t.name for t in workload.tenants], "tenants", "tenant", wp)
     for ti, t in enumerate(workload.tenants):
@@ -415,6 +454,7 @@ def build_instance(
         raw["topology"] = topology_given.model_dump(mode="json")
     if raw["topology"].get("wavelength_switched", 0) is None:  # hashes of older instances stay
         del raw["topology"]["wavelength_switched"]
+    _drop_phase_defaults(raw)
     digest = hashlib.sha256(json.dumps(raw, sort_keys=True).encode()).hexdigest()
     instance = Instance(
         name=inst.name or default_name,
@@ -442,6 +482,7 @@ def build_instance(
         tenants=tuple(workload.tenants),
         direct=direct_fabric,
         wavelength_switched=ws_fabric,
+        phases=tuple(phases) if len(phases) >= 2 else (),
     )
     if inst.failures:  # what-if: failed elements are removed or degraded before solving
         from optnet.failures import apply_failures
@@ -528,7 +569,48 @@ def _unique(names: list[str], field: str, what: str, report) -> None:
         seen.add(n)
 
 
-def _job(j: schema.Job, ji: int, G: int, wp) -> JobSpec:
+def _drop_phase_defaults(raw: dict) -> None:
+    """Leave the phase fields out of the raw input while they hold their defaults, so an
+    instance without phases keeps the input hash it had before phases existed."""
+    wl = raw.get("workload", {})
+    if wl.get("phases", 0) is None:
+        del wl["phases"]
+    for job in wl.get("jobs", []):
+        for c in job.get("collectives") or []:
+            if c.get("phase", 0) is None:
+                del c["phase"]
+    for o in (raw.get("topology") or {}).get("ocs") or []:
+        if o.get("reconfigurable") is True:
+            del o["reconfigurable"]
+
+
+def _phases(workload: schema.Workload, wp) -> list[str]:
+    """The phase order: ``workload.phases``, else the order in which collectives first name a
+    phase. Every named phase must be listed, and every listed phase must have a collective."""
+    named = [
+        (f"jobs[{ji}].collectives[{ci}].phase", c.phase)
+        for ji, j in enumerate(workload.jobs)
+        for ci, c in enumerate(j.collectives)
+        if c.phase is not None
+    ]
+    if workload.phases is None:
+        return list(dict.fromkeys(name for _f, name in named))
+    phases = list(workload.phases)
+    _unique(phases, "phases", "phase", wp)
+    for f, name in named:
+        if name not in phases:
+            wp(f, f"unknown phase {name!r}; workload.phases lists {phases}")
+    used = {name for _f, name in named}
+    first_used = any(c.phase is None for j in workload.jobs for c in j.collectives) or any(
+        j.transformer is not None or j.traffic_bytes is not None for j in workload.jobs
+    )
+    for h, name in enumerate(phases):
+        if name not in used and not (h == 0 and first_used):
+            wp(f"phases[{h}]", f"phase {name!r} has no collective (name it in a `phase:` field)")
+    return phases
+
+
+def _job(j: schema.Job, ji: int, G: int, wp, phase_of: dict[str, int] | None = None) -> JobSpec:
     f = f"jobs[{ji}]"
     p = j.parallelism
     if p.tp * p.pp * p.dp != j.gpus:
@@ -621,6 +703,7 @@ def _job(j: schema.Job, ji: int, G: int, wp) -> JobSpec:
                 c.count,
                 c.overlap,
                 tuple(c.algorithms) if c.algorithms is not None else None,
+                phase=(phase_of or {}).get(c.phase, 0) if c.phase is not None else 0,
             )
         )
     if j.traffic_bytes is not None:

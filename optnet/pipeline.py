@@ -28,12 +28,15 @@ class Outcome:
     """The evaluator's objective (plus the change penalty, with ``--from``)."""
 
 
-def used_strategy(strategy: str, o: SolveOptions) -> str:
+def used_strategy(strategy: str, o: SolveOptions, inst: Instance | None = None) -> str:
     """``auto`` runs the whole joint model for what its bound and decomposition do not cover:
-    re-optimising a running plan, non-time objectives, budgets and tenant guarantees."""
+    re-optimising a running plan, non-time objectives, budgets, tenant guarantees and
+    communication phases (per-phase matchings, docs/model.md §5.8)."""
     if strategy != "auto":
         return strategy
     if o.previous is not None or o.objective not in TIME_OBJECTIVES or o.iteration_budget_us:
+        return "joint"
+    if inst is not None and inst.n_phases > 1:
         return "joint"
     return "auto"
 
@@ -61,7 +64,21 @@ def run(
         from optnet.fairness import alone_times
 
         o = replace(o, alone_us=alone_times(inst, o))
-    used = used_strategy(strategy, o)
+    if inst.n_phases > 1:
+        if o.objective in ("energy", "carbon"):
+            raise errors.input_error(
+                "instance",
+                "workload.phases",
+                f"the {o.objective} objective does not model per-phase lightpaths yet; use "
+                "max-iteration, weighted-sum or max-slowdown, or remove the phases",
+            )
+        if o.previous is not None:
+            raise errors.input_error(
+                "instance",
+                "workload.phases",
+                "--from (re-optimising a running plan) does not support phases yet",
+            )
+    used = used_strategy(strategy, o, inst)
     if used == "sequential":
         res = solve_sequential(inst, o)
     elif used == "joint":

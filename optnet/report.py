@@ -177,6 +177,8 @@ def report_model(r: dict[str, Any]) -> Report:
             ],
         )
     )  # fmt: skip
+    if r.get("phases"):
+        _phase_tables(rep, r)
     lps = r.get("lightpaths", [])
     lp_jobs = lightpath_jobs(r)
     rep.tables.append(
@@ -308,6 +310,43 @@ def report_model(r: dict[str, Any]) -> Report:
 
 
 # --------------------------------------------------------------------------- text
+
+
+def _phase_tables(rep: Report, r: dict[str, Any]) -> None:
+    """Per-phase matchings and the reconfiguration events (docs/model.md §5.8); the circuits
+    and lightpaths tables show the first phase."""
+    first = r["phases"][0]["phase"]
+    rep.tables[-1].note = f"The first phase's ({first}); every phase's below."
+    rows = []
+    for p in r["phases"]:
+        for c in p.get("circuits", []):
+            rows.append(
+                [p.get("phase"), c.get("ocs"), "-".join(map(str, c.get("ports", []))),
+                 "-".join(c.get("racks", [])), c.get("loopback")]
+            )  # fmt: skip
+    lit = ", ".join(f"{p.get('phase')} {len(p.get('lightpaths', []))}" for p in r["phases"])
+    rep.tables.append(
+        Table("phase-circuits", "OCS circuits per phase",
+              ["phase", "OCS", "ports", "racks", "loopback"], rows, f"Lightpaths per phase: {lit}.")
+    )  # fmt: skip
+    events = []
+    for e in r.get("reconfiguration", []):
+        for o in e.get("ocs", []):
+            events.append(
+                [e.get("boundary"), e.get("delay_us"), o.get("ocs"), o.get("reconfig_delay_us"),
+                 ", ".join("-".join(c) for c in o.get("set_up", [])),
+                 ", ".join("-".join(c) for c in o.get("torn_down", []))]
+            )  # fmt: skip
+    rep.tables.append(
+        Table(
+            "reconfiguration",
+            "Reconfiguration between phases",
+            ["boundary", "delay us", "OCS", "OCS delay us", "set up", "torn down"],
+            events,
+            "Every job waits for each boundary's slowest changing OCS (docs/model.md §5.8)."
+            if events else "No OCS changes its matching between phases.",
+        )
+    )  # fmt: skip
 
 
 def _text_table(t: Table) -> str:

@@ -76,6 +76,10 @@ def build_results(
     out["placement"] = dec["placement"]
     out["circuits"] = dec["circuits"]
     out["lightpaths"] = ev.lightpaths
+    if "phases" in dec:  # per-phase matchings (docs/model.md §5.8); the above are the first's
+        out["phases"] = dec["phases"]
+    if inst.n_phases > 1:
+        out["reconfiguration"] = ev.reconfiguration
     out["algorithms"] = dec["algorithms"]
     if "hybrid_pairs" in dec:
         out["hybrid_pairs"] = dec["hybrid_pairs"]

@@ -472,6 +472,8 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
         res.solver["strategy"] = "joint"
         res.solver["why_joint"] = "wavelength-switched fabric"
         return res
+    if inst.n_phases > 1:  # a reconfiguration delays every job: blocks are not independent
+        return solve_instance(inst, o)
     t0 = time.perf_counter()
     deadline = o.time_limit_s
     small = len(inst.servers) <= EXACT_MAX_SERVERS

@@ -108,11 +108,15 @@ class Ocs(Strict):
     ports: Annotated[int, Field(ge=1, le=100_000)]
     """Number of duplex ports; each rack's trunk fibre to this OCS takes one."""
     reconfig_delay_us: NonNegFloat = C.MEMS_RECONFIG_DELAY_US
-    """Time to change the matching (10 ms MEMS; microseconds for fast switches)."""
+    """Time to change the matching (10 ms MEMS; microseconds for fast switches); paid at every
+    phase boundary where this OCS's matching changes (``workload.phases``)."""
     insertion_loss_db: NonNegFloat = C.OCS_INSERTION_LOSS_DB
     power_w: NonNegFloat = C.OCS_POWER_W
     loopback: bool = True
     """Whether a port may be looped back to itself (serves server pairs inside one rack)."""
+    reconfigurable: bool = True
+    """Whether the matching may change between the communication phases of an iteration
+    (``workload.phases``); false: one matching for the whole iteration."""
 
 
 class PacketFabric(Strict):
@@ -344,6 +348,10 @@ class Collective(Strict):
     """Fraction of this collective's time that may hide behind compute."""
     algorithms: list[str] | None = None
     """Restrict the algorithms optnet may choose (default: all valid ones)."""
+    phase: Name | None = None
+    """Communication phase of the iteration this collective runs in; every OCS may hold a
+    different matching in each phase and pays its ``reconfig_delay_us`` at every phase boundary
+    where its matching changes (docs/model.md §5.8). Omitted: the first phase."""
 
 
 class ParameterServers(Strict):
@@ -396,6 +404,11 @@ class Tenant(Strict):
 class Workload(Strict):
     jobs: Annotated[list[Job], Field(min_length=1)]
     tenants: list[Tenant] = []
+    phases: Annotated[list[Name], Field(min_length=1, max_length=16)] | None = None
+    """Order of the communication phases of one iteration (collectives name them in
+    ``phase``); the fabric cycles through them and returns to the first at the next iteration.
+    Omitted: the phases in the order the collectives first name them (none: one phase, one
+    matching per OCS for the whole iteration)."""
 
 
 class InstanceFile(Strict):

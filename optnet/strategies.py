@@ -60,8 +60,11 @@ def solve_sequential(inst: Instance, options: SolveOptions | None = None) -> Sol
     for v in m.y.values():
         v.fix(round(pyo.value(v)))
     lightpaths = sum(m.n[p + (k,)] for p in md.pairs for k in md.ocs)
+    phased = (m.c_ph, m.n_ph, m.z_ph) if md.H > 1 else ()
+    if md.H > 1:  # every phase's lightpaths, blind to the reconfiguration they cost
+        lightpaths = lightpaths + sum(m.n_ph.values())
     _stage(m, opt, o, lightpaths, pyo.maximize)
-    for comp in (m.c, m.n, m.z):
+    for comp in (m.c, m.n, m.z, *phased):
         for v in comp.values():
             v.fix(round(pyo.value(v)))
     _stage(m, opt, o, m.obj.expr)

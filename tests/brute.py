@@ -4,10 +4,7 @@ Enumerates: every injective map of job slots to servers; every port matching of 
 (loopbacks where allowed); every number of lightpaths 0..T_k on every OCS for every slot pair
 of every job (transceivers first-free, wavelengths first-fit on each circuit; first-fit is
 exact here because a trunk is joined to exactly one other trunk, so a circuit's lightpaths need
-pairwise distinct wavelengths and nothing else); with ``packet_fabric.hybrid``, every subset of
-the job slot pairs that have lightpaths and that some collective option uses striping over the
-packet fabric too (striping a pair no option uses changes nothing); and, for each collective,
-its best algorithm
+pairwise distinct wavelengths and nothing else); and, for each collective, its best algorithm
 (the iteration time is nondecreasing in each collective's time and a collective's time depends
 only on its own algorithm, so choosing per collective is exhaustive). Every candidate set of
 decisions is checked and scored by ``optnet.evaluate``; nothing here touches the MILP.
@@ -16,7 +13,14 @@ With a wavelength-switched fabric it also enumerates every number of slot-channe
 for every slot pair (K = slots x transceivers per server; a pair with lightpaths gets none, as
 the evaluator allows one transport per pair), and builds the slot-by-slot schedule by its own
 backtracking search (not optnet's König decoder): each (slot, transceiver) a matching, the
-wavelength the grating's ``(port(to) - port(from)) mod N``.
+wavelength the grating's ``(port(to) - port(from)) mod N``. With ``packet_fabric.hybrid`` it
+tries every subset of the used pairs with lightpaths as striping over the packet fabric too. A
+server that lost transceivers (``transceiver:SERVER/K``) uses only its working ones.
+
+With communication phases (docs/model.md §5.8) every phase gets its own port matchings and
+lightpath counts: the search walks the product over phases of the per-phase configurations above
+(each collective's algorithm then chosen on the links of its own phase; the reconfiguration
+delay depends on the matchings only, so the per-collective choice stays exhaustive).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import itertools
 from collections import defaultdict
 
 from optnet.candidates import all_candidates
-from optnet.decisions import Circuit, Decisions, Lightpath, WsSlot
+from optnet.decisions import Circuit, Decisions, Lightpath, PhasePlan, WsSlot
 from optnet.evaluate import evaluate, option_time, pair_link
 from optnet.instance import Instance
 
@@ -45,11 +49,8 @@ def _matchings(items: list[int], loopback: bool):
             yield [(first, other)] + m
 
 
-def brute_force(inst: Instance, objective: str = "max-iteration", **eval_kwargs):
-    """Return (best objective, best decisions, number of feasible decision sets scored)."""
-    cands = all_candidates(inst)
+def _setup(inst: Instance):
     slots = [(j, m) for j, job in enumerate(inst.jobs) for m in range(job.slots)]
-    servers = list(range(len(inst.servers)))
     ocs_used = sorted({k for k in inst.transceiver_ocs if k >= 0 and inst.ocses[k].racks})
     trx_of = {k: [t for t, o in enumerate(inst.transceiver_ocs) if o == k] for k in ocs_used}
     circuit_options = [
@@ -63,43 +64,70 @@ def brute_force(inst: Instance, objective: str = "max-iteration", **eval_kwargs)
         for k in ocs_used
     ]
     counts = [range(len(trx_of[k]) + 1) for (_j, _a, _b, k) in pair_keys]
+    return slots, trx_of, circuit_options, pair_keys, counts
+
+
+def _configs(inst, placement, trx_of, circuit_options, pair_keys, counts):
+    """Every feasible (circuits, lightpaths) of one phase for this placement."""
+    out = []
+    for circ_combo in itertools.product(*circuit_options):
+        circuits = [Circuit(k, min(a, b), max(a, b)) for k, match in circ_combo for a, b in match]
+        circ_set = {(c.ocs, c.rack_a, c.rack_b) for c in circuits}
+        for n_combo in itertools.product(*counts):
+            lps = _lightpaths(inst, placement, pair_keys, n_combo, circ_set)
+            if lps is not None:
+                out.append((circuits, lps))
+    return out
+
+
+def feasible_configs(inst: Instance) -> int:
+    """Feasible configurations of one phase with slots on the first servers in order."""
+    slots, trx_of, circuit_options, pair_keys, counts = _setup(inst)
+    placement = defaultdict(list)
+    for (j, _m), s in zip(slots, range(len(slots))):
+        placement[j].append(s)
+    placement = {j: tuple(v) for j, v in placement.items()}
+    return len(_configs(inst, placement, trx_of, circuit_options, pair_keys, counts))
+
+
+def brute_force(inst: Instance, objective: str = "max-iteration", **eval_kwargs):
+    """Return (best objective, best decisions, number of feasible decision sets scored)."""
+    cands = all_candidates(inst)
+    servers = list(range(len(inst.servers)))
+    slots, trx_of, circuit_options, pair_keys, counts = _setup(inst)
+    best, best_d, scored = None, None, 0
+    H = inst.n_phases
     ws_keys = [
         (j, a, b)
         for j, job in enumerate(inst.jobs)
         for a, b in itertools.combinations(range(job.slots), 2)
     ]
     K = inst.ws.channels if inst.ws is not None else 0
-    best, best_d, scored = None, None, 0
     for perm in itertools.permutations(servers, len(slots)):
         placement = defaultdict(list)
         for (j, _m), s in zip(slots, perm):
             placement[j].append(s)
         placement = {j: tuple(v) for j, v in placement.items()}
-        for circ_combo in itertools.product(*circuit_options):
-            circuits = [
-                Circuit(k, min(a, b), max(a, b)) for k, match in circ_combo for a, b in match
-            ]
-            circ_set = {(c.ocs, c.rack_a, c.rack_b) for c in circuits}
-            for n_combo in itertools.product(*counts):
-                lps = _lightpaths(inst, placement, pair_keys, n_combo, circ_set)
-                if lps is None:
+        configs = _configs(inst, placement, trx_of, circuit_options, pair_keys, counts)
+        for combo in itertools.product(configs, repeat=H):
+            lps0 = combo[0][1]
+            lit = {(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b)) for lp in lps0}
+            plans = [PhasePlan(c, lps) for c, lps in combo] if H > 1 else None
+            for k_combo in itertools.product(range(K + 1), repeat=len(ws_keys) if K else 0):
+                ws = _ws_schedule(inst, placement, ws_keys, k_combo, lit)
+                if ws is None:
                     continue
-                lit = {(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b)) for lp in lps}
-                for k_combo in itertools.product(range(K + 1), repeat=len(ws_keys) if K else 0):
-                    ws = _ws_schedule(inst, placement, ws_keys, k_combo, lit)
-                    if ws is None:
+                for hybrid in _hybrid_subsets(inst, cands, placement, lps0):
+                    d = Decisions(placement, combo[0][0], lps0, {}, ws, hybrid, plans)
+                    d.algorithms = _best_algorithms(inst, cands, d)
+                    if d.algorithms is None:
                         continue
-                    for hybrid in _hybrid_subsets(inst, cands, placement, lps):
-                        d = Decisions(placement, circuits, lps, {}, ws, hybrid)
-                        d.algorithms = _best_algorithms(inst, cands, d)
-                        if d.algorithms is None:
-                            continue
-                        ev = evaluate(inst, d, objective, cands, **eval_kwargs)
-                        if not ev.feasible:
-                            continue
-                        scored += 1
-                        if best is None or ev.objective_us < best - 1e-9:
-                            best, best_d = ev.objective_us, d
+                    ev = evaluate(inst, d, objective, cands, **eval_kwargs)
+                    if not ev.feasible:
+                        continue
+                    scored += 1
+                    if best is None or ev.objective_us < best - 1e-9:
+                        best, best_d = ev.objective_us, d
     return best, best_d, scored
 
 
@@ -200,19 +228,27 @@ def _lightpaths(inst, placement, pair_keys, n_combo, circ_set):
 
 
 def _best_algorithms(inst, cands, d):
-    q = defaultdict(int)
-    for lp in d.lightpaths:
-        q[(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))] += 1
+    H = inst.n_phases if d.phases is not None else 1
+    qs = []
+    for h in range(H):
+        q = defaultdict(int)
+        for lp in d.plan(h).lightpaths:
+            q[(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))] += 1
+        qs.append(q)
     ws = {key: min(c) for key, c in d.ws_counts().items()}
     algs = {}
     for j, jc in enumerate(cands):
         servers = d.placement[j]
-        links = {}
-        for a, b in itertools.combinations(range(jc.job.slots), 2):
-            sa, sb = servers[a], servers[b]
-            key = (min(sa, sb), max(sa, sb))
-            links[key] = pair_link(inst, sa, sb, q[key], ws.get(key, 0), key in d.hybrid)
+        phase_links = []
+        for q in qs:
+            links = {}
+            for a, b in itertools.combinations(range(jc.job.slots), 2):
+                sa, sb = servers[a], servers[b]
+                key = (min(sa, sb), max(sa, sb))
+                links[key] = pair_link(inst, sa, sb, q[key], ws.get(key, 0), key in d.hybrid)
+            phase_links.append(links)
         for ci, cc in enumerate(jc.collectives):
+            links = phase_links[cc.spec.phase if H > 1 else 0]
             best = None
             for opt in cc.options:
                 t, _bd, missing = option_time(inst, opt, servers, links)

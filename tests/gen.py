@@ -375,3 +375,153 @@ def tiny_fabric_instance(seed: int) -> Instance:
         if enumeration_size(inst) <= MAX_FABRIC_ENUMERATION:
             return inst
     raise AssertionError(f"fabric seed {seed}: no small instance in 1000 draws")
+
+
+# --------------------------------------------------------------------------- phases
+
+#: Upper bound on the decision sets brute force walks for a 2-phase instance (the per-phase
+#: configurations squared); a few seconds of brute force at the top.
+MAX_PHASED_ENUMERATION = 30_000
+
+#: Upper bound on placements x raw per-phase configurations (matchings x lightpath counts)
+#: that brute force walks before it keeps the feasible ones.
+MAX_PHASED_RAW = 100_000
+
+#: Reconfiguration delays drawn for the OCSes of a phased instance: 10 ms MEMS and a 10 us fast
+#: switch (optical.md §5: Glimmerglass 10 ms [P]; Mordia 11.5 us, microsecond OCS 10-20 us [P]).
+SLOW_US, FAST_US = 10_000.0, 10.0
+
+
+def phased_enumeration_size(inst: Instance) -> int:
+    """Decision sets tests/brute.py scores for an instance with H phases, estimated on the
+    first placement: placements x (feasible configurations of one phase)^H."""
+    from brute import feasible_configs
+
+    n_slots = sum(j.slots for j in inst.jobs)
+    placements = math.perm(len(inst.servers), n_slots)
+    if enumeration_size(inst) > MAX_PHASED_RAW:  # brute force walks these for every placement
+        return MAX_PHASED_ENUMERATION + 1
+    return placements * feasible_configs(inst) ** inst.n_phases
+
+
+def _draw_contended(rng: random.Random) -> tuple[schema.Cluster, schema.Workload, str]:
+    """A draw where matchings compete: single-server racks (or two racks of two), one
+    transceiver per OCS, and a job whose groups want different slot pairs (tp and dp of a
+    tp=2 x dp=2 job, or a pipeline's stage boundaries and its world group)."""
+    four = rng.random() < 0.6
+    two_by_two = four and rng.random() < 0.3
+    per_rack = [2, 2] if two_by_two else [1, 1, 1, 1] if four else [1, 1, 1]
+    racks = [
+        schema.Rack(
+            name=f"r{i}",
+            servers=n,
+            trunk_length_km=round(rng.uniform(0.01, 2.0), 3),
+            fibre_type=rng.choice(["smf", "hcf"]),
+        )
+        for i, n in enumerate(per_rack)
+    ]
+    attach = ["ocs0"] if four else rng.choice([["ocs0"], ["ocs0", "ocs1"]])
+    ocs = [
+        schema.Ocs(name=f"ocs{k}", ports=len(racks), loopback=rng.random() < 0.5)
+        for k in range(len(attach))
+    ]
+    packet = None
+    if rng.random() < 0.7:
+        packet = schema.PacketFabric(
+            rate_gbps=rng.choice([10.0, 25.0, 50.0]),
+            oversubscription=rng.choice([1.0, 2.0, 4.0]),
+        )
+    cluster = schema.Cluster(
+        gpus_per_server=1,
+        transceivers=schema.Transceivers(attach=attach, rate_gbps=rng.choice([100.0, 200.0])),
+        racks=racks,
+        wavelengths_per_fibre=rng.choice([1, 2]),
+        ocs=ocs,
+        packet_fabric=packet,
+    )
+
+    def coll(name: str, group: str, kinds) -> schema.Collective:
+        return schema.Collective(
+            name=name,
+            kind=rng.choice(kinds),
+            group=group,
+            message_bytes=float(f"{10 ** rng.uniform(5, 8.5):.3e}"),
+            count=rng.randint(1, 3),
+        )
+
+    if four:
+        par = schema.Parallelism(tp=2, dp=2)
+        colls = [
+            coll("c0", "tp", ("all_reduce", "all_gather", "reduce_scatter")),
+            coll("c1", "dp", ("all_reduce", "all_gather", "reduce_scatter", "broadcast")),
+        ]
+    else:
+        par = schema.Parallelism(pp=3)
+        colls = [
+            coll("c0", "pp", ("send_recv",)),
+            coll("c1", "world", ("all_reduce", "all_gather", "broadcast", "reduce")),
+        ]
+    job = schema.Job(
+        name="j0",
+        gpus=sum(per_rack) if four else 3,
+        parallelism=par,
+        compute_time_us=0.0 if rng.random() < 0.5 else float(rng.randint(0, 20_000)),
+        collectives=colls,
+    )
+    return cluster, schema.Workload(jobs=[job]), f"cont{len(racks)}r"
+
+
+def phased_instance(seed: int) -> Instance:
+    """A random valid tiny instance with two communication phases ``p0``, ``p1``: its
+    collectives (at least two) are split between them, and each OCS switches in 10 ms or
+    10 us (with two OCSes, one of each). Odd seeds draw from ``_draw_contended`` (where
+    per-phase matchings can pay), even seeds from the generator of ``tiny_instance``."""
+    rng = random.Random(f"phased-{seed}")
+    for _attempt in range(5000):
+        cluster, workload, tag = _draw_contended(rng) if seed % 2 else _draw(rng)
+        colls = [(ji, ci) for ji, j in enumerate(workload.jobs) for ci in range(len(j.collectives))]
+        if len(colls) < 2:
+            continue
+        first = rng.randrange(len(colls))
+        second = rng.choice([i for i in range(len(colls)) if i != first])
+        phase = {
+            c: ("p0" if i == first else "p1" if i == second else rng.choice(["p0", "p1"]))
+            for i, c in enumerate(colls)
+        }
+        # communication-bound more often than tiny_instance: that is where matchings matter
+        jobs = [
+            j.model_copy(
+                update={
+                    "compute_time_us": 0.0 if rng.random() < 0.5 else j.compute_time_us,
+                    "collectives": [
+                        c.model_copy(
+                            update={
+                                "phase": phase[(ji, ci)],
+                                "overlap": 0.0 if rng.random() < 0.6 else c.overlap,
+                            }
+                        )
+                        for ci, c in enumerate(j.collectives)
+                    ],
+                }
+            )
+            for ji, j in enumerate(workload.jobs)
+        ]
+        delays = [SLOW_US, FAST_US]
+        rng.shuffle(delays)
+        if len(cluster.ocs) == 1:
+            delays = [rng.choice([SLOW_US, FAST_US])]
+        ocs = [o.model_copy(update={"reconfig_delay_us": t}) for o, t in zip(cluster.ocs, delays)]
+        cluster = schema.Cluster.model_validate(
+            cluster.model_copy(update={"ocs": ocs}).model_dump()
+        )
+        workload = schema.Workload.model_validate(
+            schema.Workload(jobs=jobs, phases=["p0", "p1"]).model_dump()
+        )
+        inst_file = schema.InstanceFile(
+            name=f"ph-{tag}-{seed}", topology=cluster, workload=workload
+        )
+        inst = build_instance(inst_file, cluster, workload, default_name=f"phased{seed}")
+        all_candidates(inst)
+        if inst.n_phases == 2 and phased_enumeration_size(inst) <= MAX_PHASED_ENUMERATION:
+            return inst
+    raise AssertionError(f"seed {seed}: no small phased instance in 5000 draws")

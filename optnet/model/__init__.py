@@ -13,6 +13,7 @@ from optnet.model import (
     lightpaths,
     objective,
     placement,
+    reconfiguration,
     tenants,
     wavelength_switching,
 )
@@ -53,6 +54,7 @@ FAMILIES = (
     ("shared step time", collectives.add_shared_step_time),
     ("collective time", collectives.add_collective_time),
     ("collective lower bound", collectives.add_collective_lower_bound),
+    ("reconfiguration", reconfiguration.add_reconfiguration),
     ("iteration time", objective.add_iteration_time),
     ("iteration budget", objective.add_iteration_budget),
     ("tenant guarantees", tenants.add_tenant_guarantees),

@@ -5,6 +5,8 @@ Variables
     x[c,a] in {0,1}   collective c runs algorithm a
     alpha[p] >= 0     latency of slot pair p's link (us)
     beta[p] >= 0      inverse bandwidth of slot pair p's link (us per MB)
+    alpha_ph[h,p], beta_ph[h,p]   the same in phase h = 1..H-1 (docs/model.md §5.8); a
+                      collective's steps read the pair variables of its own phase
     t[c,a,g,s] >= 0   duration of one repetition of step s of group g under algorithm a
     T[c] >= 0         time of collective c (us)
     ak[p], pk[p] >= 0 latency and inverse bandwidth of pair p if it uses the packet fabric, else 0
@@ -16,6 +18,17 @@ from __future__ import annotations
 import pyomo.environ as pyo
 
 from optnet.model.data import MB, ModelData
+from optnet.model.lightpaths import z_var
+
+
+def alpha_var(m: pyo.ConcreteModel, h: int, p: tuple):
+    """alpha[h,p]: latency of pair p's link in phase h."""
+    return m.alpha[p] if h == 0 else m.alpha_ph[(h,) + p]
+
+
+def beta_var(m: pyo.ConcreteModel, h: int, p: tuple):
+    """beta[h,p]: inverse bandwidth of pair p's link in phase h."""
+    return m.beta[p] if h == 0 else m.beta_ph[(h,) + p]
 
 
 def collective_index(md: ModelData) -> list[tuple[int, int]]:
@@ -105,6 +118,9 @@ def add_collective_variables(m: pyo.ConcreteModel, md: ModelData) -> None:
     m.T = pyo.Var(m.COLLECTIVES, within=pyo.NonNegativeReals)
     if md.shared:
         m.alpha_pk = pyo.Var(m.PAIRS, bounds=(0, md.alpha_max))
+    if md.H > 1:
+        m.alpha_ph = pyo.Var(m.PHASE_PAIRS, bounds=(0, md.alpha_max))
+        m.beta_ph = pyo.Var(m.PHASE_PAIRS, bounds=(0, md.beta_max))
 
 
 def add_algorithm_choice(m: pyo.ConcreteModel, md: ModelData) -> None:
@@ -166,6 +182,24 @@ def add_pair_latency(m: pyo.ConcreteModel, md: ModelData) -> None:
                 - A * (1 - _uses_packet(m, md, (j, a, b)))
             ),
         )
+    if md.H > 1:
+        m.pair_latency_lightpath_ph = pyo.Constraint(
+            m.PHASE_PAIRS,
+            rule=lambda m, h, j, a, b: (
+                m.alpha_ph[h, j, a, b]
+                >= sum(md.alpha_lp[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
+                - A * m.z_ph[h, j, a, b, 0]
+            ),
+        )
+        if md.has_packet:
+            m.pair_latency_packet_ph = pyo.Constraint(
+                m.PHASE_PAIRS,
+                rule=lambda m, h, j, a, b: (
+                    m.alpha_ph[h, j, a, b]
+                    >= sum(md.alpha_pkt[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
+                    - A * (1 - m.z_ph[h, j, a, b, 0])
+                ),
+            )
 
 
 def add_pair_bandwidth(m: pyo.ConcreteModel, md: ModelData) -> None:
@@ -209,12 +243,30 @@ def add_pair_bandwidth(m: pyo.ConcreteModel, md: ModelData) -> None:
                 - _ws_slack(m, md, B, j, a, b)
             ),
         )
+    if md.H > 1:
+        m.pair_bandwidth_lightpath_ph = pyo.Constraint(
+            m.PHASE_PAIRS,
+            rule=lambda m, h, j, a, b: (
+                m.beta_ph[h, j, a, b]
+                >= sum(md.beta_lp[q] * m.z_ph[h, j, a, b, q] for q in m.COUNTS if q >= 1)
+            ),
+        )
+        if md.has_packet:
+            m.pair_bandwidth_packet_ph = pyo.Constraint(
+                m.PHASE_PAIRS,
+                rule=lambda m, h, j, a, b: (
+                    m.beta_ph[h, j, a, b]
+                    >= sum(md.beta_pkt[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
+                    - B * (1 - m.z_ph[h, j, a, b, 0])
+                ),
+            )
 
 
 def add_connectivity(m: pyo.ConcreteModel, md: ModelData) -> None:
     """Without a packet fabric, an algorithm may only use pairs that have a lightpath:
-    x[c,a] + z[p,0] <= 1   for every pair p that algorithm a of collective c uses
-    (with a wavelength-switched fabric, a lightpath or a slot: x[c,a] + z[p,0] + h[p,0] <= 2)."""
+    x[c,a] + z[h(c),p,0] <= 1   for every pair p that algorithm a of collective c uses
+    (h(c): the phase of collective c; with a wavelength-switched fabric, a lightpath or a slot:
+    x[c,a] + z[p,0] + h[p,0] <= 2)."""
     if md.has_packet:
         return
     rows = sorted(
@@ -230,14 +282,17 @@ def add_connectivity(m: pyo.ConcreteModel, md: ModelData) -> None:
         )
         return
     m.connectivity = pyo.Constraint(
-        m.CONNECT, rule=lambda m, j, ci, a, pj, pa, pb: m.x[j, ci, a] + m.z[pj, pa, pb, 0] <= 1
+        m.CONNECT,
+        rule=lambda m, j, ci, a, pj, pa, pb: (
+            m.x[j, ci, a] + z_var(m, md.phase_of(j, ci), (pj, pa, pb), 0) <= 1
+        ),
     )
 
 
 def add_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
-    """t[c,a,g,s] >= mult_s * alpha[p] + bytes * beta[p]   for every transfer of the step
-    (a synchronous step lasts as long as its slowest transfer). With a congestion model the
-    steps are timed by ``add_shared_step_time`` instead."""
+    """t[c,a,g,s] >= mult_s * alpha[h(c),p] + bytes * beta[h(c),p]   for every transfer of the
+    step (a synchronous step lasts as long as its slowest transfer; h(c) is c's phase). With a
+    congestion model the steps are timed by ``add_shared_step_time`` instead."""
     if md.shared:
         return
     rows = [key + (i,) for key, ts in md.step_terms.items() for i in range(len(ts))]
@@ -245,7 +300,8 @@ def add_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
 
     def rule(m, j, ci, a, g, s, i):
         pair, mult, nbytes = md.step_terms[(j, ci, a, g, s)][i]
-        return m.t[j, ci, a, g, s] >= mult * m.alpha[pair] + nbytes * m.beta[pair]
+        h = md.phase_of(j, ci)
+        return m.t[j, ci, a, g, s] >= mult * alpha_var(m, h, pair) + nbytes * beta_var(m, h, pair)
 
     m.step_time = pyo.Constraint(m.STEP_TERMS, rule=rule)
 
@@ -356,12 +412,15 @@ def add_collective_time(m: pyo.ConcreteModel, md: ModelData) -> None:
     m.collective_time = pyo.Constraint(m.OPTION_GROUPS, rule=rule)
 
 
-def mandatory_pairs(md: ModelData, j: int) -> dict[int, set]:
+def mandatory_pairs(md: ModelData, j: int, phase: int | None = None) -> dict[int, set]:
     """Slot -> pairs that must have a lightpath whatever is chosen (collectives with a single
-    option, such as pipeline send/recv), when there is no packet fabric."""
+    option, such as pipeline send/recv), when there is no packet fabric; with ``phase``, only
+    those of that phase's collectives (each phase has its own transceivers' worth of lightpaths)."""
     out: dict[int, set] = {}
     for ci, cc in enumerate(md.cands[j].collectives):
         if len(cc.options) != 1:
+            continue
+        if phase is not None and md.phase_of(j, ci) != phase:
             continue
         for g, gs in enumerate(cc.options[0].groups):
             for s in range(len(gs.steps)):
@@ -387,7 +446,7 @@ def option_lower_bound(md: ModelData, j: int, ci: int, a: int) -> float:
     beta_pkt = min(md.beta_pkt.values()) if md.has_packet else None
     if md.has_ws:
         return _option_lower_bound_ws(md, j, ci, a, beta_pkt)
-    mandatory = {} if md.has_packet else mandatory_pairs(md, j)
+    mandatory = {} if md.has_packet else mandatory_pairs(md, j, md.phase_of(j, ci))
     worst = 0.0
     for g, gs in enumerate(opt.groups):
         deg: dict[int, set] = {}

@@ -66,6 +66,9 @@ class ModelData:
     beta_max: float = 0.0
     alpha_min: float = 0.0
     beta_min: float = 0.0
+    # phases (docs/model.md §5.8): H = 1 without phases, and then phase 0 holds every pair
+    phase_pairs: list[list[Pair]] = field(default_factory=list)  # P_h: pairs phase h may use
+    phase_pairs_of_slot: list[dict[tuple[int, int], list[Pair]]] = field(default_factory=list)
 
     @property
     def has_packet(self) -> bool:
@@ -84,6 +87,27 @@ class ModelData:
     def shared(self) -> bool:
         """Shared packet links are modelled (docs/model.md §2b)."""
         return physics.congestion_model(self.inst)
+
+    @property
+    def H(self) -> int:
+        """Number of communication phases (1: one matching for the whole iteration)."""
+        return self.inst.n_phases
+
+    def phase_of(self, j: int, ci: int) -> int:
+        """Phase of collective ci of job j."""
+        return self.cands[j].collectives[ci].spec.phase if self.H > 1 else 0
+
+
+def phase_pairs(cands: tuple[JobCandidates, ...], H: int) -> list[list[Pair]]:
+    """P_h: the slot pairs some option of some collective of phase h uses (sorted)."""
+    out: list[set[Pair]] = [set() for _ in range(H)]
+    for j, jc in enumerate(cands):
+        for cc in jc.collectives:
+            for opt in cc.options:
+                for gs in opt.groups:
+                    for _si, a, b, _n in gs.transfers():
+                        out[cc.spec.phase].add((j, min(a, b), max(a, b)))
+    return [sorted(ps) for ps in out]
 
 
 def model_data(
@@ -129,6 +153,14 @@ def model_data(
     for p in md.pairs:
         md.pairs_of_slot[(p[0], p[1])].append(p)
         md.pairs_of_slot[(p[0], p[2])].append(p)
+    md.phase_pairs = [md.pairs] if inst.n_phases == 1 else phase_pairs(cands, inst.n_phases)
+    md.phase_pairs_of_slot = [md.pairs_of_slot]
+    for h in range(1, inst.n_phases):
+        of_slot: dict[tuple[int, int], list[Pair]] = {sl: [] for sl in md.slots}
+        for p in md.phase_pairs[h]:
+            of_slot[(p[0], p[1])].append(p)
+            of_slot[(p[0], p[2])].append(p)
+        md.phase_pairs_of_slot.append(of_slot)
     md.max_lightpaths = sum(md.trx_per_ocs.values())
     for r, s in md.rack_pairs:
         md.alpha_lp[(r, s)] = physics.lightpath_latency_us(inst, r, s)

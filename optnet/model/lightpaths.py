@@ -1,5 +1,5 @@
 """Lightpath and wavelength family: how many lightpaths each slot pair gets on each OCS, within
-transceiver and wavelength limits.
+transceiver and wavelength limits, in every phase.
 
 A lightpath between servers in racks r and s through OCS k uses one transceiver (attached to k)
 at each server and one wavelength per direction on trunk (r,k) and trunk (s,k); it needs the
@@ -7,6 +7,10 @@ circuit c[k,r,s]. Since an OCS joins each trunk to exactly one other trunk, all 
 trunk go to the same rack, and first-fit wavelength assignment succeeds exactly when each
 circuit carries at most W lightpaths (W/2 for a loopback, which uses the trunk twice per
 direction). The decoder assigns the wavelength indices (docs/model.md §5.3).
+
+With phases (docs/model.md §5.8) each phase h has its own lightpaths over its own matching, for
+the pairs P_h its collectives may use: phase 0 is ``n``/``l``/``z`` (pairs outside P_0 fixed to
+no lightpath), later phases ``n_ph``/``l_ph``/``z_ph`` indexed by (h, pair).
 
 Variables
     n[p,k] in {0..T_k}         lightpaths of pair p on OCS k
@@ -21,6 +25,21 @@ import pyomo.environ as pyo
 from optnet.model.data import ModelData
 
 
+def n_var(m: pyo.ConcreteModel, h: int, p: tuple, k: int):
+    """n[h,p,k]: lightpaths of pair p on OCS k in phase h."""
+    return m.n[p + (k,)] if h == 0 else m.n_ph[(h,) + p + (k,)]
+
+
+def l_var(m: pyo.ConcreteModel, h: int, p: tuple, k: int, r: int, s: int):
+    """l[h,p,k,r,s]: the same on rack pair (r,s)."""
+    return m.l[p + (k, r, s)] if h == 0 else m.l_ph[(h,) + p + (k, r, s)]
+
+
+def z_var(m: pyo.ConcreteModel, h: int, p: tuple, q: int):
+    """z[h,p,q]: pair p has q lightpaths in phase h."""
+    return m.z[p + (q,)] if h == 0 else m.z_ph[(h,) + p + (q,)]
+
+
 def add_lightpath_variables(m: pyo.ConcreteModel, md: ModelData) -> None:
     m.OCS = pyo.Set(initialize=md.ocs, ordered=True)
     m.COUNTS = pyo.Set(initialize=list(range(md.max_lightpaths + 1)), ordered=True)
@@ -32,10 +51,26 @@ def add_lightpath_variables(m: pyo.ConcreteModel, md: ModelData) -> None:
     )
     m.l = pyo.Var(m.PAIRS, m.OCS, m.RACK_PAIRS, within=pyo.NonNegativeReals)
     m.z = pyo.Var(m.PAIRS, m.COUNTS, within=pyo.Binary)
+    if md.H > 1:
+        first = set(md.phase_pairs[0])
+        for p in md.pairs:  # pairs no collective of phase 0 uses get no lightpath there
+            if p not in first:
+                for k in md.ocs:
+                    m.n[p + (k,)].fix(0)
+        later = [(h,) + p for h in range(1, md.H) for p in md.phase_pairs[h]]
+        m.PHASE_PAIRS = pyo.Set(initialize=later, dimen=4, ordered=True)
+        m.n_ph = pyo.Var(
+            m.PHASE_PAIRS,
+            m.OCS,
+            within=pyo.NonNegativeIntegers,
+            bounds=lambda m, h, j, a, b, k: (0, md.trx_per_ocs[k]),
+        )
+        m.l_ph = pyo.Var(m.PHASE_PAIRS, m.OCS, m.RACK_PAIRS, within=pyo.NonNegativeReals)
+        m.z_ph = pyo.Var(m.PHASE_PAIRS, m.COUNTS, within=pyo.Binary)
 
 
 def add_lightpath_rack_pair(m: pyo.ConcreteModel, md: ModelData) -> None:
-    """l[p,k,r,s] <= T_k * w[p,r,s]  and  sum_{r,s} l[p,k,r,s] = n[p,k]."""
+    """l[h,p,k,r,s] <= T_k * w[p,r,s]  and  sum_{r,s} l[h,p,k,r,s] = n[h,p,k]."""
     m.lightpath_on_rack_pair = pyo.Constraint(
         m.PAIRS,
         m.OCS,
@@ -51,29 +86,57 @@ def add_lightpath_rack_pair(m: pyo.ConcreteModel, md: ModelData) -> None:
             sum(m.l[j, a, b, k, r, s] for r, s in m.RACK_PAIRS) == m.n[j, a, b, k]
         ),
     )
+    if md.H > 1:
+        m.lightpath_on_rack_pair_ph = pyo.Constraint(
+            m.PHASE_PAIRS,
+            m.OCS,
+            m.RACK_PAIRS,
+            rule=lambda m, h, j, a, b, k, r, s: (
+                m.l_ph[h, j, a, b, k, r, s] <= md.trx_per_ocs[k] * m.w[j, a, b, r, s]
+            ),
+        )
+        m.lightpath_total_ph = pyo.Constraint(
+            m.PHASE_PAIRS,
+            m.OCS,
+            rule=lambda m, h, j, a, b, k: (
+                sum(m.l_ph[h, j, a, b, k, r, s] for r, s in m.RACK_PAIRS) == m.n_ph[h, j, a, b, k]
+            ),
+        )
 
 
 def add_transceiver_limit(m: pyo.ConcreteModel, md: ModelData) -> None:
-    """sum_{p containing slot (j,m)} n[p,k] <= T_k - sum_x lost_{x,k} v[j,m,x]
-    for every slot and OCS (lost_{x,k}: transceivers on OCS k that degraded server x lost)."""
+    """sum_{p in P_h containing slot (j,m)} n[h,p,k] <= T_k - sum_x lost_{x,k} yd[j,m,x]
+    for every phase, slot and OCS (lost_{x,k}: transceivers on OCS k that degraded server x
+    lost)."""
     if "transceivers" in md.relax:
         return
     lost = [(x, k, n) for x, per in sorted(md.degraded.items()) for k, n in sorted(per.items())]
 
+    def rhs(j, s, k):
+        return md.trx_per_ocs[k] - sum(n * m.yd[j, s, x] for x, kk, n in lost if kk == k)
+
     def limit(m, j, s, k):
         if not md.pairs_of_slot[(j, s)]:
             return pyo.Constraint.Skip
-        used = sum(m.n[p + (k,)] for p in md.pairs_of_slot[(j, s)])
-        return used <= md.trx_per_ocs[k] - sum(n * m.v[j, s, x] for x, kk, n in lost if kk == k)
+        return sum(m.n[p + (k,)] for p in md.pairs_of_slot[(j, s)]) <= rhs(j, s, k)
 
     m.transceiver_limit = pyo.Constraint(m.SLOTS, m.OCS, rule=limit)
+    if md.H > 1:
+
+        def rule(m, h, j, s, k):
+            pairs = md.phase_pairs_of_slot[h][(j, s)]
+            if not pairs:
+                return pyo.Constraint.Skip
+            return sum(m.n_ph[(h,) + p + (k,)] for p in pairs) <= rhs(j, s, k)
+
+        m.transceiver_limit_ph = pyo.Constraint(m.LATER_PHASES, m.SLOTS, m.OCS, rule=rule)
 
 
 def add_wavelength_capacity(m: pyo.ConcreteModel, md: ModelData) -> None:
-    """W = usable wavelengths (the grid, or the transceivers' tunable subset).
-    Circuit (k,r,s), r < s:  sum_p (l[p,k,r,s] + l[p,k,s,r]) <= W * c[k,r,s];
-    loopback (k,r,r):        2 * sum_p l[p,k,r,r]            <= W * c[k,r,r];
-    and no lightpath where no circuit can exist: l[p,k,r,s] = 0 if (k,r,s) is not a circuit."""
+    """W = usable wavelengths (the grid, or the transceivers' tunable subset). In every phase h:
+    Circuit (k,r,s), r < s:  sum_p (l[h,p,k,r,s] + l[h,p,k,s,r]) <= W * c[h,k,r,s];
+    loopback (k,r,r):        2 * sum_p l[h,p,k,r,r]              <= W * c[h,k,r,r];
+    and no lightpath where no circuit can exist: l[h,p,k,r,s] = 0 if (k,r,s) is not a circuit."""
     W = len(md.inst.usable_wavelengths) if "wavelengths" not in md.relax else 10**6
     circuits = set(md.circuits)
 
@@ -93,11 +156,29 @@ def add_wavelength_capacity(m: pyo.ConcreteModel, md: ModelData) -> None:
     m.no_lightpath_without_circuit = pyo.Constraint(
         m.PAIRS, m.NO_CIRCUIT, rule=lambda m, j, a, b, k, r, s: m.l[j, a, b, k, r, s] == 0
     )
+    if md.H > 1:
+
+        def cap_ph(m, h, k, r, s):
+            pairs = md.phase_pairs[h]
+            if r == s:
+                lhs = 2 * sum(m.l_ph[(h,) + p + (k, r, r)] for p in pairs)
+            else:
+                lhs = sum(
+                    m.l_ph[(h,) + p + (k, r, s)] + m.l_ph[(h,) + p + (k, s, r)] for p in pairs
+                )
+            return lhs <= W * m.c_ph[h, k, r, s]
+
+        m.wavelength_capacity_ph = pyo.Constraint(m.LATER_PHASES, m.CIRCUITS, rule=cap_ph)
+        m.no_lightpath_without_circuit_ph = pyo.Constraint(
+            m.PHASE_PAIRS,
+            m.NO_CIRCUIT,
+            rule=lambda m, h, j, a, b, k, r, s: m.l_ph[h, j, a, b, k, r, s] == 0,
+        )
 
 
 def add_lightpath_count(m: pyo.ConcreteModel, md: ModelData) -> None:
-    """sum_q z[p,q] = 1  and  sum_q q z[p,q] = sum_k n[p,k]   (the count as a one-hot choice,
-    which makes the pair's bandwidth q * rate linear: docs/model.md §5.3)."""
+    """sum_q z[h,p,q] = 1  and  sum_q q z[h,p,q] = sum_k n[h,p,k]   (the count as a one-hot
+    choice, which makes the pair's bandwidth q * rate linear: docs/model.md §5.3)."""
     m.lightpath_count_choice = pyo.Constraint(
         m.PAIRS, rule=lambda m, j, a, b: sum(m.z[j, a, b, q] for q in m.COUNTS) == 1
     )
@@ -107,6 +188,18 @@ def add_lightpath_count(m: pyo.ConcreteModel, md: ModelData) -> None:
             sum(q * m.z[j, a, b, q] for q in m.COUNTS) == sum(m.n[j, a, b, k] for k in m.OCS)
         ),
     )
+    if md.H > 1:
+        m.lightpath_count_choice_ph = pyo.Constraint(
+            m.PHASE_PAIRS,
+            rule=lambda m, h, j, a, b: sum(m.z_ph[h, j, a, b, q] for q in m.COUNTS) == 1,
+        )
+        m.lightpath_count_value_ph = pyo.Constraint(
+            m.PHASE_PAIRS,
+            rule=lambda m, h, j, a, b: (
+                sum(q * m.z_ph[h, j, a, b, q] for q in m.COUNTS)
+                == sum(m.n_ph[h, j, a, b, k] for k in m.OCS)
+            ),
+        )
 
 
 def add_hybrid_choice(m: pyo.ConcreteModel, md: ModelData) -> None:

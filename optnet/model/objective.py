@@ -1,6 +1,6 @@
 """Iteration time of every job and the objective.
 
-iter[j] = compute_j + sum_c (1 - f_c) count_c T[c] + e[j]
+iter[j] = compute_j + sum_c (1 - f_c) count_c T[c] + e[j]  (+ sum_h R[h] with phases, §5.8)
 e[j]   >= sum_c f_c count_c T[c] - compute_j,  e[j] >= 0     (overlap beyond compute)
 max-iteration:  min Z,  Z >= iter[j]
 weighted-sum:   min sum_j weight_j iter[j]
@@ -11,6 +11,7 @@ from __future__ import annotations
 import pyomo.environ as pyo
 
 from optnet.model.data import ModelData
+from optnet.model.reconfiguration import reconfiguration_us
 
 
 def add_iteration_time(m: pyo.ConcreteModel, md: ModelData) -> None:
@@ -22,15 +23,17 @@ def add_iteration_time(m: pyo.ConcreteModel, md: ModelData) -> None:
     def colls(j):
         return list(enumerate(md.cands[j].collectives))
 
-    m.iteration_time = pyo.Constraint(
-        m.JOBS,
-        rule=lambda m, j: (
-            m.iter[j]
-            == md.cands[j].job.compute_time_us
+    def iteration(m, j):
+        rhs = (
+            md.cands[j].job.compute_time_us
             + sum((1 - cc.spec.overlap) * cc.spec.count * m.T[j, ci] for ci, cc in colls(j))
             + m.e[j]
-        ),
-    )
+        )
+        if md.H > 1:  # reconfiguration is exposed: every job waits for the switches (§5.8)
+            rhs = rhs + reconfiguration_us(m)
+        return m.iter[j] == rhs
+
+    m.iteration_time = pyo.Constraint(m.JOBS, rule=iteration)
     m.overlap_excess = pyo.Constraint(
         m.JOBS,
         rule=lambda m, j: (

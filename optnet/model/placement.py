@@ -4,7 +4,7 @@ so the decoder picks concrete servers); and the rack pair of every slot pair tha
 Variables
     y[j,m,r] in {0,1}   slot m of job j is in rack r
     w[p,r,s] >= 0       slot pair p = (j,a,b) has slot a in rack r and slot b in rack s
-    v[j,m,x] in {0,1}   slot m of job j sits on server x, one that has lost transceivers
+    yd[j,m,x] in {0,1}   slot m of job j sits on server x, one that has lost transceivers
 """
 
 from __future__ import annotations
@@ -40,12 +40,12 @@ def add_rack_capacity(m: pyo.ConcreteModel, md: ModelData) -> None:
 
 def add_degraded_servers(m: pyo.ConcreteModel, md: ModelData) -> None:
     """Servers that lost transceivers (``transceiver:SERVER/K``) are no longer alike the rest of
-    their rack; v[j,m,x] says slot (j,m) sits on such a server x (docs/model.md §5.1b):
+    their rack; yd[j,m,x] says slot (j,m) sits on such a server x (docs/model.md §5.1b):
 
-        v[j,m,x] <= y[j,m,rack(x)]                            a slot on x is in x's rack
-        sum_{j,m} v[j,m,x] <= 1                               x hosts one slot
-        sum_x v[j,m,x] <= 1                                   a slot sits on one server
-        sum_{j,m} y[j,m,r] - sum_{x in r} sum_{j,m} v[j,m,x] <= intact servers of r
+        yd[j,m,x] <= y[j,m,rack(x)]                            a slot on x is in x's rack
+        sum_{j,m} yd[j,m,x] <= 1                               x hosts one slot
+        sum_x yd[j,m,x] <= 1                                   a slot sits on one server
+        sum_{j,m} y[j,m,r] - sum_{x in r} sum_{j,m} yd[j,m,x] <= intact servers of r
 
     The transceiver limit then charges v (lightpaths.add_transceiver_limit). Without degraded
     servers the family adds nothing.
@@ -55,21 +55,21 @@ def add_degraded_servers(m: pyo.ConcreteModel, md: ModelData) -> None:
         return
     rack = {x: md.inst.servers[x].rack for x in md.degraded}
     keys = [(j, s, x) for j, s in md.slots for x in sorted(md.degraded)]
-    m.v = pyo.Var(pyo.Set(initialize=keys, dimen=3, ordered=True), within=pyo.Binary)
+    m.yd = pyo.Var(pyo.Set(initialize=keys, dimen=3, ordered=True), within=pyo.Binary)
     m.degraded_in_rack = pyo.Constraint(
-        keys, rule=lambda m, j, s, x: m.v[j, s, x] <= m.y[j, s, rack[x]]
+        keys, rule=lambda m, j, s, x: m.yd[j, s, x] <= m.y[j, s, rack[x]]
     )
     m.degraded_one_slot = pyo.Constraint(
-        m.DEGRADED, rule=lambda m, x: sum(m.v[j, s, x] for j, s in m.SLOTS) <= 1
+        m.DEGRADED, rule=lambda m, x: sum(m.yd[j, s, x] for j, s in m.SLOTS) <= 1
     )
     m.degraded_one_server = pyo.Constraint(
-        m.SLOTS, rule=lambda m, j, s: sum(m.v[j, s, x] for x in m.DEGRADED) <= 1
+        m.SLOTS, rule=lambda m, j, s: sum(m.yd[j, s, x] for x in m.DEGRADED) <= 1
     )
     m.intact_capacity = pyo.Constraint(
         sorted({rack[x] for x in md.degraded}),
         rule=lambda m, r: (
             sum(m.y[j, s, r] for j, s in m.SLOTS)
-            - sum(m.v[j, s, x] for j, s in m.SLOTS for x in m.DEGRADED if rack[x] == r)
+            - sum(m.yd[j, s, x] for j, s in m.SLOTS for x in m.DEGRADED if rack[x] == r)
             <= md.healthy_capacity[r]
         ),
     )

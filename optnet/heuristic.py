@@ -1,11 +1,17 @@
 """A constructive plan in milliseconds: the first incumbent for large blocks.
 
 Given a placement (slot -> rack), every collective takes its algorithm with the fewest slot
-pairs (ring, Bruck, ...); every pair those algorithms use gets one lightpath, first fit over the
-OCSes (a free transceiver at both servers, a circuit that exists or can be set up on both trunks,
-a free wavelength); then, while resources last, extra lightpaths go to the pair that carries the
-most bytes per lightpath (TopoOpt-style greedy bandwidth, first-fit wavelengths). Returns None when
-some pair cannot be connected; the MILP then has to find a plan on its own.
+pairs (ring, Bruck, ...) unless ``choice`` names one; every pair those algorithms use gets one
+lightpath, first fit over the OCSes (a free transceiver at both servers, a circuit that exists or
+can be set up on both trunks, a free wavelength); then, while resources last, extra lightpaths go
+to the pair that carries the most bytes per lightpath (TopoOpt-style greedy bandwidth, first-fit
+wavelengths). Returns None when some pair cannot be connected; the MILP then has to find a plan on
+its own.
+
+``improved_plan`` searches the algorithm choices around it (coordinate descent: one collective's
+algorithm at a time, the lightpaths rebuilt for it, every collective then taking its fastest
+option on the links built), scored by the evaluator: the MILP cannot always move a large block
+away from a poor first plan, so the first plan should be good.
 """
 
 from __future__ import annotations
@@ -23,8 +29,10 @@ def greedy_plan(
     inst: Instance,
     slot_rack: dict[tuple[int, int], int],
     cands: tuple[JobCandidates, ...] | None = None,
+    choice: dict[tuple[int, int], str] | None = None,
 ) -> Decisions | None:
     cands = cands if cands is not None else all_candidates(inst)
+    choice = choice or {}
     # placement: first free servers of each rack, in slot order
     free = {r: list(rk.servers) for r, rk in enumerate(inst.racks)}
     placement: dict[int, list[int]] = defaultdict(list)
@@ -40,7 +48,8 @@ def greedy_plan(
         for ci, cc in enumerate(jc.collectives):
             opt = min(
                 cc.options,
-                key=lambda o: (
+                key=lambda o, key=(j, ci): (
+                    o.algorithm != choice.get(key),
                     len({(a, b) for g in o.groups for _s, a, b, _n in g.transfers()}),
                     o.algorithm,
                 ),
@@ -119,3 +128,76 @@ def greedy_plan(
     return Decisions(
         {j: tuple(v) for j, v in placement.items()}, circuits, lightpaths, algorithms
     ).canonical()
+
+
+def fastest_algorithms(
+    inst: Instance, cands: tuple[JobCandidates, ...], d: Decisions
+) -> dict[tuple[int, int], str]:
+    """Every collective's fastest option on the links ``d``'s lightpaths (or the packet fabric)
+    give; a collective's time depends on its own option only, so the choice is per collective.
+    Collectives without a connected option keep ``d``'s choice."""
+    from optnet.evaluate import option_time, pair_link
+
+    q: dict[tuple[int, int], int] = defaultdict(int)
+    for lp in d.lightpaths:
+        q[(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))] += 1
+    out = dict(d.algorithms)
+    for j, jc in enumerate(cands):
+        servers = d.placement[j]
+        links = {}
+        for a, b in jc.pairs:
+            key = (min(servers[a], servers[b]), max(servers[a], servers[b]))
+            links[key] = pair_link(inst, servers[a], servers[b], q[key])
+        for ci, cc in enumerate(jc.collectives):
+            best = None
+            for opt in cc.options:
+                t, _bd, missing = option_time(inst, opt, servers, links)
+                if not missing and (best is None or t < best[0] - 1e-12):
+                    best = (t, opt.algorithm)
+            if best is not None:
+                out[(j, ci)] = best[1]
+    return out
+
+
+def improved_plan(
+    inst: Instance,
+    slot_rack: dict[tuple[int, int], int],
+    objective: str = "max-iteration",
+    budget_s: float = 2.0,
+    cands: tuple[JobCandidates, ...] | None = None,
+) -> Decisions | None:
+    """The constructive plan, then coordinate descent over the collectives' algorithms (see the
+    module docstring) while it improves and ``budget_s`` lasts. Deterministic: collectives and
+    options in index order; only strict improvements are kept."""
+    import time
+
+    from optnet.evaluate import evaluate
+
+    cands = cands if cands is not None else all_candidates(inst)
+    deadline = time.perf_counter() + budget_s
+
+    def build(choice: dict[tuple[int, int], str]) -> tuple[float, Decisions] | None:
+        d = greedy_plan(inst, slot_rack, cands, choice)
+        if d is None:
+            return None
+        d.algorithms = fastest_algorithms(inst, cands, d)
+        ev = evaluate(inst, d, objective, cands)
+        return (ev.objective_us, d) if ev.feasible and ev.objective_us is not None else None
+
+    best = build({})
+    if best is None:
+        return greedy_plan(inst, slot_rack, cands)
+    keys = [(j, ci) for j, jc in enumerate(cands) for ci in range(len(jc.collectives))]
+    improved = True
+    while improved and time.perf_counter() < deadline:
+        improved = False
+        for j, ci in keys:
+            for opt in cands[j].collectives[ci].options:
+                if time.perf_counter() >= deadline:
+                    break
+                if opt.algorithm == best[1].algorithms.get((j, ci)):
+                    continue
+                trial = build({**best[1].algorithms, (j, ci): opt.algorithm})
+                if trial is not None and trial[0] < best[0] * (1 - 1e-9):
+                    best, improved = trial, True
+    return best[1]

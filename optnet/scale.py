@@ -23,7 +23,7 @@ from dataclasses import replace
 from optnet.decisions import Circuit, Decisions, Lightpath
 from optnet.errors import InfeasibleError, NoIncumbentError
 from optnet.evaluate import evaluate
-from optnet.heuristic import greedy_plan
+from optnet.heuristic import greedy_plan, improved_plan
 from optnet.instance import Instance, Ocs, Rack, Server
 from optnet.solve import SolveOptions, SolveResult, relative_gap, solve_instance
 
@@ -308,8 +308,9 @@ def solve_decomposed(
         budget = max(1.0, (deadline - time.perf_counter()) * slots / left_slots)
         left_slots -= slots
         bo = replace(o, previous=None, polish=False, stop_at_us=target_us)
-        # warm start: the better of this block's constructive plan and the whole-cluster one
-        starts = [greedy_plan(sub, fixed)]
+        # warm start: the better of this block's constructive plan (its algorithms searched by
+        # coordinate descent, heuristic.improved_plan) and the whole-cluster one
+        starts = [improved_plan(sub, fixed, o.objective, min(5.0, 0.1 * budget))]
         if fallback is not None:
             starts.append(_restrict(fallback, inst, racks, jobs))
         scored = []

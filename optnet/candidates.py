@@ -399,7 +399,19 @@ def job_candidates(inst: Instance, ji: int) -> JobCandidates:
             for gsteps in opt.groups:
                 for _si, a, b, _nb in gsteps.transfers():
                     pairs.add((min(a, b), max(a, b)))
+                    if inst.relay:  # the two hops a -> c -> b of every possible relay
+                        for c in relay_slots(gsteps, a, b):
+                            pairs.add((min(a, c), max(a, c)))
+                            pairs.add((min(c, b), max(c, b)))
     return JobCandidates(job, cs, tuple(sorted(pairs)))
+
+
+def relay_slots(gs: GroupSteps, src: int, dst: int) -> tuple[int, ...]:
+    """Slots a transfer src -> dst of group ``gs`` may relay through (docs/model.md §5.4): every
+    other slot of the same server-level group. Slots of other group instances are not
+    candidates: those groups run their steps on their own clock, so their links' load could not
+    be charged to this step."""
+    return tuple(c for c in gs.slots if c != src and c != dst)
 
 
 def all_candidates(inst: Instance) -> tuple[JobCandidates, ...]:

@@ -167,3 +167,12 @@ CONGESTION_CONTROL: dict[str, tuple[float, float]] = {
     "dcqcn": (0.95, 10.0),
     "timely": (0.95, 50.0),
 }
+
+# --------------------------------------------------------------------------- relays
+#: Extra software time a relay server adds when it forwards a transfer store-and-forward over two
+#: lightpath hops (``topology.relay``, docs/model.md §5.4): the relay's proxy sees the first
+#: hop's receive complete and posts the second hop's send. Each hop already pays its own
+#: per-message overhead inside its alpha (MESSAGE_OVERHEAD_US), so this is the hand-off alone.
+#: No measured figure in the research notes: optnet's convention [U], set equal to NCCL's
+#: per-message ``netOverhead`` of 1 us (collectives.md §2 [P]) as one more host step.
+RELAY_OVERHEAD_US = 1.0

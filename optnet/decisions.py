@@ -52,6 +52,20 @@ class WsSlot:
     wavelength: int
 
 
+@dataclass(frozen=True, order=True)
+class Relay:
+    """Transfer ``src -> dst`` of step ``step`` of collective ``collective`` of job ``job`` goes
+    store-and-forward through server ``via`` over two lightpath hops (servers are indices;
+    docs/model.md §5.4). The step index counts the chosen algorithm's server-level steps."""
+
+    job: int
+    collective: int
+    step: int
+    src: int
+    via: int
+    dst: int
+
+
 @dataclass
 class PhasePlan:
     """The circuits and lightpaths of one communication phase (docs/model.md §5.8)."""
@@ -76,6 +90,8 @@ class Decisions:
     phases: list[PhasePlan] | None = None
     """Per-phase circuits and lightpaths of an instance with phases (``circuits`` and
     ``lightpaths`` are then the first phase's); None: the same in every phase (static)."""
+    relays: list[Relay] = field(default_factory=list)
+    """Transfers relayed through a third server (``topology.relay``; docs/model.md §5.4)."""
 
     def plan(self, h: int) -> PhasePlan:
         """Circuits and lightpaths of phase h (the static ones when there are no phase plans)."""
@@ -96,7 +112,12 @@ class Decisions:
             sorted(self.ws_slots),
             frozenset((min(a, b), max(a, b)) for a, b in self.hybrid),
             phases,
+            sorted(self.relays),
         )
+
+    def relays_of(self, job: int, collective: int) -> list[Relay]:
+        """The relays of one collective."""
+        return [r for r in self.relays if (r.job, r.collective) == (job, collective)]
 
     def ws_counts(self) -> dict[tuple[int, int], tuple[int, int]]:
         """(server a < server b) -> (slot-channels a->b, b->a) per cycle."""
@@ -157,6 +178,18 @@ def to_json(inst: Instance, d: Decisions) -> dict[str, Any]:
                 for e in sorted(d.ws_slots)
             ],
         }
+    if d.relays or inst.relay:
+        out["relays"] = [
+            {
+                "job": inst.jobs[r.job].name,
+                "collective": inst.jobs[r.job].collectives[r.collective].name,
+                "step": r.step,
+                "from": inst.servers[r.src].name,
+                "via": inst.servers[r.via].name,
+                "to": inst.servers[r.dst].name,
+            }
+            for r in sorted(d.relays)
+        ]
     if d.hybrid or (inst.packet is not None and inst.packet.hybrid):
         out["hybrid_pairs"] = [
             [inst.servers[a].name, inst.servers[b].name] for a, b in sorted(d.hybrid)
@@ -307,6 +340,29 @@ def from_json(inst: Instance, data: Any, file: str = "solution") -> Decisions:
         a, b = (servers[x] for x in pair)
         hybrid.add((min(a, b), max(a, b)))
     d.hybrid = frozenset(hybrid)
+    for i, e in enumerate(_list(data, "relays", bad)):
+        try:
+            ji = jobs[e["job"]]
+            cnames = [c.name for c in inst.jobs[ji].collectives]
+            step = e["step"]
+            if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+                raise ValueError(step)
+            d.relays.append(
+                Relay(
+                    ji,
+                    cnames.index(e["collective"]),
+                    step,
+                    servers[e["from"]],
+                    servers[e["via"]],
+                    servers[e["to"]],
+                )
+            )
+        except (KeyError, TypeError, ValueError):
+            bad(
+                f"relays[{i}]",
+                "expected {job, collective, step: INTEGER >= 0, from: SERVER, via: SERVER, "
+                "to: SERVER} with known job, collective and server names",
+            )
     algs = data.get("algorithms", {})
     if not isinstance(algs, dict):
         bad("algorithms", "expected an object job -> {collective: algorithm}")

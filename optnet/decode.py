@@ -7,7 +7,7 @@ from collections import defaultdict
 
 import pyomo.environ as pyo
 
-from optnet.decisions import Circuit, Decisions, Lightpath, PhasePlan
+from optnet.decisions import Circuit, Decisions, Lightpath, PhasePlan, Relay
 from optnet.model.data import ModelData
 
 
@@ -96,6 +96,12 @@ def decode(m: pyo.ConcreteModel, md: ModelData) -> Decisions:
         for j, ci, a in m.OPTIONS
         if _on(m.x[j, ci, a])
     }
+    if md.relay:  # transfers of the chosen options relayed through a third slot (§5.4)
+        d.relays = [
+            Relay(j, ci, s, *(d.placement[j][x] for x in _relay_slots(md, j, ci, a, g, s, i, c)))
+            for j, ci, a, g, s, i, c in m.RELAYS
+            if _on(m.relay_u[j, ci, a, g, s, i, c]) and _on(m.x[j, ci, a])
+        ]
     if md.has_ws:  # slot counts -> the slot-by-slot schedule (König: docs/model.md §5.7)
         from optnet.ws_schedule import build_schedule
 
@@ -113,6 +119,12 @@ def decode(m: pyo.ConcreteModel, md: ModelData) -> Decisions:
             if any(_on(m.v[j, a, b, q]) for q in m.LP_COUNTS)
         )
     return d.canonical()
+
+
+def _relay_slots(md: ModelData, j, ci, a, g, s, i, c) -> tuple[int, int, int]:
+    """(src, via, dst) slots of relay (transfer i of step s of group g of option a, via c)."""
+    src, dst = md.relay_transfers[(j, ci, a, g, s)][i][:2]
+    return src, c, dst
 
 
 def _assign_lightpaths(inst, md: ModelData, wanted: list[tuple[int, int, int]], prev):
@@ -238,6 +250,17 @@ def encode(m: pyo.ConcreteModel, md: ModelData, d: Decisions) -> list[tuple]:
             k = min(d.ws_counts().get(key, (0, 0))) if key is not None else 0
             for kk in m.WS_COUNTS:
                 values.append((m.h[j, a, b, kk], 1.0 if kk == k else 0.0))
+    if md.relay:
+        wanted = set(d.relays)
+        for j, ci, a, g, s, i, c in m.RELAYS:
+            servers = d.placement.get(j)
+            on = False
+            options = md.cands[j].collectives[ci].options
+            alg = d.algorithms.get((j, ci), options[0].algorithm if len(options) == 1 else None)
+            if servers is not None and alg == options[a].algorithm:
+                src, via, dst = _relay_slots(md, j, ci, a, g, s, i, c)
+                on = Relay(j, ci, s, servers[src], servers[via], servers[dst]) in wanted
+            values.append((m.relay_u[j, ci, a, g, s, i, c], 1.0 if on else 0.0))
     return values
 
 

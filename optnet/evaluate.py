@@ -361,25 +361,138 @@ def pair_link(
 
 
 def option_time(
-    inst: Instance, opt: Option, slot_server, links, names: list[str] | None = None
+    inst: Instance,
+    opt: Option,
+    slot_server,
+    links,
+    names: list[str] | None = None,
+    relays: dict[tuple[int, int, int], int] | None = None,
 ) -> tuple[float, dict, list[str]]:
     """Time of one option on the links the decisions give (docs/model.md §3, §2b): each transfer
-    alone, or with a congestion model the packet flows of a step sharing NICs and leaf uplinks."""
+    alone, or with a congestion model the packet flows of a step sharing NICs and leaf uplinks,
+    or with relays (``topology.relay``, §5.4) transfers relayed through a third slot and the
+    transfers of a step sharing each directed slot pair; ``relays``: (step, src slot, dst slot)
+    -> relay slot."""
     if physics.congestion_model(inst):
         return _option_time_shared(inst, opt, slot_server, links, names)
+    if inst.relay:
+        return _option_time(
+            opt, slot_server, links, names, relays or {}, inst.relay_overhead_us or 0.0
+        )
     return _option_time(opt, slot_server, links, names)
 
 
+def relay_step_time(
+    st,
+    gs,
+    slot_server,
+    links,
+    relays: dict[tuple[int, int], int],
+    overhead_us: float,
+    names: list[str],
+) -> tuple[float, tuple[float, float, float, float], list[str]]:
+    """One step with relays (docs/model.md §5.4): the step lasts the largest of
+
+        (i)   mult alpha(a,b) + bytes beta(a,b)                     each transfer sent directly
+        (ii)  mult (alpha(a,c) + alpha(c,b)) + h + bytes (beta(a,c) + beta(c,b))
+                                                                    each transfer relayed via c
+        (iii) mult alpha(x,y) + (bytes crossing x -> y) beta(x,y)   each directed slot pair used
+
+    (h the relay overhead; a pair's alpha and beta as in §2, both directions alike). A relay hop
+    without a lightpath, or a direct transfer without any link, is reported as missing.
+    ``relays``: (src slot, dst slot) -> relay slot for this step. Returns the step time, its
+    (fixed, propagation, serialisation, switching) parts and the missing links."""
+    mult = st.alpha_mult
+    worst, worst_bd = 0.0, (0.0, 0.0, 0.0, 0.0)
+    missing: list[str] = []
+    load: dict[tuple[int, int], float] = defaultdict(float)
+    link_of: dict[tuple[int, int], PairLink] = {}
+    for a, b, nbytes in st.transfers:
+        src, dst = gs.slots[a], gs.slots[b]
+        sa, sb = slot_server[src], slot_server[dst]
+        via = relays.get((src, dst))
+        if via is None:
+            link = links.get((min(sa, sb), max(sa, sb)), _NO_LINK)
+            if link.kind == "none":
+                missing.append(
+                    f"slots {src}->{dst} (servers {names[sa]}, {names[sb]}) "
+                    "have neither a lightpath nor a packet fabric"
+                )
+                continue
+            parts = (
+                mult * link.fixed_us,
+                mult * link.propagation_us,
+                nbytes * link.inverse_rate,
+                mult * link.switching_us,
+            )
+            load[(sa, sb)] += nbytes
+            link_of[(sa, sb)] = link
+        else:
+            sc = slot_server[via]
+            hops = [
+                (x, y, links.get((min(x, y), max(x, y)), _NO_LINK)) for x, y in ((sa, sc), (sc, sb))
+            ]
+            dark = [(x, y) for x, y, link in hops if link.lightpaths < 1]
+            if dark:
+                missing.extend(
+                    f"slots {src}->{dst} relayed via slot {via}: hop {names[x]}->{names[y]} has "
+                    "no lightpath (a relay needs lightpaths on both hops)"
+                    for x, y in dark
+                )
+                continue
+            (_, _, l1), (_, _, l2) = hops
+            parts = (
+                mult * (l1.fixed_us + l2.fixed_us) + overhead_us,
+                mult * (l1.propagation_us + l2.propagation_us),
+                nbytes * (l1.inverse_rate + l2.inverse_rate),
+                mult * (l1.switching_us + l2.switching_us),
+            )
+            for x, y, link in hops:
+                load[(x, y)] += nbytes
+                link_of[(x, y)] = link
+        t = sum(parts)
+        if t > worst:
+            worst, worst_bd = t, parts
+    for xy, nbytes in load.items():  # (iii): every directed pair drains all its bytes
+        link = link_of[xy]
+        parts = (
+            mult * link.fixed_us,
+            mult * link.propagation_us,
+            nbytes * link.inverse_rate,
+            mult * link.switching_us,
+        )
+        t = sum(parts)
+        if t > worst:
+            worst, worst_bd = t, parts
+    return worst, worst_bd, missing
+
+
 def _option_time(
-    opt: Option, slot_server, links, names: list[str] | None = None
+    opt: Option,
+    slot_server,
+    links,
+    names: list[str] | None = None,
+    relays: dict[tuple[int, int, int], int] | None = None,
+    relay_overhead_us: float = 0.0,
 ) -> tuple[float, dict, list[str]]:
     """Time of one option: constant + max over groups of the sum over steps of the slowest
-    transfer; with the breakdown of the critical group's critical transfers."""
+    transfer; with the breakdown of the critical group's critical transfers. With ``relays``
+    (not None: the instance allows relays) each step is timed by ``relay_step_time``."""
     best_t, best_bd, missing = 0.0, {"fixed": 0.0, "prop": 0.0, "ser": 0.0, "switch": 0.0}, []
     names = names or [str(i) for i in range(max(slot_server, default=0) + 1)]
     for gs in opt.groups:
         total, bd = 0.0, {"fixed": 0.0, "prop": 0.0, "ser": 0.0, "switch": 0.0}
-        for st in gs.steps:
+        for si, st in enumerate(gs.steps):
+            if relays is not None:
+                here = {(x, y): c for (s, x, y), c in relays.items() if s == si}
+                worst, worst_bd, lost = relay_step_time(
+                    st, gs, slot_server, links, here, relay_overhead_us, names
+                )
+                missing += lost
+                total += st.count * worst
+                for key, v in zip(("fixed", "prop", "ser", "switch"), worst_bd):
+                    bd[key] += st.count * v
+                continue
             worst, worst_bd = 0.0, (0.0, 0.0, 0.0, 0.0)
             # shared_nic: a member's packet-fabric transfers in one direction share its NIC
             nic: dict[tuple[int, str], list[tuple[float, ...]]] = defaultdict(list)
@@ -499,6 +612,69 @@ def _option_time_shared(
     return opt.constant_us + total, bd, missing
 
 
+_NO_LINK = PairLink("none", 0, 0.0, 0.0, 0.0)
+
+
+def relay_map(
+    inst: Instance, ji: int, ci: int, opt: Option, servers, relays
+) -> tuple[dict[tuple[int, int, int], int], list[str]]:
+    """The relays of collective ci of job ji as (step, src slot, dst slot) -> relay slot, and the
+    violations of those that do not fit the chosen option (docs/model.md §5.4): the transfer
+    must exist in that step, the relay must be another slot of the same server-level group, and
+    each transfer relays at most once. (Hops without lightpaths: ``relay_step_time``.)"""
+    job = inst.jobs[ji]
+    where = f"relays: {job.name}.{job.collectives[ci].name} ({opt.algorithm})"
+    names = [sv.name for sv in inst.servers]
+    slot_of = {x: m for m, x in enumerate(servers)}
+    out: dict[tuple[int, int, int], int] = {}
+    bad: list[str] = []
+    for r in relays:
+        text = f"step {r.step} {names[r.src]}->{names[r.via]}->{names[r.dst]}"
+        if not all(x in slot_of for x in (r.src, r.via, r.dst)):
+            bad.append(f"{where}: {text}: every server must be one of the job's")
+            continue
+        src, via, dst = slot_of[r.src], slot_of[r.via], slot_of[r.dst]
+        group = next(
+            (
+                gs
+                for gs in opt.groups
+                if r.step < len(gs.steps)
+                and (src, dst)
+                in {(gs.slots[a], gs.slots[b]) for a, b, _n in gs.steps[r.step].transfers}
+            ),
+            None,
+        )
+        if group is None:
+            bad.append(f"{where}: {text}: the algorithm has no such transfer in that step")
+        elif via not in group.slots or via in (src, dst):
+            bad.append(
+                f"{where}: {text}: the relay must be another server of the same collective group"
+            )
+        elif (r.step, src, dst) in out:
+            bad.append(f"{where}: {text}: the transfer is relayed twice")
+        else:
+            out[(r.step, src, dst)] = via
+    return out, bad
+
+
+def check_relays(inst: Instance, d: Decisions) -> list[str]:
+    """Relays need ``topology.relay`` and must name a job and collective of the instance (how
+    each fits its collective's chosen algorithm: ``relay_map``)."""
+    if not d.relays:
+        return []
+    if not inst.relay:
+        return [
+            f"relays: {len(d.relays)} transfers relay through a third server, but the instance "
+            "does not allow it (topology.relay)"
+        ]
+    return [
+        f"relays: job {r.job} collective {r.collective} does not exist"
+        for r in d.relays
+        if not 0 <= r.job < len(inst.jobs)
+        or not 0 <= r.collective < len(inst.jobs[r.job].collectives)
+    ]
+
+
 def check_hybrid(inst: Instance, d: Decisions) -> list[str]:
     """Striped pairs need ``packet_fabric.hybrid``; a listed pair without lightpaths simply uses
     the packet fabric (nothing to stripe)."""
@@ -537,6 +713,7 @@ def evaluate(
             + check_tenants(inst, d)
             + check_ws(inst, d)
             + check_hybrid(inst, d)
+            + check_relays(inst, d)
         )
     else:
         violations = (
@@ -593,7 +770,11 @@ def evaluate(
                 continue
             opt = cc.options[names.index(alg)]
             links = phase_links[cc.spec.phase if len(phase_links) > 1 else 0]
-            t, bd, missing = option_time(inst, opt, servers, links, server_names)
+            relays = None
+            if inst.relay:
+                relays, bad = relay_map(inst, ji, ci, opt, servers, d.relays_of(ji, ci))
+                ev.violations += bad
+            t, bd, missing = option_time(inst, opt, servers, links, server_names, relays)
             for m in sorted(set(missing)):
                 ev.violations.append(f"collectives: {job.name}.{cc.spec.name} ({alg}): {m}")
             per_iter = cc.spec.count * t
@@ -602,8 +783,10 @@ def evaluate(
             for gs in opt.groups:
                 for _si, a, b, nbytes in gs.transfers():
                     st = gs.steps[_si]
-                    sa, sb = servers[a], servers[b]
-                    pair_bytes[(sa, sb)] += cc.spec.count * st.count * nbytes  # directed
+                    via = (relays or {}).get((_si, a, b))
+                    hops = [(a, b)] if via is None else [(a, via), (via, b)]
+                    for x, y in hops:  # directed; a relayed transfer loads both of its hops
+                        pair_bytes[(servers[x], servers[y])] += cc.spec.count * st.count * nbytes
             p = cc.ranks
             n = cc.spec.message_bytes
             algbw = n / t / 1e3 if t > 0 else 0.0  # GB/s (bytes/us / 1e3)

@@ -370,6 +370,7 @@ class PlanState:
             dict(d.algorithms),
             list(d.ws_slots),
             d.hybrid,
+            relays=list(d.relays),
         )
 
 

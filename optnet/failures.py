@@ -446,8 +446,13 @@ def carry_over(degraded: Instance, d: Decisions) -> tuple[Decisions | None, list
     )
     ws_slots, ws_why = _carry_ws(degraded, d, moved, lightpaths)
     why += ws_why
+    relays = [  # relays move with their servers; a hop that lost its lightpath: the evaluator
+        replace(r, src=moved.get(r.src, r.src), via=moved.get(r.via, r.via),
+                dst=moved.get(r.dst, r.dst))
+        for r in d.relays
+    ]  # fmt: skip
     out = Decisions(
-        placement, circuits, lightpaths, dict(d.algorithms), ws_slots, d.hybrid
+        placement, circuits, lightpaths, dict(d.algorithms), ws_slots, d.hybrid, relays=relays
     ).canonical()
     return out, why
 

@@ -187,6 +187,14 @@ class Instance:
     phases: tuple[str, ...] = ()
     """Communication phases of an iteration in order (docs/model.md §5.8); () or one name:
     every OCS holds one matching for the whole iteration."""
+    relay_overhead_us: float | None = None
+    """Relays through a third server (``topology.relay``, docs/model.md §5.4): the relay's extra
+    time per relayed transfer; None: transfers never relay."""
+
+    @property
+    def relay(self) -> bool:
+        """Transfers may relay through a third server over two lightpath hops."""
+        return self.relay_overhead_us is not None
 
     @property
     def n_phases(self) -> int:
@@ -430,6 +438,8 @@ def build_instance(
                 f"communication phases are not modelled together with {', '.join(beside)} yet "
                 "(docs/model.md §10): use one phase or drop those",
             )
+    if cluster.relay is not None:
+        _check_relay(cluster, workload, phases, direct_fabric is not None, tp)
     owners = {j.tenant for j in jobs}
     _unique([t.name for t in workload.tenants], "tenants", "tenant", wp)
     for ti, t in enumerate(workload.tenants):
@@ -452,8 +462,9 @@ def build_instance(
     }
     if topology_given is not cluster:  # the optics a direct cluster left out stay out
         raw["topology"] = topology_given.model_dump(mode="json")
-    if raw["topology"].get("wavelength_switched", 0) is None:  # hashes of older instances stay
-        del raw["topology"]["wavelength_switched"]
+    for key in ("wavelength_switched", "relay"):  # hashes of older instances stay
+        if raw["topology"].get(key, 0) is None:
+            del raw["topology"][key]
     _drop_phase_defaults(raw)
     digest = hashlib.sha256(json.dumps(raw, sort_keys=True).encode()).hexdigest()
     instance = Instance(
@@ -483,12 +494,43 @@ def build_instance(
         direct=direct_fabric,
         wavelength_switched=ws_fabric,
         phases=tuple(phases) if len(phases) >= 2 else (),
+        relay_overhead_us=cluster.relay.overhead_us if cluster.relay is not None else None,
     )
     if inst.failures:  # what-if: failed elements are removed or degraded before solving
         from optnet.failures import apply_failures
 
         instance, _notes = apply_failures(instance, list(inst.failures), file=topo_file)
     return instance
+
+
+def _check_relay(cluster: schema.Cluster, workload: schema.Workload, phases, direct: bool, tp):
+    """Relays (docs/model.md §5.4) are modelled on static lightpaths only: refuse them beside
+    the features whose links or timing they would have to share."""
+    pf = cluster.packet_fabric
+    beside = [
+        name
+        for name, present in (
+            ("workload.phases (2 or more phases)", len(phases) >= 2),
+            ("topology.wavelength_switched", cluster.wavelength_switched is not None),
+            ("topology.packet_fabric.hybrid", pf is not None and pf.hybrid),
+            (
+                "topology.packet_fabric.congestion_control",
+                pf is not None and pf.congestion_control is not None,
+            ),
+            (
+                "jobs[].parameter_servers",
+                any(j.parameter_servers is not None for j in workload.jobs),
+            ),
+            ("topology.direct", direct),
+        )
+        if present
+    ]
+    if beside:
+        tp(
+            "relay",
+            f"relays through a third server are not modelled together with {', '.join(beside)} "
+            "(docs/model.md §5.4, §10): remove `relay` or those",
+        )
 
 
 def _ws_fabric(spec: schema.WavelengthSwitched, racks: list[Rack], tp) -> WsFabric | None:

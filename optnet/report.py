@@ -211,6 +211,21 @@ def report_model(r: dict[str, Any]) -> Report:
                 "proportion to their rates (docs/model.md §2).",
             )
         )
+    if r.get("relays"):
+        rep.tables.append(
+            Table(
+                "relays",
+                "Relayed transfers",
+                ["job", "collective", "step", "from", "via", "to"],
+                [
+                    [x.get("job"), x.get("collective"), x.get("step"), x.get("from"),
+                     x.get("via"), x.get("to")]
+                    for x in r["relays"]
+                ],
+                "each transfer goes store-and-forward over two lightpath hops through the via "
+                "server (step: of the chosen algorithm; docs/model.md §5.4).",
+            )
+        )  # fmt: skip
     rep.tables.append(
         Table(
             "fibres",

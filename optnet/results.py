@@ -83,6 +83,8 @@ def build_results(
     out["algorithms"] = dec["algorithms"]
     if "hybrid_pairs" in dec:
         out["hybrid_pairs"] = dec["hybrid_pairs"]
+    if "relays" in dec:  # only instances with topology.relay (or relaying decisions) carry it
+        out["relays"] = dec["relays"]
     out["collectives"] = ev.collectives
     out["schedule"] = ev.schedule
     out["jobs"] = ev.jobs

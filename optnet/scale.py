@@ -475,6 +475,13 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
         return res
     if inst.n_phases > 1:  # a reconfiguration delays every job: blocks are not independent
         return solve_instance(inst, o)
+    if inst.relay:
+        # the relaxation, the blocks and the constructive plan know nothing of relays
+        # (docs/model.md §5.4): solve the whole joint model
+        res = solve_instance(inst, o)
+        res.solver["strategy"] = "joint"
+        res.solver["why_joint"] = "relays through a third server"
+        return res
     t0 = time.perf_counter()
     deadline = o.time_limit_s
     small = len(inst.servers) <= EXACT_MAX_SERVERS

@@ -221,6 +221,19 @@ class WavelengthSwitched(Strict):
     run beside each rack's trunk, with its length and fibre type."""
 
 
+class Relay(Strict):
+    """Relays through a third server (opt-in): a transfer a -> b of a collective step may go
+    store-and-forward over two lightpath hops a -> c -> b through another server c of the same
+    collective group; the MILP chooses which transfers relay and through which server
+    (docs/model.md §5.4). Not modelled together with ``workload.phases``,
+    ``wavelength_switched``, ``packet_fabric.hybrid``, ``packet_fabric.congestion_control``,
+    ``parameter_servers`` or ``direct``."""
+
+    overhead_us: NonNegFloat = C.RELAY_OVERHEAD_US
+    """Extra time the relay server adds to a relayed transfer (receive complete -> second send
+    posted), on top of both hops' latencies."""
+
+
 DirectKind = Literal["torus", "grid", "hypercube", "edges"]
 Link = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)]
 
@@ -288,6 +301,9 @@ class Cluster(Strict):
     wavelength_switched: WavelengthSwitched | None = None
     """A wavelength-switched (tunable laser + grating, Sirius-style) fabric beside the OCSes;
     none by default (docs/model.md §5.7)."""
+    relay: Relay | None = None
+    """Let transfers relay through a third server over two lightpath hops; none by default
+    (docs/model.md §5.4)."""
 
     @model_validator(mode="wrap")
     @classmethod

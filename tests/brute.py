@@ -17,6 +17,13 @@ wavelength the grating's ``(port(to) - port(from)) mod N``. With ``packet_fabric
 tries every subset of the used pairs with lightpaths as striping over the packet fabric too. A
 server that lost transceivers (``transceiver:SERVER/K``) uses only its working ones.
 
+With ``topology.relay`` (docs/model.md §5.4) every option's transfers may each go direct or
+through any other slot of their group whose two hops have lightpaths: for every step of every
+group the search tries every such assignment, timing the step with the evaluator's
+``relay_step_time``, and keeps the fastest (a step's relays change only that step's time, and an
+option's time is nondecreasing in every step time, so choosing step by step is exhaustive); the
+decisions, relays included, are then scored by ``optnet.evaluate`` as always.
+
 With communication phases (docs/model.md §5.8) every phase gets its own port matchings and
 lightpath counts: the search walks the product over phases of the per-phase configurations above
 (each collective's algorithm then chosen on the links of its own phase; the reconfiguration
@@ -29,8 +36,8 @@ import itertools
 from collections import defaultdict
 
 from optnet.candidates import all_candidates
-from optnet.decisions import Circuit, Decisions, Lightpath, PhasePlan, WsSlot
-from optnet.evaluate import evaluate, option_time, pair_link
+from optnet.decisions import Circuit, Decisions, Lightpath, PhasePlan, Relay, WsSlot
+from optnet.evaluate import evaluate, option_time, pair_link, relay_step_time
 from optnet.instance import Instance
 
 
@@ -119,9 +126,10 @@ def brute_force(inst: Instance, objective: str = "max-iteration", **eval_kwargs)
                     continue
                 for hybrid in _hybrid_subsets(inst, cands, placement, lps0):
                     d = Decisions(placement, combo[0][0], lps0, {}, ws, hybrid, plans)
-                    d.algorithms = _best_algorithms(inst, cands, d)
-                    if d.algorithms is None:
+                    best_choices = _best_algorithms(inst, cands, d)
+                    if best_choices is None:
                         continue
+                    d.algorithms, d.relays = best_choices
                     ev = evaluate(inst, d, objective, cands, **eval_kwargs)
                     if not ev.feasible:
                         continue
@@ -236,7 +244,7 @@ def _best_algorithms(inst, cands, d):
             q[(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))] += 1
         qs.append(q)
     ws = {key: min(c) for key, c in d.ws_counts().items()}
-    algs = {}
+    algs, relays = {}, []
     for j, jc in enumerate(cands):
         servers = d.placement[j]
         phase_links = []
@@ -251,12 +259,53 @@ def _best_algorithms(inst, cands, d):
             links = phase_links[cc.spec.phase if H > 1 else 0]
             best = None
             for opt in cc.options:
-                t, _bd, missing = option_time(inst, opt, servers, links)
+                chosen = _best_relays(inst, opt, servers, links) if inst.relay else None
+                t, _bd, missing = option_time(inst, opt, servers, links, relays=chosen)
                 if missing:
                     continue
                 if best is None or t < best[0] - 1e-12:
-                    best = (t, opt.algorithm)
+                    best = (t, opt.algorithm, chosen or {})
             if best is None:
                 return None
             algs[(j, ci)] = best[1]
-    return algs
+            relays += [
+                Relay(j, ci, s, servers[a], servers[c], servers[b])
+                for (s, a, b), c in sorted(best[2].items())
+            ]
+    return algs, relays
+
+
+def _best_relays(inst, opt, servers, links):
+    """The relays of one option that minimise its time: for every step of every group, every
+    assignment of its transfers to direct or one relay slot with lightpaths on both hops, each
+    step timed by the evaluator's ``relay_step_time``. Choosing per step is exhaustive: a step's
+    relays change only that step's time, and the option's time (constant + max over groups of
+    sum over steps of count x step time) is nondecreasing in every step time."""
+    names = [sv.name for sv in inst.servers]
+    h = inst.relay_overhead_us
+
+    def lit(x, y):
+        sa, sb = servers[x], servers[y]
+        return links[(min(sa, sb), max(sa, sb))].lightpaths >= 1
+
+    chosen = {}
+    for gs in opt.groups:
+        for si, st in enumerate(gs.steps):
+            choices = []
+            for a, b, _n in st.transfers:
+                src, dst = gs.slots[a], gs.slots[b]
+                vias = [c for c in gs.slots if c not in (src, dst) and lit(src, c) and lit(c, dst)]
+                choices.append([None, *vias])
+            best = None
+            for combo in itertools.product(*choices):
+                here = {
+                    (gs.slots[a], gs.slots[b]): c
+                    for (a, b, _n), c in zip(st.transfers, combo)
+                    if c is not None
+                }
+                t, _bd, missing = relay_step_time(st, gs, servers, links, here, h, names)
+                if not missing and (best is None or t < best[0] - 1e-12):
+                    best = (t, here)
+            for (src, dst), c in (best[1] if best is not None else {}).items():
+                chosen[(si, src, dst)] = c
+    return chosen

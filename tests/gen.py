@@ -525,3 +525,109 @@ def phased_instance(seed: int) -> Instance:
         if inst.n_phases == 2 and phased_enumeration_size(inst) <= MAX_PHASED_ENUMERATION:
             return inst
     raise AssertionError(f"seed {seed}: no small phased instance in 5000 draws")
+
+
+# --------------------------------------------------------------------------- relays
+
+#: Decision sets brute force walks for a relay instance (placements x matchings x lightpath
+#: counts); each costs one evaluation plus the per-step relay enumeration.
+MAX_RELAY_ENUMERATION = 20_000
+
+
+def _draw_relay(rng: random.Random) -> tuple[schema.Cluster, schema.Workload, str]:
+    """A draw where relays can matter: three (sometimes four) racks of mostly one server, few
+    transceivers per server (one per OCS on two OCSes, or one or two on one OCS), so that a
+    3-server job cannot light all its pairs; optionally a slow packet fabric (10-50 Gb/s,
+    oversubscription 1-4); a relay overhead of 0-50 us; one job on three servers with one or two
+    collectives over world or dp (any kind), or a rank-to-rank traffic matrix (one step where
+    every server sends to every other)."""
+    shape = rng.choices(["3x1", "2p1", "4x1"], weights=[6, 2, 2])[0]
+    per_rack = {"3x1": [1, 1, 1], "2p1": [2, 1], "4x1": [1, 1, 1, 1]}[shape]
+    racks = [
+        schema.Rack(
+            name=f"r{i}",
+            servers=n,
+            trunk_length_km=round(rng.uniform(0.01, 2.0), 3),
+            fibre_type=rng.choice(["smf", "hcf"]),
+        )
+        for i, n in enumerate(per_rack)
+    ]
+    attach = rng.choices([["ocs0", "ocs1"], ["ocs0", "ocs0"], ["ocs0"]], weights=[6, 2, 1])[0]
+    n_ocs = len(set(attach))
+    ocs = [
+        schema.Ocs(
+            name=f"ocs{k}",
+            ports=len(racks),
+            loopback=shape == "2p1" and rng.random() < 0.7,
+        )
+        for k in range(n_ocs)
+    ]
+    packet = None
+    if rng.random() < 0.35:
+        packet = schema.PacketFabric(
+            rate_gbps=rng.choice([10.0, 25.0, 50.0]),
+            oversubscription=rng.choice([1.0, 2.0, 4.0]),
+        )
+    G = rng.choice([1, 2])
+    cluster = schema.Cluster(
+        gpus_per_server=G,
+        transceivers=schema.Transceivers(attach=attach, rate_gbps=rng.choice([100.0, 200.0])),
+        racks=racks,
+        wavelengths_per_fibre=rng.choice([1, 2]),
+        ocs=ocs,
+        packet_fabric=packet,
+        relay=schema.Relay(overhead_us=rng.choice([0.0, 1.0, 1.0, 5.0, 50.0])),
+    )
+    gpus = 3 * G
+    tp = rng.choice([1, G])
+    dp = gpus // tp
+    traffic = None
+    colls = []
+    if rng.random() < 0.2:
+        traffic = [
+            [0.0 if a == b else float(f"{10 ** rng.uniform(4, 8):.2e}") for b in range(gpus)]
+            for a in range(gpus)
+        ]
+    else:
+        groups = ["world"] + (["dp"] if dp >= 2 else [])
+        for ci in range(rng.choice([1, 1, 2])):
+            colls.append(
+                schema.Collective(
+                    name=f"c{ci}",
+                    kind=rng.choice(KINDS),
+                    group=rng.choice(groups),
+                    message_bytes=float(f"{10 ** rng.uniform(3, 8):.3e}"),
+                    count=rng.randint(1, 4),
+                    overlap=rng.choice([0.0, 0.0, 0.0, 1.0]),
+                )
+            )
+    job = schema.Job(
+        name="j0",
+        gpus=gpus,
+        parallelism=schema.Parallelism(tp=tp, dp=dp),
+        compute_time_us=rng.choice([0.0, 0.0, 100.0, float(rng.randint(0, 20_000))]),
+        collectives=colls,
+        traffic_bytes=traffic,
+    )
+    return cluster, schema.Workload(jobs=[job]), f"relay{shape}"
+
+
+def relay_instance(seed: int) -> Instance:
+    """A random valid tiny instance with ``topology.relay`` (:func:`_draw_relay`), its own
+    random stream (the other generators are unchanged)."""
+    rng = random.Random(f"relay-{seed}")
+    for _attempt in range(1000):
+        cluster, workload, tag = _draw_relay(rng)
+        inst_file = schema.InstanceFile(name=f"{tag}-{seed}", topology=cluster, workload=workload)
+        inst = build_instance(inst_file, cluster, workload, default_name=f"relay{seed}")
+        all_candidates(inst)
+        if enumeration_size(inst) <= MAX_RELAY_ENUMERATION:
+            return inst
+    raise AssertionError(f"relay seed {seed}: no small instance in 1000 draws")
+
+
+def without_relay(inst: Instance) -> Instance:
+    """The same instance with ``topology.relay`` removed (transfers never relay)."""
+    from dataclasses import replace
+
+    return replace(inst, relay_overhead_us=None)

@@ -267,7 +267,7 @@ def add_connectivity(m: pyo.ConcreteModel, md: ModelData) -> None:
     x[c,a] + z[h(c),p,0] <= 1   for every pair p that algorithm a of collective c uses
     (h(c): the phase of collective c; with a wavelength-switched fabric, a lightpath or a slot:
     x[c,a] + z[p,0] + h[p,0] <= 2)."""
-    if md.has_packet:
+    if md.has_packet or md.relay:  # with relays: relay.add_relay_connectivity, per transfer
         return
     rows = sorted(
         {(j, ci, a) + pair for (j, ci, a, _g, _s), ts in md.step_terms.items() for pair, _, _ in ts}
@@ -292,8 +292,9 @@ def add_connectivity(m: pyo.ConcreteModel, md: ModelData) -> None:
 def add_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
     """t[c,a,g,s] >= mult_s * alpha[h(c),p] + bytes * beta[h(c),p]   for every transfer of the
     step (a synchronous step lasts as long as its slowest transfer; h(c) is c's phase). With a
-    congestion model the steps are timed by ``add_shared_step_time`` instead."""
-    if md.shared:
+    congestion model the steps are timed by ``add_shared_step_time`` instead, and with relays
+    by ``relay.add_relay_step_time`` (transfer by transfer and link by link)."""
+    if md.shared or md.relay:
         return
     rows = [key + (i,) for key, ts in md.step_terms.items() for i in range(len(ts))]
     m.STEP_TERMS = pyo.Set(initialize=rows, dimen=6, ordered=True)
@@ -441,6 +442,10 @@ def option_lower_bound(md: ModelData, j: int, ci: int, a: int) -> float:
     step lasts at least ``count * (mult * alpha_min + bytes_min(v) * beta(cap))``, where beta(0)
     is the packet fabric's best beta (or the option is impossible: +inf).
     """
+    if md.relay:  # a pair may do without a lightpath of its own (model/relay.py)
+        from optnet.model.relay import relay_option_lower_bound
+
+        return relay_option_lower_bound(md, j, ci, a)
     opt = md.cands[j].collectives[ci].options[a]
     T = md.max_lightpaths
     beta_pkt = min(md.beta_pkt.values()) if md.has_packet else None

@@ -89,6 +89,15 @@ class ModelData:
         return physics.congestion_model(self.inst)
 
     @property
+    def relay(self) -> bool:
+        """Transfers may relay through a third slot (docs/model.md §5.4, model/relay.py)."""
+        return self.inst.relay
+
+    @property
+    def relay_overhead_us(self) -> float:
+        return self.inst.relay_overhead_us or 0.0
+
+    @property
     def H(self) -> int:
         """Number of communication phases (1: one matching for the whole iteration)."""
         return self.inst.n_phases

@@ -94,20 +94,7 @@ def run(
         alone_us=o.alone_us,
         iteration_budget_us=o.iteration_budget_us,
     )
-    results = build_results(
-        inst,
-        res.decisions,
-        ev,
-        objective_name=o.objective,
-        status=res.status,
-        objective=res.objective,
-        bound=res.bound,
-        gap=res.gap,
-        timings=res.timings,
-        solver=res.solver,
-        model_size=res.model_size,
-        reproducible=reproducible,
-    )
+    results = _results(inst, o, res, ev, reproducible)
     results["strategy"] = res.solver.get("strategy", used) if used == "auto" else used
     expected = ev.objective_us
     if o.previous is not None:
@@ -130,7 +117,16 @@ def _run_traffic(inst: Instance, o: SolveOptions, reproducible: bool) -> Outcome
 
     res = solve_traffic(inst, o)
     ev = evaluate_traffic(inst, res.decisions, o.objective)
-    results = build_results(
+    results = _results(inst, o, res, ev, reproducible)
+    results["strategy"] = res.solver["method"]
+    return Outcome(res, ev, results, res.solver["method"], ev.objective_us)
+
+
+def _results(
+    inst: Instance, o: SolveOptions, res: SolveResult, ev: Evaluation, reproducible: bool
+) -> dict[str, Any]:
+    """The results document of a solve (the contract of optnet/results_schema.py)."""
+    return build_results(
         inst,
         res.decisions,
         ev,
@@ -144,8 +140,6 @@ def _run_traffic(inst: Instance, o: SolveOptions, reproducible: bool) -> Outcome
         model_size=res.model_size,
         reproducible=reproducible,
     )
-    results["strategy"] = res.solver["method"]
-    return Outcome(res, ev, results, res.solver["method"], ev.objective_us)
 
 
 def check(outcome: Outcome) -> None:

@@ -446,12 +446,34 @@ def option_lower_bound(md: ModelData, j: int, ci: int, a: int) -> float:
         from optnet.model.relay import relay_option_lower_bound
 
         return relay_option_lower_bound(md, j, ci, a)
-    opt = md.cands[j].collectives[ci].options[a]
     T = md.max_lightpaths
     beta_pkt = min(md.beta_pkt.values()) if md.has_packet else None
     if md.has_ws:
-        return _option_lower_bound_ws(md, j, ci, a, beta_pkt)
+        return _bound_over_steps(md, j, ci, a, lambda _deg, _v, d: _ws_slot_beta(md, d, beta_pkt))
     mandatory = {} if md.has_packet else mandatory_pairs(md, j, md.phase_of(j, ci))
+
+    def slot_beta(deg: dict[int, set], v: int, d: int) -> float | None:
+        others = 0 if md.has_packet else len(deg[v] | mandatory.get(v, set())) - d
+        cap = (T - others) // d
+        if cap < 1:
+            return beta_pkt
+        beta = md.beta_lp[min(cap, T)]
+        if beta_pkt is not None:
+            beta = min(beta, beta_pkt)
+        if md.hybrid:  # striping over both is faster than either
+            beta = min(beta, min(md.beta_both[(min(cap, T),) + rs] for rs in md.rack_pairs))
+        return beta
+
+    return _bound_over_steps(md, j, ci, a, slot_beta)
+
+
+def _bound_over_steps(md: ModelData, j: int, ci: int, a: int, slot_beta) -> float:
+    """The walk ``option_lower_bound`` shares between fabrics: per group, the sum over steps of
+    ``count * max(mult alpha_min + bytes beta_min, max_v (mult_v alpha_min + bytes_v beta_v))``,
+    the max over groups, plus the option's constant. ``slot_beta(deg, v, d)`` is the best beta
+    any of the d step pairs at slot v can have (``deg``: the group's pairs per slot), None when
+    they can never all connect (the option is impossible: +inf)."""
+    opt = md.cands[j].collectives[ci].options[a]
     worst = 0.0
     for g, gs in enumerate(opt.groups):
         deg: dict[int, set] = {}
@@ -468,20 +490,8 @@ def option_lower_bound(md: ModelData, j: int, ci: int, a: int) -> float:
                 at.setdefault(pair[1], []).append((pair, mult, mb))
                 at.setdefault(pair[2], []).append((pair, mult, mb))
             for v, ts in at.items():
-                d = len({p for p, _m, _b in ts})
-                others = 0 if md.has_packet else len(deg[v] | mandatory.get(v, set())) - d
-                cap = (T - others) // d
-                if cap >= 1:
-                    beta = md.beta_lp[min(cap, T)]
-                    if beta_pkt is not None:
-                        beta = min(beta, beta_pkt)
-                    if md.hybrid:  # striping over both is faster than either
-                        beta = min(
-                            beta, min(md.beta_both[(min(cap, T),) + rs] for rs in md.rack_pairs)
-                        )
-                elif beta_pkt is not None:
-                    beta = beta_pkt
-                else:
+                beta = slot_beta(deg, v, len({p for p, _m, _b in ts}))
+                if beta is None:
                     return float("inf")
                 mult = min(m for _p, m, _b in ts)
                 mb = min(b for _p, _m, b in ts)
@@ -515,34 +525,14 @@ def _split_beta(md: ModelData, d: int) -> float | None:
     return best
 
 
-def _option_lower_bound_ws(md: ModelData, j: int, ci: int, a: int, beta_pkt) -> float:
-    """``option_lower_bound`` with a wavelength-switched fabric: pairs not in the step are not
-    counted against the slot's transceivers (they may use the fabric), and a step pair's beta is
-    at least ``_split_beta`` (or the packet fabric's best beta)."""
-    opt = md.cands[j].collectives[ci].options[a]
-    worst = 0.0
-    for g, gs in enumerate(opt.groups):
-        total = 0.0
-        for s, st in enumerate(gs.steps):
-            terms = md.step_terms[(j, ci, a, g, s)]
-            best = max(mult * md.alpha_min + mb * md.beta_min for _p, mult, mb in terms)
-            at: dict[int, list] = {}
-            for pair, mult, mb in terms:
-                at.setdefault(pair[1], []).append((pair, mult, mb))
-                at.setdefault(pair[2], []).append((pair, mult, mb))
-            for _v, ts in at.items():
-                d = len({p for p, _m, _b in ts})
-                beta = _split_beta(md, d)
-                if beta_pkt is not None:
-                    beta = beta_pkt if beta is None else min(beta, beta_pkt)
-                if beta is None:
-                    return float("inf")
-                mult = min(m for _p, m, _b in ts)
-                mb = min(b for _p, _m, b in ts)
-                best = max(best, mult * md.alpha_min + mb * beta)
-            total += st.count * best
-        worst = max(worst, total)
-    return opt.constant_us + worst
+def _ws_slot_beta(md: ModelData, d: int, beta_pkt: float | None) -> float | None:
+    """With a wavelength-switched fabric, pairs outside the step are not counted against the
+    slot's transceivers (they may use the fabric), and a step pair's beta is at least
+    ``_split_beta`` (or the packet fabric's best beta)."""
+    beta = _split_beta(md, d)
+    if beta_pkt is not None:
+        beta = beta_pkt if beta is None else min(beta, beta_pkt)
+    return beta
 
 
 def add_collective_lower_bound(m: pyo.ConcreteModel, md: ModelData) -> None:

@@ -414,10 +414,7 @@ def relay_step_time(
         if via is None:
             link = links.get((min(sa, sb), max(sa, sb)), _NO_LINK)
             if link.kind == "none":
-                missing.append(
-                    f"slots {src}->{dst} (servers {names[sa]}, {names[sb]}) "
-                    "have neither a lightpath nor a packet fabric"
-                )
+                missing.append(_no_link(src, dst, names[sa], names[sb]))
                 continue
             parts = (
                 mult * link.fixed_us,
@@ -467,6 +464,25 @@ def relay_step_time(
     return worst, worst_bd, missing
 
 
+def _no_link(src: int, dst: int, name_a: str, name_b: str) -> str:
+    return (
+        f"slots {src}->{dst} (servers {name_a}, {name_b}) "
+        "have neither a lightpath nor a packet fabric"
+    )
+
+
+def _connected(gs, st, slot_server, links, names: list[str], missing: list[str]):
+    """The transfers of step ``st`` of group ``gs`` as (a, b, bytes, server a, server b, link);
+    a transfer whose servers have no link is left out and named in ``missing``."""
+    for a, b, nbytes in st.transfers:
+        sa, sb = slot_server[gs.slots[a]], slot_server[gs.slots[b]]
+        link = links[(min(sa, sb), max(sa, sb))]
+        if link.kind == "none":
+            missing.append(_no_link(gs.slots[a], gs.slots[b], names[sa], names[sb]))
+            continue
+        yield a, b, nbytes, sa, sb, link
+
+
 def _option_time(
     opt: Option,
     slot_server,
@@ -496,15 +512,9 @@ def _option_time(
             worst, worst_bd = 0.0, (0.0, 0.0, 0.0, 0.0)
             # shared_nic: a member's packet-fabric transfers in one direction share its NIC
             nic: dict[tuple[int, str], list[tuple[float, ...]]] = defaultdict(list)
-            for a, b, nbytes in st.transfers:
-                sa, sb = slot_server[gs.slots[a]], slot_server[gs.slots[b]]
-                link = links[(min(sa, sb), max(sa, sb))]
-                if link.kind == "none":
-                    missing.append(
-                        f"slots {gs.slots[a]}->{gs.slots[b]} (servers {names[sa]}, {names[sb]}) "
-                        "have neither a lightpath nor a packet fabric"
-                    )
-                    continue
+            for a, b, nbytes, _sa, _sb, link in _connected(
+                gs, st, slot_server, links, names, missing
+            ):
                 parts = (
                     st.alpha_mult * link.fixed_us,
                     st.alpha_mult * link.propagation_us,
@@ -563,15 +573,9 @@ def _option_time_shared(
                 continue
             st = gs.steps[si]
             count = max(count, st.count)
-            for a, b, nbytes in st.transfers:
-                sa, sb = slot_server[gs.slots[a]], slot_server[gs.slots[b]]
-                link = links[(min(sa, sb), max(sa, sb))]
-                if link.kind == "none":
-                    missing.append(
-                        f"slots {gs.slots[a]}->{gs.slots[b]} (servers {names[sa]}, {names[sb]}) "
-                        "have neither a lightpath nor a packet fabric"
-                    )
-                    continue
+            for _a, _b, nbytes, sa, sb, link in _connected(
+                gs, st, slot_server, links, names, missing
+            ):
                 flows.append((st.alpha_mult, sa, sb, nbytes, link))
         out: dict[int, float] = defaultdict(float)
         into: dict[int, float] = defaultdict(float)

@@ -233,21 +233,21 @@ def encode(m: pyo.ConcreteModel, md: ModelData, d: Decisions) -> list[tuple]:
         alg = d.algorithms.get((j, ci))
         name = md.cands[j].collectives[ci].options[a].algorithm
         values.append((m.x[j, ci, a], 1.0 if alg == name else 0.0))
-    for j, a, b in md.pairs:
+    lit: dict[tuple[int, int], int] = defaultdict(int)  # server pair -> its lightpaths
+    for lp in d.lightpaths:
+        lit[(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))] += 1
+    ws = d.ws_counts() if md.has_ws else {}
+    for j, a, b in md.pairs if md.hybrid or md.has_ws else ():
         servers = d.placement.get(j)
         key = (
             None if servers is None else (min(servers[a], servers[b]), max(servers[a], servers[b]))
         )
         if md.hybrid:
-            total = sum(
-                1
-                for lp in d.lightpaths
-                if (min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b)) == key
-            )
+            total = lit.get(key, 0)
             for q in m.LP_COUNTS:
                 values.append((m.v[j, a, b, q], 1.0 if key in d.hybrid and q == total else 0.0))
         if md.has_ws:
-            k = min(d.ws_counts().get(key, (0, 0))) if key is not None else 0
+            k = min(ws.get(key, (0, 0))) if key is not None else 0
             for kk in m.WS_COUNTS:
                 values.append((m.h[j, a, b, kk], 1.0 if kk == k else 0.0))
     if md.relay:

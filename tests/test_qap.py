@@ -278,26 +278,12 @@ def test_traffic_objectives_need_a_fabric_and_traffic(tmp_path):
 @pytest.mark.parametrize("objective", ["traffic-hops", "traffic-latency"])
 def test_results_document_follows_the_contract(objective):
     """What ``optnet solve --objective traffic-*`` writes: the results contract, and a report."""
+    from optnet.pipeline import run
     from optnet.report import text_report
-    from optnet.results import build_results
     from optnet.results_schema import Results
 
     inst = load_instance(ROOT / "instances" / "torus.yaml")
-    res = solve_traffic(inst, SolveOptions(objective=objective, time_limit_s=120))
-    ev = evaluate_traffic(inst, res.decisions, objective)
-    doc = build_results(
-        inst,
-        res.decisions,
-        ev,
-        objective_name=objective,
-        status=res.status,
-        objective=res.objective,
-        bound=res.bound,
-        gap=res.gap,
-        timings=res.timings,
-        solver=res.solver,
-        model_size=res.model_size,
-    )
+    doc = run(inst, SolveOptions(objective=objective, time_limit_s=120)).results
     Results.model_validate(doc)
     assert doc["objective_unit"] == ("byte-hops" if objective == "traffic-hops" else "us")
     assert set(doc["timings"]) >= {"build_s", "transfer_s", "solve_s"}

@@ -67,6 +67,16 @@ class Relay:
 
 
 @dataclass
+class Targets:
+    """One job's answer in a relaxation (docs/model.md §7): ``algorithms[ci]`` per collective
+    and ``counts[(a, b)]`` lightpaths between its slots ``a < b``, summed over OCSes. Not a plan
+    (a relaxation's answer need not be realisable): ``heuristic.guided_plan`` lays one out."""
+
+    algorithms: dict[int, str] = field(default_factory=dict)
+    counts: dict[tuple[int, int], int] = field(default_factory=dict)
+
+
+@dataclass
 class PhasePlan:
     """The circuits and lightpaths of one communication phase (docs/model.md §5.8)."""
 

@@ -7,7 +7,7 @@ from collections import defaultdict
 
 import pyomo.environ as pyo
 
-from optnet.decisions import Circuit, Decisions, Lightpath, PhasePlan, Relay
+from optnet.decisions import Circuit, Decisions, Lightpath, PhasePlan, Relay, Targets
 from optnet.model.data import ModelData
 
 
@@ -290,3 +290,19 @@ def _encode_phase(md, d, plan, pairs, keep, variables, counts):
         for q in counts:
             values.append((z_of(p, q), 1.0 if q == total else 0.0))
     return values
+
+
+def decode_targets(m: pyo.ConcreteModel, md: ModelData) -> dict[int, Targets]:
+    """A relaxation's answer per job (``Targets``): the chosen algorithms and the lightpaths per
+    slot pair summed over OCSes. Works on relaxed models whose wavelengths cannot be decoded."""
+    out: dict[int, Targets] = {j: Targets() for j in range(len(md.cands))}
+    for j, ci, a in m.OPTIONS:
+        if _on(m.x[j, ci, a]):
+            out[j].algorithms[ci] = md.cands[j].collectives[ci].options[a].algorithm
+    counts: dict[tuple[int, int, int], float] = defaultdict(float)
+    for j, a, b, k in m.n:
+        counts[(j, a, b)] += pyo.value(m.n[j, a, b, k], exception=False) or 0.0
+    for (j, a, b), n in counts.items():
+        if round(n) > 0:
+            out[j].counts[(a, b)] = round(n)
+    return out

@@ -22,8 +22,8 @@ from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondi
 
 from optnet.candidates import JobCandidates, all_candidates
 from optnet.changes import previous_plan
-from optnet.decisions import Decisions
-from optnet.decode import decode, encode
+from optnet.decisions import Decisions, Targets
+from optnet.decode import decode, decode_targets, encode
 from optnet.errors import NoIncumbentError, SolverError
 from optnet.instance import Instance
 from optnet.model import build_model, model_data
@@ -64,6 +64,8 @@ class SolveResult:
     timings: dict[str, float] = field(default_factory=dict)
     model_size: dict[str, int] = field(default_factory=dict)
     solver: dict[str, object] = field(default_factory=dict)
+    #: a relaxation's answer per job (``o.relax``: decisions need not be decodable)
+    targets: dict[int, Targets] | None = None
 
 
 _STATUS = {
@@ -209,9 +211,13 @@ def solve_instance(
             err.bound = bound  # a proven dual bound survives the missing incumbent
             raise err
         raise SolverError(f"HiGHS ended with {res.termination_condition.name} and no solution")
-    if o.relax:  # a relaxation (for diagnosis): its decisions need not be decodable
+    if o.relax:  # a relaxation: its decisions need not be decodable, its answer guides plans
         obj = res.incumbent_objective
-        return SolveResult(status, obj, bound, relative_gap(obj, bound), None, timings, size, info)
+        res.solution_loader.load_vars()
+        gap = relative_gap(obj, bound)
+        out = SolveResult(status, obj, bound, gap, None, timings, size, info)
+        out.targets = decode_targets(m, md)
+        return out
     res.solution_loader.load_vars()
     decisions = decode(m, md)
     t3 = time.perf_counter()

@@ -12,6 +12,13 @@ its own.
 algorithm at a time, the lightpaths rebuilt for it, every collective then taking its fastest
 option on the links built), scored by the evaluator: the MILP cannot always move a large block
 away from a poor first plan, so the first plan should be good.
+
+``guided_plan`` lays out a relaxation's answer instead (``Targets``: each job's algorithms and
+lightpaths per slot pair, from the merged-OCS relaxation of docs/model.md §7): OCS by OCS it picks
+the circuits (a rack matching, loopbacks elsewhere) and the lightpaths (a server matching per
+circuit) that serve the most urgent demand, so the OCSes are split between loopbacks and
+inter-rack circuits in the proportion the demand needs; what the demand leaves goes to the greedy
+fill above.
 """
 
 from __future__ import annotations
@@ -19,10 +26,99 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 
+import networkx as nx
+
 from optnet.candidates import JobCandidates, all_candidates
-from optnet.decisions import Circuit, Decisions, Lightpath
+from optnet.decisions import Circuit, Decisions, Lightpath, Targets
 from optnet.instance import Instance
 from optnet.physics import within_power_budget
+
+
+class _Layout:
+    """Lightpaths being laid: free transceivers per server and OCS, the rack each trunk
+    ``(ocs, rack)`` is joined to, the wavelengths used per fibre direction."""
+
+    def __init__(self, inst: Instance) -> None:
+        self.inst = inst
+        self.trx_free = {s: defaultdict(list) for s in range(len(inst.servers))}
+        for s in range(len(inst.servers)):
+            for t, k in enumerate(inst.transceiver_ocs):
+                if k >= 0 and inst.ocses[k].racks and t not in inst.servers[s].dead_transceivers:
+                    self.trx_free[s][k].append(t)
+        self.partner: dict[tuple[int, int], int] = {}  # (ocs, rack) -> rack joined by a circuit
+        self.used_wl: dict[tuple[int, int, str], set[int]] = defaultdict(set)  # (rack, ocs, dir)
+        self.count: dict[tuple[int, int], int] = defaultdict(int)
+        self.lightpaths: list[Lightpath] = []
+
+    def can_join(self, k: int, ra: int, rb: int) -> bool:
+        """OCS ``k`` can carry a lightpath between racks ``ra`` and ``rb`` (circuit-wise)."""
+        o = self.inst.ocses[k]
+        if ra not in o.racks or rb not in o.racks or (ra == rb and not o.loopback):
+            return False
+        if not within_power_budget(self.inst, ra, rb, k):
+            return False
+        pa, pb = self.partner.get((k, ra)), self.partner.get((k, rb))
+        return (pa is None or pa == rb) and (pb is None or pb == ra)
+
+    def add(self, sa: int, sb: int, ocses: list[int] | None = None) -> bool:
+        """One more lightpath ``sa``-``sb`` on the first OCS (of ``ocses``, default all, those
+        already joining the two racks first) that has room; False if none has."""
+        inst = self.inst
+        ra, rb = inst.servers[sa].rack, inst.servers[sb].rack
+        free_a, free_b = self.trx_free[sa], self.trx_free[sb]
+        order = (
+            ocses
+            if ocses is not None
+            else sorted(free_a, key=lambda k: (self.partner.get((k, ra)) not in (None, rb), k))
+        )
+        grid = inst.usable_wavelengths
+        for k in order:
+            if sa == sb or not free_a.get(k) or not free_b.get(k) or not self.can_join(k, ra, rb):
+                continue
+            up_a, down_b = self.used_wl[(ra, k, "up")], self.used_wl[(rb, k, "down")]
+            w_ab = next((w for w in grid if w not in up_a and w not in down_b), None)
+            if w_ab is None:
+                continue
+            up_b, down_a = self.used_wl[(rb, k, "up")], self.used_wl[(ra, k, "down")]
+            w_ba = next(
+                (
+                    w
+                    for w in grid
+                    if w not in up_b
+                    and w not in down_a
+                    and not (ra == rb and w == w_ab)  # a loopback passes the same fibres
+                ),
+                None,
+            )
+            if w_ba is None:
+                continue
+            up_a.add(w_ab)
+            down_b.add(w_ab)
+            up_b.add(w_ba)
+            down_a.add(w_ba)
+            self.partner[(k, ra)], self.partner[(k, rb)] = rb, ra
+            ta, tb = free_a[k].pop(0), free_b[k].pop(0)
+            self.lightpaths.append(Lightpath(k, sa, ta, sb, tb, w_ab, w_ba))
+            self.count[(sa, sb)] += 1
+            return True
+        return False
+
+    def decisions(self, placement, algorithms) -> Decisions:
+        circuits = sorted({Circuit(k, min(a, b), max(a, b)) for (k, a), b in self.partner.items()})
+        return Decisions(
+            {j: tuple(v) for j, v in placement.items()}, circuits, self.lightpaths, algorithms
+        ).canonical()
+
+
+def _placement(inst: Instance, slot_rack: dict[tuple[int, int], int]):
+    """First free servers of each rack, in slot order; None if a rack overflows."""
+    free = {r: list(rk.servers) for r, rk in enumerate(inst.racks)}
+    placement: dict[int, list[int]] = defaultdict(list)
+    for (j, _m), r in sorted(slot_rack.items()):
+        if not free[r]:
+            return None
+        placement[j].append(free[r].pop(0))
+    return placement
 
 
 def greedy_plan(
@@ -30,16 +126,15 @@ def greedy_plan(
     slot_rack: dict[tuple[int, int], int],
     cands: tuple[JobCandidates, ...] | None = None,
     choice: dict[tuple[int, int], str] | None = None,
+    demand: dict[tuple[int, int], int] | None = None,
 ) -> Decisions | None:
+    """The constructive plan (module docstring); with ``demand`` (lightpaths per server pair
+    ``(sa, sb)``, ``sa < sb``) the OCSes are first laid out for it (``_lay_out_demand``)."""
     cands = cands if cands is not None else all_candidates(inst)
     choice = choice or {}
-    # placement: first free servers of each rack, in slot order
-    free = {r: list(rk.servers) for r, rk in enumerate(inst.racks)}
-    placement: dict[int, list[int]] = defaultdict(list)
-    for (j, _m), r in sorted(slot_rack.items()):
-        if not free[r]:
-            return None
-        placement[j].append(free[r].pop(0))
+    placement = _placement(inst, slot_rack)
+    if placement is None:
+        return None
     algorithms: dict[tuple[int, int], str] = {}
     weight: dict[tuple[int, int], float] = defaultdict(float)  # server pair -> bytes/iteration
     needed: list[tuple[int, int]] = []
@@ -61,73 +156,90 @@ def greedy_plan(
                     if key not in weight:
                         needed.append(key)
                     weight[key] += cc.spec.count * g.steps[si].count * nbytes
-    trx_free = {s: defaultdict(list) for s in range(len(inst.servers))}
-    for s in range(len(inst.servers)):
-        for t, k in enumerate(inst.transceiver_ocs):
-            if k >= 0 and inst.ocses[k].racks and t not in inst.servers[s].dead_transceivers:
-                trx_free[s][k].append(t)
-    partner: dict[tuple[int, int], int] = {}  # (ocs, rack) -> rack joined by a circuit
-    used_wl: dict[tuple[int, int, str], set[int]] = defaultdict(set)  # (rack, ocs, dir) -> wls
-    grid = inst.usable_wavelengths
-    count: dict[tuple[int, int], int] = defaultdict(int)
-    lightpaths: list[Lightpath] = []
-
-    def add(sa: int, sb: int) -> bool:
-        ra, rb = inst.servers[sa].rack, inst.servers[sb].rack
-        for k in sorted(trx_free[sa], key=lambda k: (partner.get((k, ra)) not in (None, rb), k)):
-            if not trx_free[sa][k] or not trx_free[sb][k] or (sa == sb):
-                continue
-            o = inst.ocses[k]
-            if ra not in o.racks or rb not in o.racks or (ra == rb and not o.loopback):
-                continue
-            if not within_power_budget(inst, ra, rb, k):
-                continue
-            pa, pb = partner.get((k, ra)), partner.get((k, rb))
-            if (pa is not None and pa != rb) or (pb is not None and pb != ra):
-                continue
-            up_a, down_b = used_wl[(ra, k, "up")], used_wl[(rb, k, "down")]
-            w_ab = next((w for w in grid if w not in up_a and w not in down_b), None)
-            if w_ab is None:
-                continue
-            up_b, down_a = used_wl[(rb, k, "up")], used_wl[(ra, k, "down")]
-            w_ba = next(
-                (
-                    w
-                    for w in grid
-                    if w not in up_b
-                    and w not in down_a
-                    and not (ra == rb and w == w_ab)  # a loopback passes the same fibres
-                ),
-                None,
-            )
-            if w_ba is None:
-                continue
-            up_a.add(w_ab)
-            down_b.add(w_ab)
-            up_b.add(w_ba)
-            down_a.add(w_ba)
-            partner[(k, ra)], partner[(k, rb)] = rb, ra
-            ta, tb = trx_free[sa][k].pop(0), trx_free[sb][k].pop(0)
-            lightpaths.append(Lightpath(k, sa, ta, sb, tb, w_ab, w_ba))
-            count[(sa, sb)] += 1
-            return True
-        return False
-
+    lay = _Layout(inst)
+    if demand:
+        _lay_out_demand(lay, demand)
     for sa, sb in sorted(needed, key=lambda p: -weight[p]):
-        if not add(sa, sb) and inst.packet is None:
+        if lay.count[(sa, sb)] == 0 and not lay.add(sa, sb) and inst.packet is None:
             return None
     # extra lightpaths where they cut the most bytes per lightpath; resources only shrink, so a
     # pair that cannot get one now never will
-    heap = [(-weight[p] / (count[p] + 1), p) for p in weight]
+    heap = [(-weight[p] / (lay.count[p] + 1), p) for p in weight]
     heapq.heapify(heap)
     while heap:
         _key, p = heapq.heappop(heap)
-        if add(*p):
-            heapq.heappush(heap, (-weight[p] / (count[p] + 1), p))
-    circuits = sorted({Circuit(k, min(a, b), max(a, b)) for (k, a), b in partner.items()})
-    return Decisions(
-        {j: tuple(v) for j, v in placement.items()}, circuits, lightpaths, algorithms
-    ).canonical()
+        if lay.add(*p):
+            heapq.heappush(heap, (-weight[p] / (lay.count[p] + 1), p))
+    return lay.decisions(placement, algorithms)
+
+
+def _lay_out_demand(lay: _Layout, demand: dict[tuple[int, int], int]) -> None:
+    """Serve ``demand`` OCS by OCS. For OCS ``k``: a maximum-weight server matching within each
+    rack (its loopback) and between each two racks (their circuit), an edge ``(a, b)`` weighing
+    ``BIG2 (tight(a) + tight(b)) + BIG (left(a) + left(b)) + left(a, b)``, where ``left`` is the
+    demand not yet served and a server is *tight* when its demand left equals the transceivers
+    it has left on OCSes ``k, k+1, ...``; then the rack matching with the largest total (an
+    inter-rack circuit where it beats looping both racks back); its lightpaths are laid, at most
+    the wavelengths a circuit carries. Repeated while OCS ``k`` still has transceivers for the
+    demand (more than one per server). Covering every tight server first is König's argument
+    for edge colouring: a bipartite demand (two racks, one transceiver per server and OCS, enough
+    wavelengths) of maximum degree at most the OCS count is served exactly."""
+    inst = lay.inst
+    left = {p: n for p, n in demand.items() if n > 0}
+    deg: dict[int, int] = defaultdict(int)
+    for (a, b), n in left.items():
+        deg[a] += n
+        deg[b] += n
+    big = 1 + max(left.values(), default=0)
+    big2 = big * (2 * max(deg.values(), default=0) + 1) * (len(deg) + 1)
+    W = len(inst.usable_wavelengths)
+    rack = {s: inst.servers[s].rack for p in left for s in p}
+    for k in range(len(inst.ocses)):
+        while left:
+            cap = {v: sum(len(ts) for kk, ts in lay.trx_free[v].items() if kk >= k) for v in deg}
+            by_racks: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
+            for a, b in left:
+                if lay.trx_free[a].get(k) and lay.trx_free[b].get(k):
+                    ra, rb = sorted((rack[a], rack[b]))
+                    by_racks[(ra, rb)].append((a, b))
+            best: dict[tuple[int, int], tuple[float, list]] = {}
+            for (ra, rb), edges in by_racks.items():
+                if not lay.can_join(k, ra, rb):
+                    continue
+                g = nx.Graph()
+                for a, b in edges:
+                    tight = (deg[a] >= cap[a]) + (deg[b] >= cap[b])
+                    g.add_edge(a, b, weight=big2 * tight + big * (deg[a] + deg[b]) + left[(a, b)])
+                match = [tuple(sorted(e)) for e in nx.max_weight_matching(g)]
+                match.sort(key=lambda e: (-g.edges[e]["weight"], e))
+                match = match[: W // 2 if ra == rb else W]
+                best[(ra, rb)] = (sum(g.edges[e]["weight"] for e in match), match)
+            if not best:
+                break
+            racks = {r for pair in best for r in pair}
+            rg = nx.Graph()
+            rg.add_nodes_from(racks)
+            for (ra, rb), (value, _m) in best.items():
+                if ra != rb:
+                    gain = value - best.get((ra, ra), (0, []))[0] - best.get((rb, rb), (0, []))[0]
+                    if gain > 0:
+                        rg.add_edge(ra, rb, weight=gain)
+            joined = {tuple(sorted(e)) for e in nx.max_weight_matching(rg)}
+            chosen = sorted(joined) + sorted(
+                (r, r) for r in racks if (r, r) in best and not any(r in e for e in joined)
+            )
+            laid = 0
+            for pair in chosen:
+                for a, b in best[pair][1]:
+                    if lay.add(a, b, [k]):
+                        laid += 1
+                        left[(a, b)] -= 1
+                        deg[a] -= 1
+                        deg[b] -= 1
+                        if not left[(a, b)]:
+                            del left[(a, b)]
+            if not laid:
+                break
 
 
 def fastest_algorithms(
@@ -201,3 +313,94 @@ def improved_plan(
                 if trial is not None and trial[0] < best[0] * (1 - 1e-9):
                     best, improved = trial, True
     return best[1]
+
+
+def guided_plan(
+    inst: Instance,
+    slot_rack: dict[tuple[int, int], int],
+    targets: dict[int, Targets],
+    cands: tuple[JobCandidates, ...] | None = None,
+) -> Decisions | None:
+    """The plan laid out for a relaxation's answer (``targets[j]`` for job ``j``; module
+    docstring) on the placement ``slot_rack``; every collective then takes its fastest option on
+    the links built (``fastest_algorithms``). None where ``greedy_plan`` is None."""
+    cands = cands if cands is not None else all_candidates(inst)
+    placement = _placement(inst, slot_rack)
+    if placement is None:
+        return None
+    choice = {(j, ci): alg for j, t in targets.items() for ci, alg in t.algorithms.items()}
+    demand: dict[tuple[int, int], int] = defaultdict(int)
+    for j, t in targets.items():
+        servers = placement[j]
+        for (a, b), n in t.counts.items():
+            demand[(min(servers[a], servers[b]), max(servers[a], servers[b]))] += n
+    d = greedy_plan(inst, slot_rack, cands, choice, demand)
+    if d is not None:
+        d.algorithms = fastest_algorithms(inst, cands, d)
+    return d
+
+
+def interleaved(slot_rack: dict[tuple[int, int], int]) -> dict[tuple[int, int], int]:
+    """The same racks with each job's slots dealt round-robin over them (as many per rack as
+    before): consecutive slots, a ring's neighbours, then sit in different racks, and a ring's
+    demand is bipartite between them, which inter-rack circuits serve on every OCS.
+
+    >>> interleaved({(0, 0): 3, (0, 1): 3, (0, 2): 5, (0, 3): 5})
+    {(0, 0): 3, (0, 1): 5, (0, 2): 3, (0, 3): 5}
+    """
+    by_job: dict[int, list[int]] = defaultdict(list)
+    for (j, _m), r in sorted(slot_rack.items()):
+        by_job[j].append(r)
+    out = {}
+    for j, rs in by_job.items():
+        left = {r: rs.count(r) for r in rs}
+        racks = sorted(left)
+        i = 0
+        for m in range(len(rs)):
+            while not left[racks[i % len(racks)]]:
+                i += 1
+            r = racks[i % len(racks)]
+            left[r] -= 1
+            out[(j, m)] = r
+            i += 1
+    return out
+
+
+def grouped(
+    inst: Instance,
+    slot_rack: dict[tuple[int, int], int],
+    cands: tuple[JobCandidates, ...] | None = None,
+) -> dict[tuple[int, int], int]:
+    """The same racks with each job's server-level groups of its heaviest collective (the rings
+    of a data-parallel all-reduce, say) kept whole where they fit: largest group first, into the
+    rack with the most room left (rack size less the other jobs' slots there); a group too large
+    for any rack fills the roomiest racks in turn; slots in no group fill what is left. Rings
+    then stay inside racks and what crosses racks is the lighter traffic between groups."""
+    cands = cands if cands is not None else all_candidates(inst)
+    by_job: dict[int, list[int]] = defaultdict(list)
+    for (j, _m), r in sorted(slot_rack.items()):
+        by_job[j].append(r)
+    out = dict(slot_rack)
+    for j, rs in by_job.items():
+        room = {r: len(inst.racks[r].servers) for r in set(rs)}
+        for (jj, _m), r in out.items():  # other jobs where they are now
+            if jj != j and r in room:
+                room[r] -= 1
+        multi = [cc for cc in cands[j].collectives if cc.span_slots > 1 and cc.options]
+        if not multi:
+            continue
+        heavy = max(multi, key=lambda cc: (cc.spec.count * cc.spec.message_bytes, -cc.spec.count))
+        groups = sorted(heavy.options[0].groups, key=lambda g: (-len(g.slots), g.slots))
+        placed: set[int] = set()
+        rest = [m for m in range(len(rs)) if not any(m in g.slots for g in groups)]
+        for todo in [list(g.slots) for g in groups] + [rest]:
+            r = max(room, key=lambda r: (room[r], -r))
+            for m in todo:
+                if m in placed:
+                    continue
+                if room[r] == 0:  # the group does not fit: on into the next roomiest rack
+                    r = max(room, key=lambda r: (room[r], -r))
+                room[r] -= 1
+                out[(j, m)] = r
+                placed.add(m)
+    return out

@@ -20,10 +20,10 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from optnet.decisions import Circuit, Decisions, Lightpath
+from optnet.decisions import Circuit, Decisions, Lightpath, Targets
 from optnet.errors import InfeasibleError, NoIncumbentError
 from optnet.evaluate import evaluate
-from optnet.heuristic import greedy_plan, improved_plan
+from optnet.heuristic import greedy_plan, grouped, guided_plan, improved_plan, interleaved
 from optnet.instance import Instance, Ocs, Rack, Server
 from optnet.solve import SolveOptions, SolveResult, relative_gap, solve_instance
 
@@ -110,7 +110,9 @@ def _merged_cluster(inst: Instance, slots: int) -> Instance:
     return replace(r, ocses=(o,), transceiver_ocs=t_ocs)
 
 
-def relaxation_bound(inst: Instance, o: SolveOptions) -> tuple[float, list[float]]:
+def relaxation_bound(
+    inst: Instance, o: SolveOptions, targets: dict[int, Targets] | None = None
+) -> tuple[float, list[float]]:
     """Valid lower bound on the objective and on each job's iteration time.
 
     Each job alone on a relaxed cluster, in two passes: first with the OCSes merged
@@ -119,7 +121,8 @@ def relaxation_bound(inst: Instance, o: SolveOptions) -> tuple[float, list[float
     jobs (what one leaves, the next may use); a relaxation stopped early still gives its proven
     dual bound, floored by ``ideal_bound`` and ``closed_form_bound``. For ``max-iteration`` jobs
     go in decreasing order of their floor and a relaxation stops as soon as its own incumbent
-    shows it cannot lift the running maximum."""
+    shows it cannot lift the running maximum. ``targets``, when given, receives each job's
+    relaxed answer (``Targets``, from its first pass that found one) to guide the plans."""
     t0 = time.perf_counter()
     floors = [
         max(ideal_bound(replace(inst, jobs=(job,))), closed_form_bound(inst, job))
@@ -128,14 +131,18 @@ def relaxation_bound(inst: Instance, o: SolveOptions) -> tuple[float, list[float
     order = sorted(range(len(inst.jobs)), key=lambda j: (-floors[j], j))
     per_job = list(floors)
     for builder, share in ((_merged_cluster, 0.85), (_relaxed_cluster, 1.0)):
-        _relaxation_pass(inst, o, order, per_job, floors, builder, t0, share * o.time_limit_s)
+        until = share * o.time_limit_s
+        _relaxation_pass(inst, o, order, per_job, floors, builder, t0, until, targets)
     if o.objective == "weighted-sum":
         return sum(j.weight * b for j, b in zip(inst.jobs, per_job)), per_job
     return max(per_job), per_job
 
 
-def _relaxation_pass(inst, o, order, per_job, floors, builder, t0: float, until_s: float) -> None:
-    """One pass of ``relaxation_bound`` over the jobs, raising ``per_job`` in place."""
+def _relaxation_pass(
+    inst, o, order, per_job, floors, builder, t0: float, until_s: float, targets=None
+) -> None:
+    """One pass of ``relaxation_bound`` over the jobs, raising ``per_job`` in place (and
+    filling ``targets`` for jobs that have none yet)."""
     running = max(per_job)
     for n, j in enumerate(order):
         job = inst.jobs[j]
@@ -167,6 +174,8 @@ def _relaxation_pass(inst, o, order, per_job, floors, builder, t0: float, until_
                     f"job {job.name} cannot run even alone with every wavelength and port it wants"
                 )
             per_job[j] = max(res.bound if res.bound is not None else 0.0, per_job[j])
+            if targets is not None and j not in targets and res.targets:
+                targets[j] = res.targets[0]
         running = max(running, per_job[j])
 
 
@@ -315,8 +324,14 @@ def solve_decomposed(
     priority: list[float] | None = None,
     target_us: float | None = None,
     fallback: Decisions | None = None,
+    targets: dict[int, Targets] | None = None,
 ) -> tuple[Decisions, dict]:
     """Solve each block's exact MILP (time split by block size) and join the decisions.
+
+    Each block's warm start is the best (by the evaluator) of its constructive plans: the
+    greedy one with its algorithms searched (``improved_plan``), on the block placement and on
+    its ``interleaved`` version, the relaxation-guided ones (``guided_plan``, from ``targets``)
+    on both, and ``fallback`` restricted to the block.
 
     With ``target_us`` (max-iteration: the proven lower bound), a block stops as soon as its
     plan is that good: the whole plan cannot beat the bound anyway."""
@@ -338,7 +353,12 @@ def solve_decomposed(
         bo = replace(o, previous=None, polish=False, stop_at_us=target_us)
         # warm start: the better of this block's constructive plan (its algorithms searched by
         # coordinate descent, heuristic.improved_plan) and the whole-cluster one
-        starts = [improved_plan(sub, fixed, o.objective, min(5.0, 0.1 * budget))]
+        local = {jl: targets[j] for jl, j in enumerate(jobs) if targets and j in targets}
+        starts = []
+        for placement in (fixed, interleaved(fixed), grouped(sub, fixed)):
+            starts.append(improved_plan(sub, placement, o.objective, min(5.0, 0.05 * budget)))
+            if local:
+                starts.append(guided_plan(sub, placement, local))
         if fallback is not None:
             starts.append(_restrict(fallback, inst, racks, jobs))
         scored = []
@@ -349,6 +369,12 @@ def solve_decomposed(
                     scored.append((ev.objective_us, st))
         scored.sort(key=lambda t: t[0])
         start = scored[0][1] if scored else None
+        if start is not None:  # the neighbourhood below keeps the best start's placement
+            fixed = {
+                (jl, m): sub.servers[s].rack
+                for jl, ss in start.placement.items()
+                for m, s in enumerate(ss)
+            }
         # first the neighbourhood with the greedy placement fixed (finds a plan fast), then the
         # whole block warm-started from the best plan so far
         too_big = model_size_estimate(sub) > MAX_BLOCK_VARIABLES
@@ -535,7 +561,10 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
     t_first = time.perf_counter() - t0 if first is not None else None
     first_us = evaluate(inst, first, o.objective).objective_us if first is not None else None
     try:
-        lb, per_job = relaxation_bound(inst, replace(o, time_limit_s=max(1.0, 0.25 * deadline)))
+        targets: dict[int, Targets] = {}
+        lb, per_job = relaxation_bound(
+            inst, replace(o, time_limit_s=max(1.0, 0.25 * deadline)), targets
+        )
     except _JobInfeasible as exc:  # a job that cannot run even on the relaxed cluster
         if small:
             return solve_instance(inst, o)  # the exact model proves it and explains
@@ -551,6 +580,7 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
             priority=per_job,
             target_us=target,
             fallback=fallback,
+            targets=targets,
         )
     except NoIncumbentError:
         if small:  # the whole joint model decides (and proves infeasibility if so)

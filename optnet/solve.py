@@ -131,8 +131,11 @@ def solve_instance(
     t1 = time.perf_counter()
     m, family_times = build_model(md)
     for (j, slot), rack in (fixed_racks or {}).items():  # a neighbourhood: placement given
+        # as bounds, not .fix(): Pyomo's HiGHS interface treats fixed variables as parameters
+        # and updates them when it solves, and that model change made HiGHS drop the warm start
         for r in md.racks:
-            m.y[j, slot, r].fix(1 if r == rack else 0)
+            m.y[j, slot, r].setlb(1 if r == rack else 0)
+            m.y[j, slot, r].setub(1 if r == rack else 0)
     t_build = time.perf_counter() - t1
     size = {
         "variables": sum(1 for _ in m.component_data_objects(pyo.Var)),

@@ -543,7 +543,7 @@ def add_collective_lower_bound(m: pyo.ConcreteModel, md: ModelData) -> None:
     lb = {o: option_lower_bound(md, *o) for o in m.OPTIONS}
     for o, v in lb.items():
         if v == float("inf"):
-            m.x[o].fix(0)
+            m.x[o].setub(0)  # a bound, not .fix(): fixed variables void warm starts
     m.collective_lower_bound = pyo.Constraint(
         m.COLLECTIVES,
         rule=lambda m, j, ci: (

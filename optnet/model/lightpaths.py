@@ -56,7 +56,7 @@ def add_lightpath_variables(m: pyo.ConcreteModel, md: ModelData) -> None:
         for p in md.pairs:  # pairs no collective of phase 0 uses get no lightpath there
             if p not in first:
                 for k in md.ocs:
-                    m.n[p + (k,)].fix(0)
+                    m.n[p + (k,)].setub(0)  # a bound: fixed variables void warm starts
         later = [(h,) + p for h in range(1, md.H) for p in md.phase_pairs[h]]
         m.PHASE_PAIRS = pyo.Set(initialize=later, dimen=4, ordered=True)
         m.n_ph = pyo.Var(

@@ -329,9 +329,9 @@ def solve_decomposed(
     """Solve each block's exact MILP (time split by block size) and join the decisions.
 
     Each block's warm start is the best (by the evaluator) of its constructive plans: the
-    greedy one with its algorithms searched (``improved_plan``), on the block placement and on
-    its ``interleaved`` version, the relaxation-guided ones (``guided_plan``, from ``targets``)
-    on both, and ``fallback`` restricted to the block.
+    greedy one with its algorithms searched (``improved_plan``) and the relaxation-guided one
+    (``guided_plan``, from ``targets``), each on three placements with the same racks (the
+    block placement, ``interleaved``, ``grouped``), and ``fallback`` restricted to the block.
 
     With ``target_us`` (max-iteration: the proven lower bound), a block stops as soon as its
     plan is that good: the whole plan cannot beat the bound anyway."""
@@ -351,8 +351,7 @@ def solve_decomposed(
         budget = max(1.0, (deadline - time.perf_counter()) * slots / left_slots)
         left_slots -= slots
         bo = replace(o, previous=None, polish=False, stop_at_us=target_us)
-        # warm start: the better of this block's constructive plan (its algorithms searched by
-        # coordinate descent, heuristic.improved_plan) and the whole-cluster one
+        # warm start: the best constructive plan (see the docstring)
         local = {jl: targets[j] for jl, j in enumerate(jobs) if targets and j in targets}
         starts = []
         for placement in (fixed, interleaved(fixed), grouped(sub, fixed)):
@@ -375,7 +374,7 @@ def solve_decomposed(
                 for jl, ss in start.placement.items()
                 for m, s in enumerate(ss)
             }
-        # first the neighbourhood with the greedy placement fixed (finds a plan fast), then the
+        # first the neighbourhood with that placement fixed (finds a plan fast), then the
         # whole block warm-started from the best plan so far
         too_big = model_size_estimate(sub) > MAX_BLOCK_VARIABLES
         too_late = time.perf_counter() > deadline - 1.0

@@ -47,7 +47,9 @@ def one(size: str, density: str, path: str) -> dict:
     ev = evaluate(inst, res.decisions)
     assert ev.feasible and abs(ev.objective_us - res.objective) <= 1e-6 * res.objective
     max_compute = max(j.compute_time_us for j in inst.jobs)
-    comm_gap = (res.objective - res.bound) / (res.objective - max_compute)
+    assert res.bound <= res.objective * (1 + 1e-9), "a bound above the incumbent"
+    # clamped at 0: an optimal row's objective and bound may differ by rounding (-1e-17)
+    comm_gap = max(0.0, (res.objective - res.bound) / (res.objective - max_compute))
     seq = None
     if len(inst.servers) <= 64:
         try:

@@ -48,6 +48,12 @@ def _pair(j: int, a: int, b: int) -> tuple[int, int, int]:
     return (j, min(a, b), max(a, b))
 
 
+def _by_racks(m: pyo.ConcreteModel, md: ModelData, coef: dict, j: int, a: int, b: int):
+    """sum_{r,s} coef(r,s) w[p,r,s]: a per-rack-pair constant at pair p's racks (exact, as
+    w[p,r,s] = y[j,a,r] y[j,b,s] at integer placements)."""
+    return sum(coef[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
+
+
 def _striping(m: pyo.ConcreteModel, md: ModelData, p) -> object:
     """h[p] = sum_q v[p,q]: the pair stripes over lightpaths and the packet fabric (0 if the
     instance does not allow it)."""
@@ -155,9 +161,7 @@ def add_pair_latency(m: pyo.ConcreteModel, md: ModelData) -> None:
     m.pair_latency_lightpath = pyo.Constraint(
         m.PAIRS,
         rule=lambda m, j, a, b: (
-            m.alpha[j, a, b]
-            >= sum(md.alpha_lp[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
-            - A * m.z[j, a, b, 0]
+            m.alpha[j, a, b] >= _by_racks(m, md, md.alpha_lp, j, a, b) - A * m.z[j, a, b, 0]
         ),
     )
     if md.has_packet and not (md.hybrid or md.shared):
@@ -165,7 +169,7 @@ def add_pair_latency(m: pyo.ConcreteModel, md: ModelData) -> None:
             m.PAIRS,
             rule=lambda m, j, a, b: (
                 m.alpha[j, a, b]
-                >= sum(md.alpha_pkt[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
+                >= _by_racks(m, md, md.alpha_pkt, j, a, b)
                 - A * (1 - m.z[j, a, b, 0])
                 - _ws_slack(m, md, A, j, a, b)
             ),
@@ -178,7 +182,7 @@ def add_pair_latency(m: pyo.ConcreteModel, md: ModelData) -> None:
             m.PAIRS,
             rule=lambda m, j, a, b: (
                 target[j, a, b]
-                >= sum(md.alpha_pkt[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
+                >= _by_racks(m, md, md.alpha_pkt, j, a, b)
                 - A * (1 - _uses_packet(m, md, (j, a, b)))
             ),
         )
@@ -187,8 +191,7 @@ def add_pair_latency(m: pyo.ConcreteModel, md: ModelData) -> None:
             m.PHASE_PAIRS,
             rule=lambda m, h, j, a, b: (
                 m.alpha_ph[h, j, a, b]
-                >= sum(md.alpha_lp[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
-                - A * m.z_ph[h, j, a, b, 0]
+                >= _by_racks(m, md, md.alpha_lp, j, a, b) - A * m.z_ph[h, j, a, b, 0]
             ),
         )
         if md.has_packet:
@@ -196,8 +199,7 @@ def add_pair_latency(m: pyo.ConcreteModel, md: ModelData) -> None:
                 m.PHASE_PAIRS,
                 rule=lambda m, h, j, a, b: (
                     m.alpha_ph[h, j, a, b]
-                    >= sum(md.alpha_pkt[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
-                    - A * (1 - m.z_ph[h, j, a, b, 0])
+                    >= _by_racks(m, md, md.alpha_pkt, j, a, b) - A * (1 - m.z_ph[h, j, a, b, 0])
                 ),
             )
 
@@ -238,7 +240,7 @@ def add_pair_bandwidth(m: pyo.ConcreteModel, md: ModelData) -> None:
             m.PAIRS,
             rule=lambda m, j, a, b: (
                 m.beta[j, a, b]
-                >= sum(md.beta_pkt[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
+                >= _by_racks(m, md, md.beta_pkt, j, a, b)
                 - B * (1 - m.z[j, a, b, 0])
                 - _ws_slack(m, md, B, j, a, b)
             ),
@@ -256,8 +258,7 @@ def add_pair_bandwidth(m: pyo.ConcreteModel, md: ModelData) -> None:
                 m.PHASE_PAIRS,
                 rule=lambda m, h, j, a, b: (
                     m.beta_ph[h, j, a, b]
-                    >= sum(md.beta_pkt[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
-                    - B * (1 - m.z_ph[h, j, a, b, 0])
+                    >= _by_racks(m, md, md.beta_pkt, j, a, b) - B * (1 - m.z_ph[h, j, a, b, 0])
                 ),
             )
 
@@ -331,7 +332,7 @@ def add_shared_nic(m: pyo.ConcreteModel, md: ModelData) -> None:
         m.NIC_PAIRS,
         rule=lambda m, j, a, b: (
             m.ak[j, a, b]
-            >= sum(md.alpha_pkt[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
+            >= _by_racks(m, md, md.alpha_pkt, j, a, b)
             - A * (1 - m.z[j, a, b, 0])
             - _ws_slack(m, md, A, j, a, b)
         ),
@@ -340,7 +341,7 @@ def add_shared_nic(m: pyo.ConcreteModel, md: ModelData) -> None:
         m.NIC_PAIRS,
         rule=lambda m, j, a, b: (
             m.pk[j, a, b]
-            >= sum(md.beta_pkt[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
+            >= _by_racks(m, md, md.beta_pkt, j, a, b)
             - B * (1 - m.z[j, a, b, 0])
             - _ws_slack(m, md, B, j, a, b)
         ),

@@ -415,23 +415,7 @@ def build_instance(
     for ji, j in enumerate(workload.jobs):
         jobs.append(_job(j, ji, G, wp, {name: h for h, name in enumerate(phases)}))
     if len(phases) >= 2:  # per-phase matchings are not modelled together with these yet
-        pf = cluster.packet_fabric
-        beside = [
-            name
-            for name, present in (
-                ("topology.wavelength_switched", cluster.wavelength_switched is not None),
-                ("topology.packet_fabric.hybrid", pf is not None and pf.hybrid),
-                (
-                    "topology.packet_fabric.congestion_control",
-                    pf is not None and pf.congestion_control is not None,
-                ),
-                (
-                    "jobs[].parameter_servers",
-                    any(j.parameter_servers is not None for j in workload.jobs),
-                ),
-            )
-            if present
-        ]
+        beside = _present(cluster, workload, phases, direct_fabric is not None, _PHASES_REFUSE)
         if beside:
             wp(
                 "phases",
@@ -503,28 +487,37 @@ def build_instance(
     return instance
 
 
+#: the features whose combination is refused (docs/model.md §10), by their input fields
+_PHASES = "workload.phases (2 or more phases)"
+_WS = "topology.wavelength_switched"
+_HYBRID = "topology.packet_fabric.hybrid"
+_CC = "topology.packet_fabric.congestion_control"
+_PS = "jobs[].parameter_servers"
+_DIRECT = "topology.direct"
+_PHASES_REFUSE = (_WS, _HYBRID, _CC, _PS)
+_RELAY_REFUSE = (_PHASES, _WS, _HYBRID, _CC, _PS, _DIRECT)
+
+
+def _present(
+    cluster: schema.Cluster, workload: schema.Workload, phases, direct: bool, names
+) -> list[str]:
+    """Those of the features ``names`` the input uses, in that order."""
+    pf = cluster.packet_fabric
+    used = {
+        _PHASES: len(phases) >= 2,
+        _WS: cluster.wavelength_switched is not None,
+        _HYBRID: pf is not None and pf.hybrid,
+        _CC: pf is not None and pf.congestion_control is not None,
+        _PS: any(j.parameter_servers is not None for j in workload.jobs),
+        _DIRECT: direct,
+    }
+    return [n for n in names if used[n]]
+
+
 def _check_relay(cluster: schema.Cluster, workload: schema.Workload, phases, direct: bool, tp):
     """Relays (docs/model.md §5.4) are modelled on static lightpaths only: refuse them beside
     the features whose links or timing they would have to share."""
-    pf = cluster.packet_fabric
-    beside = [
-        name
-        for name, present in (
-            ("workload.phases (2 or more phases)", len(phases) >= 2),
-            ("topology.wavelength_switched", cluster.wavelength_switched is not None),
-            ("topology.packet_fabric.hybrid", pf is not None and pf.hybrid),
-            (
-                "topology.packet_fabric.congestion_control",
-                pf is not None and pf.congestion_control is not None,
-            ),
-            (
-                "jobs[].parameter_servers",
-                any(j.parameter_servers is not None for j in workload.jobs),
-            ),
-            ("topology.direct", direct),
-        )
-        if present
-    ]
+    beside = _present(cluster, workload, phases, direct, _RELAY_REFUSE)
     if beside:
         tp(
             "relay",

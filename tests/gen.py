@@ -76,6 +76,19 @@ def _ws_fabric(rng: random.Random, n_racks: int) -> schema.WavelengthSwitched:
     )
 
 
+def _racks(rng: random.Random, per_rack: list[int]) -> list[schema.Rack]:
+    """Racks r0, r1, ... of ``per_rack`` servers, SMF or HCF trunks of 0.01-2 km."""
+    return [
+        schema.Rack(
+            name=f"r{i}",
+            servers=n,
+            trunk_length_km=round(rng.uniform(0.01, 2.0), 3),
+            fibre_type=rng.choice(["smf", "hcf"]),
+        )
+        for i, n in enumerate(per_rack)
+    ]
+
+
 def _valid_tp(gpus: int, G: int) -> list[int]:
     """Tensor-parallel sizes whose groups split evenly over servers of G GPUs."""
     divisors = [d for d in range(1, gpus + 1) if gpus % d == 0]
@@ -100,15 +113,7 @@ def _draw_cluster(rng: random.Random) -> tuple[schema.Cluster, int, int, int]:
         per_rack = [rng.choice([1, 2]) for _ in range(n_racks)]
         if sum(per_rack) < 2:
             per_rack[0] = 2
-    racks = [
-        schema.Rack(
-            name=f"r{i}",
-            servers=n,
-            trunk_length_km=round(rng.uniform(0.01, 2.0), 3),
-            fibre_type=rng.choice(["smf", "hcf"]),
-        )
-        for i, n in enumerate(per_rack)
-    ]
+    racks = _racks(rng, per_rack)
     n_servers = sum(per_rack)
     G = rng.choice([1, 2, 4])
 
@@ -411,15 +416,7 @@ def _draw_contended(rng: random.Random) -> tuple[schema.Cluster, schema.Workload
     four = rng.random() < 0.6
     two_by_two = four and rng.random() < 0.3
     per_rack = [2, 2] if two_by_two else [1, 1, 1, 1] if four else [1, 1, 1]
-    racks = [
-        schema.Rack(
-            name=f"r{i}",
-            servers=n,
-            trunk_length_km=round(rng.uniform(0.01, 2.0), 3),
-            fibre_type=rng.choice(["smf", "hcf"]),
-        )
-        for i, n in enumerate(per_rack)
-    ]
+    racks = _racks(rng, per_rack)
     attach = ["ocs0"] if four else rng.choice([["ocs0"], ["ocs0", "ocs1"]])
     ocs = [
         schema.Ocs(name=f"ocs{k}", ports=len(racks), loopback=rng.random() < 0.5)
@@ -543,15 +540,7 @@ def _draw_relay(rng: random.Random) -> tuple[schema.Cluster, schema.Workload, st
     every server sends to every other)."""
     shape = rng.choices(["3x1", "2p1", "4x1"], weights=[6, 2, 2])[0]
     per_rack = {"3x1": [1, 1, 1], "2p1": [2, 1], "4x1": [1, 1, 1, 1]}[shape]
-    racks = [
-        schema.Rack(
-            name=f"r{i}",
-            servers=n,
-            trunk_length_km=round(rng.uniform(0.01, 2.0), 3),
-            fibre_type=rng.choice(["smf", "hcf"]),
-        )
-        for i, n in enumerate(per_rack)
-    ]
+    racks = _racks(rng, per_rack)
     attach = rng.choices([["ocs0", "ocs1"], ["ocs0", "ocs0"], ["ocs0"]], weights=[6, 2, 1])[0]
     n_ocs = len(set(attach))
     ocs = [

@@ -354,7 +354,10 @@ def solve_decomposed(
         # warm start: the best constructive plan (see the docstring)
         local = {jl: targets[j] for jl, j in enumerate(jobs) if targets and j in targets}
         starts = []
-        for placement in (fixed, interleaved(fixed), grouped(sub, fixed)):
+        placements = (fixed, interleaved(fixed), grouped(sub, fixed))
+        for i, placement in enumerate(placements):
+            if placement in placements[:i]:  # a one-rack job: all three are the same
+                continue
             starts.append(improved_plan(sub, placement, o.objective, min(5.0, 0.05 * budget)))
             if local:
                 starts.append(guided_plan(sub, placement, local))

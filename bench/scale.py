@@ -5,7 +5,9 @@ Columns: build / transfer / solve seconds (summed over the MILPs solved), time t
 incumbent, incumbent, bound, gap on the iteration time and on the communication above the largest
 compute time, peak memory, and beside optnet's answer: (a) the sequential baseline (monolithic,
 run up to 64 servers), (b) the constructive heuristic alone, (c) the ideal bound (full transceiver
-bandwidth, zero latency). Usage: python -m bench.scale [SIZE ...]; OPTNET_BENCH_REPEATS repeats.
+bandwidth, zero latency). Usage: python -m bench.scale [SIZE ...]; OPTNET_BENCH_REPEATS repeats
+each run, OPTNET_BENCH_SEEDS (comma-separated, default 0) generates more instances per size and
+density (rows ``tpu-dense-s1`` and so on: the table's method must not be tuned to seed 0).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ TARGET_GAP = {"small": 0.0, "medium": 0.01, "large": 0.02, "tpu": 0.05}
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def one(size: str, density: str, path: str) -> dict:
+def one(size: str, density: str, path: str, name: str | None = None) -> dict:
     """Solve one instance (in this process) and return its row."""
     from dataclasses import replace
 
@@ -58,7 +60,7 @@ def one(size: str, density: str, path: str) -> dict:
             seq = None
     t = res.timings
     return {
-        "instance": f"{size}-{density}",
+        "instance": name or f"{size}-{density}",
         "servers": len(inst.servers),
         "jobs": len(inst.jobs),
         "busy": sum(j.slots for j in inst.jobs) / len(inst.servers),
@@ -84,49 +86,58 @@ def one(size: str, density: str, path: str) -> dict:
 
 def main(sizes: list[str]) -> None:
     repeats = int(os.environ.get("OPTNET_BENCH_REPEATS", "1"))
+    seeds = [int(x) for x in os.environ.get("OPTNET_BENCH_SEEDS", "0").split(",")]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for size in sizes:
-            for density in ("moderate", "dense"):
-                path = Path(tmp) / f"{size}-{density}.yaml"
-                path.write_text(yaml.safe_dump(generate(size, density), sort_keys=False))
-                runs = []
-                for _ in range(repeats):
-                    out = subprocess.run(
-                        [sys.executable, "-m", "bench.scale", "--one", size, density, str(path)],
-                        capture_output=True,
-                        text=True,
-                        cwd=ROOT,
-                    )
-                    if out.returncode != 0:
-                        print(out.stderr[-2000:], file=sys.stderr)
-                        runs.append({"instance": f"{size}-{density}", "status": "error"})
-                        break
-                    runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-                row = dict(runs[0])
-                ok = [r for r in runs if r.get("status") != "error"]
-                if ok:
-                    walls = [r["wall_s"] for r in ok]
-                    row.update(
-                        wall_s=statistics.median(walls),
-                        wall_min_s=min(walls),
-                        wall_max_s=max(walls),
-                        repeats=len(ok),
-                    )
-                rows.append(row)
-                _print_row(row)
+            for seed in seeds:
+                for density in ("moderate", "dense"):
+                    name = f"{size}-{density}" + (f"-s{seed}" if seed else "")
+                    rows.append(_measure(size, density, seed, name, repeats, Path(tmp)))
+                    _print_row(rows[-1])
     out_dir = ROOT / "out"
     out_dir.mkdir(exist_ok=True)
-    (out_dir / "bench-scale.json").write_text(json.dumps(rows, indent=2) + "\n")
+    tag = "" if seeds == [0] else "-s" + "-".join(map(str, seeds))
+    (out_dir / f"bench-scale{tag}.json").write_text(json.dumps(rows, indent=2) + "\n")
     print()
     print("wall time against servers (median s):")
     for r in rows:
         if "wall_s" in r:
-            print(f"  {r['servers']:>4} servers  {r['instance']:<16} {r['wall_s']:8.1f} s")
+            print(f"  {r['servers']:>4} servers  {r['instance']:<19} {r['wall_s']:8.1f} s")
+
+
+def _measure(size: str, density: str, seed: int, name: str, repeats: int, tmp: Path) -> dict:
+    """One row: ``repeats`` runs, each in its own process; wall time as median and range."""
+    path = tmp / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(generate(size, density, seed), sort_keys=False))
+    runs = []
+    for _ in range(repeats):
+        out = subprocess.run(
+            [sys.executable, "-m", "bench.scale", "--one", size, density, str(path), name],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
+        if out.returncode != 0:
+            print(out.stderr[-2000:], file=sys.stderr)
+            runs.append({"instance": name, "status": "error"})
+            break
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    row = dict(runs[0])
+    ok = [r for r in runs if r.get("status") != "error"]
+    if ok:
+        walls = [r["wall_s"] for r in ok]
+        row.update(
+            wall_s=statistics.median(walls),
+            wall_min_s=min(walls),
+            wall_max_s=max(walls),
+            repeats=len(ok),
+        )
+    return row
 
 
 HEADER = (
-    f"{'instance':<16} {'srv':>4} {'build':>6} {'xfer':>6} {'solve':>7} {'first':>6} "
+    f"{'instance':<19} {'srv':>4} {'build':>6} {'xfer':>6} {'solve':>7} {'first':>6} "
     f"{'wall':>7} {'status':>9} {'incumbent us':>13} {'bound us':>13} {'gap %':>7} "
     f"{'comm gap %':>10} {'target %':>8} {'MiB':>6} {'sequential':>13} {'heuristic':>13} "
     f"{'ideal':>13}"
@@ -143,10 +154,10 @@ def _print_row(r: dict) -> None:
         print("-" * len(HEADER))
         _print_row.done = True
     if r.get("status") == "error":
-        print(f"{r['instance']:<16} error")
+        print(f"{r['instance']:<19} error")
         return
     print(
-        f"{r['instance']:<16} {r['servers']:>4} {r['build_s']:>6.2f} {r['transfer_s']:>6.2f} "
+        f"{r['instance']:<19} {r['servers']:>4} {r['build_s']:>6.2f} {r['transfer_s']:>6.2f} "
         f"{r['solve_s']:>7.2f} {r['first_incumbent_s'] or 0:>6.2f} {r['wall_s']:>7.1f} "
         f"{r['status']:>9} {r['incumbent_us']:>13,.0f} {r['bound_us']:>13,.0f} "
         f"{100 * r['gap']:>7.3f} {100 * r['comm_gap']:>10.3f} {100 * r['target_gap']:>8.1f} "
@@ -158,6 +169,6 @@ def _print_row(r: dict) -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--one":
-        print(json.dumps(one(sys.argv[2], sys.argv[3], sys.argv[4])))
+        print(json.dumps(one(*sys.argv[2:6])))
     else:
         main(sys.argv[1:] or list(SIZES))

@@ -173,7 +173,9 @@ def greedy_plan(
     return lay.decisions(placement, algorithms)
 
 
-def _lay_out_demand(lay: _Layout, demand: dict[tuple[int, int], int]) -> None:
+def _lay_out_demand(
+    lay: _Layout, demand: dict[tuple[int, int], int], ocses: list[int] | None = None
+) -> None:
     """Serve ``demand`` OCS by OCS. For OCS ``k``: a maximum-weight server matching within each
     rack (its loopback) and between each two racks (their circuit), an edge ``(a, b)`` weighing
     ``BIG2 (tight(a) + tight(b)) + BIG (left(a) + left(b)) + left(a, b)``, where ``left`` is the
@@ -194,9 +196,13 @@ def _lay_out_demand(lay: _Layout, demand: dict[tuple[int, int], int]) -> None:
     big2 = big * (2 * max(deg.values(), default=0) + 1) * (len(deg) + 1)
     W = len(inst.usable_wavelengths)
     rack = {s: inst.servers[s].rack for p in left for s in p}
-    for k in range(len(inst.ocses)):
+    ocses = list(range(len(inst.ocses))) if ocses is None else ocses
+    for i, k in enumerate(ocses):
+        later = set(ocses[i:])
         while left:
-            cap = {v: sum(len(ts) for kk, ts in lay.trx_free[v].items() if kk >= k) for v in deg}
+            cap = {
+                v: sum(len(ts) for kk, ts in lay.trx_free[v].items() if kk in later) for v in deg
+            }
             by_racks: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
             for a, b in left:
                 if lay.trx_free[a].get(k) and lay.trx_free[b].get(k):
@@ -364,6 +370,33 @@ def interleaved(slot_rack: dict[tuple[int, int], int]) -> dict[tuple[int, int], 
             out[(j, m)] = r
             i += 1
     return out
+
+
+def balanced(inst: Instance, slot_rack: dict[tuple[int, int], int]) -> dict[tuple[int, int], int]:
+    """The same racks with each job's slots spread as evenly over them as the room left by
+    the other jobs allows (one at a time to the rack holding fewest of them), then dealt
+    round-robin (``interleaved``). A ring over two racks holding equal halves alternates
+    between them, so all its demand crosses and every OCS can join the two racks; with unequal
+    halves (16 + 8, say) some ring neighbours share a rack and need loopbacks, which an OCS
+    joining the racks cannot give them."""
+    by_job: dict[int, list[int]] = defaultdict(list)
+    for (j, _m), r in sorted(slot_rack.items()):
+        by_job[j].append(r)
+    out = dict(slot_rack)
+    for j, rs in by_job.items():
+        racks = sorted(set(rs))
+        room = {r: len(inst.racks[r].servers) for r in racks}
+        for (jj, _m), r in out.items():
+            if jj != j and r in room:
+                room[r] -= 1
+        count = dict.fromkeys(racks, 0)
+        for _ in rs:
+            r = min((r for r in racks if count[r] < room[r]), key=lambda r: (count[r], r))
+            count[r] += 1
+        spread = iter(r for r in racks for _ in range(count[r]))
+        for m in range(len(rs)):
+            out[(j, m)] = next(spread)
+    return interleaved(out)
 
 
 def grouped(

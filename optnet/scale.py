@@ -17,13 +17,22 @@
 
 from __future__ import annotations
 
+import math
 import time
+from collections import defaultdict
 from dataclasses import replace
 
 from optnet.decisions import Circuit, Decisions, Lightpath, Targets
 from optnet.errors import InfeasibleError, NoIncumbentError
 from optnet.evaluate import evaluate
-from optnet.heuristic import greedy_plan, grouped, guided_plan, improved_plan, interleaved
+from optnet.heuristic import (
+    balanced,
+    greedy_plan,
+    grouped,
+    guided_plan,
+    improved_plan,
+    interleaved,
+)
 from optnet.instance import Instance, Ocs, Rack, Server
 from optnet.solve import SolveOptions, SolveResult, relative_gap, solve_instance
 
@@ -115,44 +124,91 @@ def relaxation_bound(
 ) -> tuple[float, list[float]]:
     """Valid lower bound on the objective and on each job's iteration time.
 
-    Each job alone on a relaxed cluster, in two passes: first with the OCSes merged
-    (``_merged_cluster``, 85 % of the time), then with the per-OCS relaxation (``_relaxed_cluster``)
-    in the time left; a job keeps the larger of its bounds. ``o.time_limit_s`` is shared by the
-    jobs (what one leaves, the next may use); a relaxation stopped early still gives its proven
-    dual bound, floored by ``ideal_bound`` and ``closed_form_bound``. For ``max-iteration`` jobs
-    go in decreasing order of their floor and a relaxation stops as soon as its own incumbent
-    shows it cannot lift the running maximum. ``targets``, when given, receives each job's
-    relaxed answer (``Targets``, from its first pass that found one) to guide the plans."""
+    Each job alone on a relaxed cluster: first with the OCSes merged (``_merged_cluster``, 85 %
+    of the time), then with the per-OCS relaxation (``_relaxed_cluster``) in the time left; a job
+    keeps the largest of its bounds, floored by ``ideal_bound`` and ``closed_form_bound``. A
+    relaxation stopped early still gives its proven dual bound.
+
+    The merged relaxations run in rounds: every job first gets an even share of a quarter of the
+    time; then, one at a time, the job whose relaxation is not proven and whose own incumbent
+    (the most its bound can reach) is highest (``_open_relaxations``) runs again with twice the
+    time it last had. A job that proves fast is done in the first round; a hard one gets time
+    while it is the one that can lift the bound most. For ``max-iteration`` a
+    relaxation also stops as soon as its incumbent shows it cannot lift the running maximum.
+    ``targets``, when given, receives each job's relaxed answer (``Targets``, from its best
+    incumbent) to guide the plans."""
     t0 = time.perf_counter()
     floors = [
         max(ideal_bound(replace(inst, jobs=(job,))), closed_form_bound(inst, job))
         for job in inst.jobs
     ]
-    order = sorted(range(len(inst.jobs)), key=lambda j: (-floors[j], j))
     per_job = list(floors)
-    for builder, share in ((_merged_cluster, 0.85), (_relaxed_cluster, 1.0)):
-        until = share * o.time_limit_s
-        _relaxation_pass(inst, o, order, per_job, floors, builder, t0, until, targets)
+    upper = [math.inf] * len(inst.jobs)
+    until = 0.85 * o.time_limit_s
+    first = max(0.5, 0.25 * until / max(1, len(inst.jobs)))
+    order = sorted(range(len(inst.jobs)), key=lambda j: (-floors[j], j))
+    _relaxation_pass(inst, o, order, per_job, upper, _merged_cluster, t0, until, targets, first)
+    spent = dict.fromkeys(order, first)
+    while time.perf_counter() - t0 < until:
+        todo = _open_relaxations(o, per_job, upper, floors)
+        if not todo:
+            break
+        j = todo[0]
+        spent[j] *= 2
+        _relaxation_pass(
+            inst, o, [j], per_job, upper, _merged_cluster, t0, until, targets, spent[j]
+        )
+    order = sorted(range(len(inst.jobs)), key=lambda j: (-per_job[j], j))
+    _relaxation_pass(inst, o, order, per_job, None, _relaxed_cluster, t0, o.time_limit_s)
     if o.objective == "weighted-sum":
         return sum(j.weight * b for j, b in zip(inst.jobs, per_job)), per_job
     return max(per_job), per_job
 
 
+def _open_relaxations(
+    o: SolveOptions, per_job: list[float], upper: list[float], floors: list[float]
+) -> list[int]:
+    """The jobs whose merged relaxation deserves another round: not proven (bound below its
+    incumbent by more than ``o.mip_gap``) and, for ``max-iteration``, able to lift the largest
+    bound (incumbent above it); the highest incumbent first, untried jobs (no incumbent yet)
+    first of all, in decreasing order of their floor."""
+    lb = max(per_job, default=0.0)
+    todo = [
+        j
+        for j in range(len(per_job))
+        if (math.isinf(upper[j]) or (relative_gap(upper[j], per_job[j]) or 0.0) > o.mip_gap)
+        and (o.objective != "max-iteration" or upper[j] > lb * (1 + o.mip_gap))
+    ]
+    return sorted(todo, key=lambda j: (-upper[j], -floors[j], j))
+
+
 def _relaxation_pass(
-    inst, o, order, per_job, floors, builder, t0: float, until_s: float, targets=None
+    inst: Instance,
+    o: SolveOptions,
+    order: list[int],
+    per_job: list[float],
+    upper: list[float] | None,
+    builder,
+    t0: float,
+    until_s: float,
+    targets: dict[int, Targets] | None = None,
+    budget_s: float | None = None,
 ) -> None:
-    """One pass of ``relaxation_bound`` over the jobs, raising ``per_job`` in place (and
-    filling ``targets`` for jobs that have none yet)."""
+    """One pass of ``relaxation_bound`` over the jobs in ``order``, each for ``budget_s`` (default:
+    the time left shared evenly), raising ``per_job`` and lowering ``upper`` (each relaxation's
+    incumbent) in place; ``targets`` takes a job's answer when its incumbent improves."""
     running = max(per_job)
     for n, j in enumerate(order):
         job = inst.jobs[j]
         left = until_s - (time.perf_counter() - t0)
         if left <= 0:
             return
-        budget = max(0.5, left / (len(order) - n))
+        budget = min(left, budget_s) if budget_s else max(0.5, left / (len(order) - n))
         relaxed = replace(builder(inst, job.slots), jobs=(job,), tenants=())
         if model_size_estimate(relaxed) > MAX_BLOCK_VARIABLES:
-            continue  # the floor stands
+            if upper is not None:
+                upper[j] = per_job[j]  # the floor stands: nothing to solve
+            continue
         lift = o.objective == "max-iteration" and running > 0 and per_job[j] < running
         opts = replace(
             o,
@@ -174,7 +230,10 @@ def _relaxation_pass(
                     f"job {job.name} cannot run even alone with every wavelength and port it wants"
                 )
             per_job[j] = max(res.bound if res.bound is not None else 0.0, per_job[j])
-            if targets is not None and j not in targets and res.targets:
+            better = upper is None or res.objective is None or res.objective < upper[j]
+            if upper is not None and res.objective is not None:
+                upper[j] = min(upper[j], res.objective)
+            if targets is not None and res.targets and (better or j not in targets):
                 targets[j] = res.targets[0]
         running = max(running, per_job[j])
 
@@ -324,14 +383,15 @@ def solve_decomposed(
     priority: list[float] | None = None,
     target_us: float | None = None,
     fallback: Decisions | None = None,
-    targets: dict[int, Targets] | None = None,
+    targets: tuple[dict[int, Targets], ...] = (),
 ) -> tuple[Decisions, dict]:
     """Solve each block's exact MILP (time split by block size) and join the decisions.
 
     Each block's warm start is the best (by the evaluator) of its constructive plans: the
-    greedy one with its algorithms searched (``improved_plan``) and the relaxation-guided one
-    (``guided_plan``, from ``targets``), each on three placements with the same racks (the
-    block placement, ``interleaved``, ``grouped``), and ``fallback`` restricted to the block.
+    greedy one with its algorithms searched (``improved_plan``) and one guided by each answer
+    in ``targets`` (``guided_plan``: the relaxations' answers, the closed-form allocations of
+    ``closed_form_targets``), each on four placements with the same racks (the block placement,
+    ``interleaved``, ``grouped``, ``balanced``), and ``fallback`` restricted to the block.
 
     With ``target_us`` (max-iteration: the proven lower bound), a block stops as soon as its
     plan is that good: the whole plan cannot beat the bound anyway."""
@@ -352,15 +412,18 @@ def solve_decomposed(
         left_slots -= slots
         bo = replace(o, previous=None, polish=False, stop_at_us=target_us)
         # warm start: the best constructive plan (see the docstring)
-        local = {jl: targets[j] for jl, j in enumerate(jobs) if targets and j in targets}
+        answers = []
+        for answer in targets:
+            local = {jl: answer[j] for jl, j in enumerate(jobs) if j in answer}
+            if local and local not in answers:
+                answers.append(local)
         starts = []
-        placements = (fixed, interleaved(fixed), grouped(sub, fixed))
+        placements = (fixed, interleaved(fixed), grouped(sub, fixed), balanced(sub, fixed))
         for i, placement in enumerate(placements):
-            if placement in placements[:i]:  # a one-rack job: all three are the same
+            if placement in placements[:i]:  # a one-rack job: all of them are the same
                 continue
             starts.append(improved_plan(sub, placement, o.objective, min(5.0, 0.05 * budget)))
-            if local:
-                starts.append(guided_plan(sub, placement, local))
+            starts += [guided_plan(sub, placement, local) for local in answers]
         if fallback is not None:
             starts.append(_restrict(fallback, inst, racks, jobs))
         scored = []
@@ -491,7 +554,7 @@ def _tighten_critical_bound(
         if per_job[crit] < ev.jobs[crit]["iteration_time_us"] * (1 - o.mip_gap):
             fast = replace(o, objective="weighted-sum")  # no stop_at: we want its bound
             _relaxation_pass(
-                inst, fast, [crit], per_job, per_job, _merged_cluster, time.perf_counter(), left
+                inst, fast, [crit], per_job, None, _merged_cluster, time.perf_counter(), left
             )
     return max(per_job)
 
@@ -582,7 +645,7 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
             priority=per_job,
             target_us=target,
             fallback=fallback,
-            targets=targets,
+            targets=(targets, closed_form_targets(inst)),
         )
     except NoIncumbentError:
         if small:  # the whole joint model decides (and proves infeasibility if so)
@@ -697,13 +760,9 @@ def closed_form_bound(inst: Instance, job) -> float:
     closed-form lower bound (``model.collectives.option_lower_bound``: per-slot transceiver
     sharing, best latency and bandwidth any plan could give), composed as in docs/model.md §4.
     Pure arithmetic: no MILP is built."""
-    from optnet.candidates import all_candidates
-    from optnet.model import model_data
-    from optnet.model.collectives import _step_terms, option_lower_bound
+    from optnet.model.collectives import option_lower_bound
 
-    relaxed = replace(_relaxed_cluster(inst, job.slots), jobs=(job,), tenants=())
-    md = model_data(relaxed, all_candidates(relaxed), "max-iteration")
-    md.step_terms, md.step_counts = _step_terms(md)  # type: ignore[attr-defined]
+    md = _alone_model_data(inst, job)
     exposed = overlappable = 0.0
     for ci, cc in enumerate(md.cands[0].collectives):
         t = min(option_lower_bound(md, 0, ci, a) for a in range(len(cc.options)))
@@ -712,4 +771,116 @@ def closed_form_bound(inst: Instance, job) -> float:
         exposed += (1 - cc.spec.overlap) * cc.spec.count * t
         overlappable += cc.spec.overlap * cc.spec.count * t
     c = job.compute_time_us
-    return c + exposed + max(0.0, overlappable - c)
+    return max(c + exposed + max(0.0, overlappable - c), shared_transceiver_bound(md))
+
+
+def _alone_model_data(inst: Instance, job):
+    """Model data of ``job`` alone on ``_relaxed_cluster``, with its step terms."""
+    from optnet.candidates import all_candidates
+    from optnet.model import model_data
+    from optnet.model.collectives import _step_terms
+
+    relaxed = replace(_relaxed_cluster(inst, job.slots), jobs=(job,), tenants=())
+    md = model_data(relaxed, all_candidates(relaxed), "max-iteration")
+    md.step_terms, md.step_counts = _step_terms(md)  # type: ignore[attr-defined]
+    return md
+
+
+def closed_form_targets(inst: Instance) -> dict[int, Targets]:
+    """Each job's ``shared_transceiver_targets`` (jobs where the bound does not apply have
+    none): answers to guide the plans that cost no MILP."""
+    out = {}
+    for j, job in enumerate(inst.jobs):
+        t = _shared_transceivers(_alone_model_data(inst, job))[1]
+        if t is not None:
+            out[j] = t
+    return out
+
+
+#: Option combinations (one option per collective) ``shared_transceiver_bound`` enumerates.
+MAX_OPTION_COMBINATIONS = 512
+
+
+def shared_transceiver_bound(md) -> float:
+    """A job's iteration time when its collectives share each server's T transceivers
+    (docs/model.md §7, step 2); ``md`` is the job alone on ``_relaxed_cluster``. 0 where it does not
+    apply (a packet, wavelength-switched or hybrid fabric, relays or phases: a pair may then do
+    without lightpaths of its own) or the option combinations exceed
+    ``MAX_OPTION_COMBINATIONS``.
+
+    For a choice of one option per collective, a slot v and theta in [0, 1]:
+
+        iteration >= c (1 - theta) + sum_c w_c (K_c + sum_steps count mult_min alpha_min)
+                     + beta_1 (sum_p sqrt(A_p))^2 / T,
+        w_c = count_c ((1 - overlap_c) + theta overlap_c),
+        A_p = sum over the steps of every collective of w_c count b_i^2 / sum_steps' b,
+
+    the sum in A_p over the transfers i of v's pair p in a step, ``sum_steps' b`` the bytes of
+    all v's transfers in that step, beta_1 the inverse rate of one lightpath, K_c the option's
+    constant. Why: max(0, x) >= theta x turns the composition of docs/model.md §4 into a
+    non-negative sum of collective times; a step lasts at least its slowest transfer at v, which
+    is at least their average weighted by bytes (lambda_i = b_i / sum b); a pair's q_p
+    lightpaths give it inverse rate beta_1 / q_p and are shared by every collective using the
+    pair; and sum_p A_p / q_p with sum_p q_p <= T is smallest at q_p proportional to sqrt(A_p)
+    (Cauchy-Schwarz). The bound is the minimum over option choices of the maximum over slots
+    and theta in {0, 1/4, ..., 1}."""
+    return _shared_transceivers(md)[0]
+
+
+def _shared_transceivers(md) -> tuple[float, Targets | None]:
+    """``shared_transceiver_bound`` and its minimiser as ``Targets`` for
+    ``heuristic.guided_plan``: the minimising options, and for pair (a, b) the smaller of
+    T sqrt(A_p) / sum_p' sqrt(A_p') at a and at b, rounded down, at least 1 (the greedy fill
+    uses what rounding leaves)."""
+    import itertools
+
+    if md.has_packet or md.has_ws or md.hybrid or md.relay or md.H > 1:
+        return 0.0, None
+    colls = md.cands[0].collectives
+    choices = [range(len(cc.options)) for cc in colls]
+    if not colls or math.prod(len(r) for r in choices) > MAX_OPTION_COMBINATIONS:
+        return 0.0, None
+    T, beta_1 = md.max_lightpaths, md.beta_lp[1]
+    c = md.cands[0].job.compute_time_us
+    best, best_combo, best_area = math.inf, None, {}
+    for combo in itertools.product(*choices):
+        worst, worst_area = 0.0, {}
+        for theta in (0.0, 0.25, 0.5, 0.75, 1.0):
+            lat: dict[int, float] = defaultdict(float)
+            area: dict[int, dict] = defaultdict(lambda: defaultdict(float))
+            fixed = c * (1 - theta)
+            for ci, a in enumerate(combo):
+                cc = colls[ci]
+                w = cc.spec.count * ((1 - cc.spec.overlap) + theta * cc.spec.overlap)
+                opt = cc.options[a]
+                fixed += w * opt.constant_us
+                for g, gs in enumerate(opt.groups):
+                    for si, st in enumerate(gs.steps):
+                        at: dict[int, list] = defaultdict(list)
+                        for pair, mult, mb in md.step_terms[(0, ci, a, g, si)]:
+                            at[pair[1]].append((pair, mult, mb))
+                            at[pair[2]].append((pair, mult, mb))
+                        for v, ts in at.items():
+                            total = sum(mb for _p, _m, mb in ts)
+                            lat[v] += w * st.count * min(m for _p, m, _b in ts) * md.alpha_min
+                            for pair, _m, mb in ts:
+                                if total > 0:
+                                    area[v][pair] += w * st.count * mb * mb / total
+            for v in set(lat) | set(area):
+                sq = sum(math.sqrt(x) for x in area[v].values())
+                if fixed + lat[v] + beta_1 * sq * sq / T > worst:
+                    worst, worst_area = fixed + lat[v] + beta_1 * sq * sq / T, area
+        if worst < best:
+            best, best_combo, best_area = worst, combo, worst_area
+    if not math.isfinite(best) or best_combo is None:
+        return 0.0, None
+    share: dict[tuple[int, int], float] = {}
+    for _v, by_pair in best_area.items():
+        total = sum(math.sqrt(x) for x in by_pair.values())
+        for pair, x in by_pair.items():
+            q = T * math.sqrt(x) / total if total > 0 else 0.0
+            share[pair[1:]] = min(share.get(pair[1:], math.inf), q)
+    return best, Targets(
+        {ci: colls[ci].options[a].algorithm for ci, a in enumerate(best_combo)},
+        {p: max(1, math.floor(q + 1e-9)) for p, q in sorted(share.items())},
+    )

@@ -5,6 +5,7 @@ proven, and constructive and decomposed plans are feasible and scored exactly.""
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 
 import pytest
 from brute import brute_force
@@ -14,12 +15,13 @@ from optnet.evaluate import evaluate
 from optnet.heuristic import greedy_plan
 from optnet.scale import (
     block_assignment,
+    closed_form_bound,
     ideal_bound,
     relaxation_bound,
     solve_auto,
     sub_instance,
 )
-from optnet.solve import SolveOptions
+from optnet.solve import SolveOptions, solve_instance
 
 SEEDS = tuple(range(0, 40))
 
@@ -195,3 +197,44 @@ def test_neighbourhood_keeps_its_warm_start(monkeypatch):
         assert res.objective <= value * (1 + 1e-6), seed
         tested += 1
     assert tested >= 7
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_closed_form_bound_is_below_each_jobs_best(seed):
+    """``closed_form_bound`` (with ``shared_transceiver_bound``) never exceeds what exhaustive
+    search finds for the job alone on the cluster, the best any plan can give that job."""
+    inst = tiny_instance(seed)
+    for job in inst.jobs:
+        best = brute_force(replace(inst, jobs=(job,), tenants=()))[0]
+        if best is not None:
+            assert closed_form_bound(inst, job) <= best * (1 + 1e-6)
+
+
+def test_shared_transceiver_bound_is_below_the_merged_relaxation():
+    """On the benchmark's medium-dense instance, every job's shared-transceiver bound is at
+    most its merged relaxation's optimum (the bound relaxes that relaxation further), and it is
+    not vacuous: on some job it is within 2 % of that optimum."""
+    from bench.generate import generate
+    from optnet.candidates import all_candidates
+    from optnet.instance import build_instance
+    from optnet.model import model_data
+    from optnet.model.collectives import _step_terms
+    from optnet.scale import _merged_cluster, _relaxed_cluster, shared_transceiver_bound
+    from optnet.schema import InstanceFile
+
+    f = InstanceFile.model_validate(generate("medium", "dense"))
+    inst = build_instance(f, f.topology, f.workload)
+    close = 0
+    for job in inst.jobs:
+        relaxed = replace(_relaxed_cluster(inst, job.slots), jobs=(job,), tenants=())
+        md = model_data(relaxed, all_candidates(relaxed), "max-iteration")
+        md.step_terms, md.step_counts = _step_terms(md)
+        shared = shared_transceiver_bound(md)
+        merged = replace(_merged_cluster(inst, job.slots), jobs=(job,), tenants=())
+        opts = SolveOptions(time_limit_s=20, relax=frozenset({"wavelengths", "ports"}))
+        res = solve_instance(merged, replace(opts, polish=False))
+        assert shared <= res.objective * (1 + 1e-6)
+        if res.status == "optimal":
+            assert shared <= res.bound * (1 + 1e-6)
+            close += shared >= 0.98 * res.objective
+    assert close >= 1

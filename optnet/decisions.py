@@ -74,8 +74,6 @@ class Targets:
 
     algorithms: dict[int, str] = field(default_factory=dict)
     counts: dict[tuple[int, int], int] = field(default_factory=dict)
-    by_ocs: dict[tuple[int, int, int], int] = field(default_factory=dict)
-    """``(a, b, k)`` -> lightpaths between slots ``a < b`` on OCS ``k`` of the relaxed cluster."""
 
 
 @dataclass

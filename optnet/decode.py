@@ -301,10 +301,7 @@ def decode_targets(m: pyo.ConcreteModel, md: ModelData) -> dict[int, Targets]:
             out[j].algorithms[ci] = md.cands[j].collectives[ci].options[a].algorithm
     counts: dict[tuple[int, int, int], float] = defaultdict(float)
     for j, a, b, k in m.n:
-        n = pyo.value(m.n[j, a, b, k], exception=False) or 0.0
-        counts[(j, a, b)] += n
-        if round(n) > 0:
-            out[j].by_ocs[(a, b, k)] = round(n)
+        counts[(j, a, b)] += pyo.value(m.n[j, a, b, k], exception=False) or 0.0
     for (j, a, b), n in counts.items():
         if round(n) > 0:
             out[j].counts[(a, b)] = round(n)

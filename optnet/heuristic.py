@@ -173,9 +173,7 @@ def greedy_plan(
     return lay.decisions(placement, algorithms)
 
 
-def _lay_out_demand(
-    lay: _Layout, demand: dict[tuple[int, int], int], ocses: list[int] | None = None
-) -> None:
+def _lay_out_demand(lay: _Layout, demand: dict[tuple[int, int], int]) -> None:
     """Serve ``demand`` OCS by OCS. For OCS ``k``: a maximum-weight server matching within each
     rack (its loopback) and between each two racks (their circuit), an edge ``(a, b)`` weighing
     ``BIG2 (tight(a) + tight(b)) + BIG (left(a) + left(b)) + left(a, b)``, where ``left`` is the
@@ -196,13 +194,9 @@ def _lay_out_demand(
     big2 = big * (2 * max(deg.values(), default=0) + 1) * (len(deg) + 1)
     W = len(inst.usable_wavelengths)
     rack = {s: inst.servers[s].rack for p in left for s in p}
-    ocses = list(range(len(inst.ocses))) if ocses is None else ocses
-    for i, k in enumerate(ocses):
-        later = set(ocses[i:])
+    for k in range(len(inst.ocses)):
         while left:
-            cap = {
-                v: sum(len(ts) for kk, ts in lay.trx_free[v].items() if kk in later) for v in deg
-            }
+            cap = {v: sum(len(ts) for kk, ts in lay.trx_free[v].items() if kk >= k) for v in deg}
             by_racks: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
             for a, b in left:
                 if lay.trx_free[a].get(k) and lay.trx_free[b].get(k):

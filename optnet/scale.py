@@ -842,34 +842,47 @@ def _shared_transceivers(md) -> tuple[float, Targets | None]:
         return 0.0, None
     T, beta_1 = md.max_lightpaths, md.beta_lp[1]
     c = md.cands[0].job.compute_time_us
+    # per option, per slot v: its latency sum and its A_p per pair, before the weight w_c
+    lat: dict[tuple[int, int], dict[int, float]] = {}
+    area: dict[tuple[int, int], dict[int, dict]] = {}
+    for ci, cc in enumerate(colls):
+        for a, opt in enumerate(cc.options):
+            la, ar = defaultdict(float), defaultdict(lambda: defaultdict(float))
+            for g, gs in enumerate(opt.groups):
+                for si, st in enumerate(gs.steps):
+                    at: dict[int, list] = defaultdict(list)
+                    for pair, mult, mb in md.step_terms[(0, ci, a, g, si)]:
+                        at[pair[1]].append((pair, mult, mb))
+                        at[pair[2]].append((pair, mult, mb))
+                    for v, ts in at.items():
+                        total = sum(mb for _p, _m, mb in ts)
+                        la[v] += st.count * min(m for _p, m, _b in ts) * md.alpha_min
+                        for pair, _m, mb in ts:
+                            if total > 0:
+                                ar[v][pair] += st.count * mb * mb / total
+            lat[(ci, a)], area[(ci, a)] = la, ar
+    slots = range(md.cands[0].job.slots)
     best, best_combo, best_area = math.inf, None, {}
     for combo in itertools.product(*choices):
         worst, worst_area = 0.0, {}
         for theta in (0.0, 0.25, 0.5, 0.75, 1.0):
-            lat: dict[int, float] = defaultdict(float)
-            area: dict[int, dict] = defaultdict(lambda: defaultdict(float))
-            fixed = c * (1 - theta)
-            for ci, a in enumerate(combo):
-                cc = colls[ci]
-                w = cc.spec.count * ((1 - cc.spec.overlap) + theta * cc.spec.overlap)
-                opt = cc.options[a]
-                fixed += w * opt.constant_us
-                for g, gs in enumerate(opt.groups):
-                    for si, st in enumerate(gs.steps):
-                        at: dict[int, list] = defaultdict(list)
-                        for pair, mult, mb in md.step_terms[(0, ci, a, g, si)]:
-                            at[pair[1]].append((pair, mult, mb))
-                            at[pair[2]].append((pair, mult, mb))
-                        for v, ts in at.items():
-                            total = sum(mb for _p, _m, mb in ts)
-                            lat[v] += w * st.count * min(m for _p, m, _b in ts) * md.alpha_min
-                            for pair, _m, mb in ts:
-                                if total > 0:
-                                    area[v][pair] += w * st.count * mb * mb / total
-            for v in set(lat) | set(area):
-                sq = sum(math.sqrt(x) for x in area[v].values())
-                if fixed + lat[v] + beta_1 * sq * sq / T > worst:
-                    worst, worst_area = fixed + lat[v] + beta_1 * sq * sq / T, area
+            w = [cc.spec.count * (1 - cc.spec.overlap + theta * cc.spec.overlap) for cc in colls]
+            fixed = c * (1 - theta) + sum(
+                w[ci] * colls[ci].options[a].constant_us for ci, a in enumerate(combo)
+            )
+            at_v: dict[int, dict] = {}
+            for v in slots:
+                by_pair: dict = defaultdict(float)
+                latency = 0.0
+                for ci, a in enumerate(combo):
+                    latency += w[ci] * lat[(ci, a)].get(v, 0.0)
+                    for pair, x in area[(ci, a)].get(v, {}).items():
+                        by_pair[pair] += w[ci] * x
+                at_v[v] = by_pair
+                sq = sum(math.sqrt(x) for x in by_pair.values())
+                if fixed + latency + beta_1 * sq * sq / T > worst:
+                    worst = fixed + latency + beta_1 * sq * sq / T
+                    worst_area = at_v  # the allocation of the slot and theta that bind
         if worst < best:
             best, best_combo, best_area = worst, combo, worst_area
     if not math.isfinite(best) or best_combo is None:

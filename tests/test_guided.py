@@ -15,9 +15,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from optnet.evaluate import evaluate
-from optnet.heuristic import _lay_out_demand, _Layout, grouped, guided_plan, interleaved
+from optnet.heuristic import (
+    _lay_out_demand,
+    _Layout,
+    balanced,
+    grouped,
+    guided_plan,
+    interleaved,
+)
 from optnet.instance import load_instance
-from optnet.scale import block_assignment, relaxation_bound
+from optnet.scale import block_assignment, closed_form_targets, relaxation_bound
 from optnet.solve import SolveOptions
 
 
@@ -88,8 +95,9 @@ def test_bipartite_demand_is_served_exactly(tmp_path_factory, case):
 @settings(max_examples=100, deadline=None)
 @given(st.integers(0, 10_000), st.integers(1, 4), st.integers(1, 6))
 def test_placements_keep_racks_and_sizes(seed, racks, size):
-    """interleaved and grouped move slots only between racks the job already uses, never past
-    a rack's size, and place every slot."""
+    """interleaved, grouped and balanced move slots only between racks the job already uses,
+    never past a rack's size, and place every slot; balanced leaves a job's counts on two of its
+    racks at most one apart unless the emptier rack is full."""
     import random
 
     rng = random.Random(seed)
@@ -102,7 +110,7 @@ def test_placements_keep_racks_and_sizes(seed, racks, size):
             r = rng.choice([r for r in free if free[r]])
             free[r] -= 1
             slot_rack[(j, m)] = r
-    for new in (interleaved(slot_rack), grouped(inst, slot_rack)):
+    for new in (interleaved(slot_rack), grouped(inst, slot_rack), balanced(inst, slot_rack)):
         assert sorted(new) == sorted(slot_rack)
         for (j, _m), r in new.items():
             assert r in {rr for (jj, _mm), rr in slot_rack.items() if jj == j}
@@ -112,11 +120,21 @@ def test_placements_keep_racks_and_sizes(seed, racks, size):
     for j in range(len(inst.jobs)):  # interleaved keeps each job's count per rack
         before = sorted(r for (jj, _m), r in slot_rack.items() if jj == j)
         assert sorted(r for (jj, _m), r in il.items() if jj == j) == before
+    bal = balanced(inst, slot_rack)
+    used = {r: sum(1 for v in bal.values() if v == r) for r in range(len(inst.racks))}
+    for j in range(len(inst.jobs)):
+        mine = {r: sum(1 for (jj, _m), v in bal.items() if jj == j and v == r) for r in used}
+        racks_j = {r for (jj, _m), r in slot_rack.items() if jj == j}
+        for r in racks_j:
+            for s_ in racks_j:
+                if mine[r] < mine[s_] - 1:
+                    assert used[r] == len(inst.racks[r].servers)
 
 
 @functools.cache
 def guided(seed: int):
-    """(exhaustive optimum, [evaluations of the guided plans on the three placements])."""
+    """(exhaustive optimum, [evaluations of the guided plans on the four placements, guided by
+    the relaxation's answer and by the closed-form one])."""
     inst = tiny_instance(seed)
     best = brute_force(inst, "max-iteration")[0]
     targets: dict = {}
@@ -128,8 +146,9 @@ def guided(seed: int):
     for racks, jobs, fx in block_assignment(inst, per_job):
         for (jl, m), rl in fx.items():
             fixed[(jobs[jl], m)] = racks[rl]
-    placements = (fixed, interleaved(fixed), grouped(inst, fixed))
-    plans = [guided_plan(inst, p, targets) for p in placements]
+    placements = (fixed, interleaved(fixed), grouped(inst, fixed), balanced(inst, fixed))
+    answers = (targets, closed_form_targets(inst))
+    plans = [guided_plan(inst, p, t) for p in placements for t in answers if t]
     return best, [evaluate(inst, d) for d in plans if d is not None]
 
 

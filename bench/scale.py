@@ -7,7 +7,8 @@ compute time, peak memory, and beside optnet's answer: (a) the sequential baseli
 run up to 64 servers), (b) the constructive heuristic alone, (c) the ideal bound (full transceiver
 bandwidth, zero latency). Usage: python -m bench.scale [SIZE ...]; OPTNET_BENCH_REPEATS repeats
 each run, OPTNET_BENCH_SEEDS (comma-separated, default 0) generates more instances per size and
-density (rows ``tpu-dense-s1`` and so on: the table's method must not be tuned to seed 0).
+density (rows ``tpu-dense-s1`` and so on: the table's method must not be tuned to seed 0);
+OPTNET_BENCH_DENSITIES (default moderate,dense) picks the densities.
 """
 
 from __future__ import annotations
@@ -87,17 +88,19 @@ def one(size: str, density: str, path: str, name: str | None = None) -> dict:
 def main(sizes: list[str]) -> None:
     repeats = int(os.environ.get("OPTNET_BENCH_REPEATS", "1"))
     seeds = [int(x) for x in os.environ.get("OPTNET_BENCH_SEEDS", "0").split(",")]
+    densities = os.environ.get("OPTNET_BENCH_DENSITIES", "moderate,dense").split(",")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for size in sizes:
             for seed in seeds:
-                for density in ("moderate", "dense"):
+                for density in densities:
                     name = f"{size}-{density}" + (f"-s{seed}" if seed else "")
                     rows.append(_measure(size, density, seed, name, repeats, Path(tmp)))
                     _print_row(rows[-1])
     out_dir = ROOT / "out"
     out_dir.mkdir(exist_ok=True)
     tag = "" if seeds == [0] else "-s" + "-".join(map(str, seeds))
+    tag += "" if densities == ["moderate", "dense"] else "-" + "-".join(densities)
     (out_dir / f"bench-scale{tag}.json").write_text(json.dumps(rows, indent=2) + "\n")
     print()
     print("wall time against servers (median s):")

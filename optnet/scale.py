@@ -263,9 +263,11 @@ def block_assignment(
     inst: Instance, priority: list[float]
 ) -> list[tuple[list[int], list[int], dict[tuple[int, int], int]]]:
     """Disjoint rack blocks: (racks, jobs). Jobs in ``priority`` order (highest first) take the
-    racks with the shortest trunks; a job needing whole racks takes consecutive free racks, a
-    smaller one the first rack with room. Jobs sharing a rack end up in one block. Each block
-    also carries the greedy placement: (job, slot) -> rack, slots filling racks in order."""
+    racks with the shortest trunks: whole racks of their own when the racks suffice
+    (``_exclusive_racks``); otherwise whole free racks while a job fills them, and its remainder
+    best-fit into the partly used rack with the least room that holds it (else a free rack, else
+    spread over the roomiest racks). Jobs sharing a rack end up in one block. Each block also
+    carries the greedy placement: (job, slot) -> rack, slots filling racks in order."""
     order = sorted(range(len(inst.racks)), key=lambda r: (inst.racks[r].trunk_delay_us, r))
     free = {r: len(inst.racks[r].servers) for r in order}
     jobs_in: dict[int, list[int]] = {r: [] for r in order}
@@ -276,32 +278,40 @@ def block_assignment(
         jobs_in, slot_rack = exclusive
         by_priority = []
     for j in by_priority:
-        need = inst.jobs[j].slots
-        placed = 0
-        # first try a single partly used rack, then whole free racks in order
-        fit = next(
-            (r for r in order if 0 < free[r] < len(inst.racks[r].servers) and free[r] >= need), None
-        )
-        if fit is not None:
-            free[fit] -= need
-            jobs_in[fit].append(j)
-            for m in range(need):
-                slot_rack[(j, m)] = fit
-            continue
+        need, placed = inst.jobs[j].slots, 0
+        # whole free racks while the job fills them, then its remainder best-fit into the
+        # partly used rack with the least room that holds it, else a free rack, else spread
+        # over the racks with the most room: few jobs split, few racks shared
+        takes: list[tuple[int, int]] = []
         for r in order:
+            if free[r] == len(inst.racks[r].servers) and 0 < free[r] <= need:
+                takes.append((r, free[r]))
+                need -= free[r]
+                free[r] = 0
+        if need > 0:
+            partly = [r for r in order if 0 < free[r] < len(inst.racks[r].servers)]
+            fits = [r for r in partly if free[r] >= need]
+            fresh = [r for r in order if free[r] == len(inst.racks[r].servers) and free[r] >= need]
+            if fits or fresh:
+                r = min(fits, key=lambda r: (free[r], order.index(r))) if fits else fresh[0]
+                takes.append((r, need))
+                free[r] -= need
+                need = 0
+        for r in sorted(order, key=lambda r: (-free[r], order.index(r))):
             if need == 0:
                 break
-            if free[r] == 0:
-                continue
             take = min(free[r], need)
-            free[r] -= take
-            need -= take
+            if take:
+                takes.append((r, take))
+                free[r] -= take
+                need -= take
+        if need > 0:
+            raise RuntimeError("jobs do not fit; the instance checks should have said so")
+        for r, take in takes:
             jobs_in[r].append(j)
             for m in range(placed, placed + take):
                 slot_rack[(j, m)] = r
             placed += take
-        if need > 0:
-            raise RuntimeError("jobs do not fit; the instance checks should have said so")
     # union racks that share a job
     parent = {r: r for r in order}
 

@@ -238,3 +238,26 @@ def test_shared_transceiver_bound_is_below_the_merged_relaxation():
             assert shared <= res.bound * (1 + 1e-6)
             close += shared >= 0.98 * res.objective
     assert close >= 1
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_packed_blocks_split_few_jobs(seed):
+    """Dense generated clusters (the racks do not suffice for whole racks per job): a job spans
+    at most one rack more than it fills, and every block has a constructive plan. The earlier
+    packing split medium-dense seed 2's jobs over 13 racks in one 64-server block, where no
+    constructive plan existed and the first incumbent took 45 s."""
+    import math
+
+    from bench.generate import generate
+    from optnet.instance import build_instance
+    from optnet.schema import InstanceFile
+
+    f = InstanceFile.model_validate(generate("medium", "dense", seed))
+    inst = build_instance(f, f.topology, f.workload)
+    size = len(inst.racks[0].servers)
+    for racks, jobs, fixed in block_assignment(inst, [j.compute_time_us for j in inst.jobs]):
+        for jl, j in enumerate(jobs):
+            spans = {r for (jj, _m), r in fixed.items() if jj == jl}
+            assert len(spans) <= math.ceil(inst.jobs[j].slots / size) + 1
+        sub, _ = sub_instance(inst, racks, jobs)
+        assert greedy_plan(sub, fixed) is not None

@@ -340,6 +340,23 @@ def guided_plan(
     return d
 
 
+def _racks_by_job(slot_rack: dict[tuple[int, int], int]) -> dict[int, list[int]]:
+    """Job -> the rack of each of its slots, in slot order."""
+    by_job: dict[int, list[int]] = defaultdict(list)
+    for (j, _m), r in sorted(slot_rack.items()):
+        by_job[j].append(r)
+    return by_job
+
+
+def _room(inst: Instance, slot_rack: dict[tuple[int, int], int], j: int, racks) -> dict[int, int]:
+    """Servers of each rack in ``racks`` that jobs other than ``j`` leave free in ``slot_rack``."""
+    room = {r: len(inst.racks[r].servers) for r in racks}
+    for (jj, _m), r in slot_rack.items():
+        if jj != j and r in room:
+            room[r] -= 1
+    return room
+
+
 def interleaved(slot_rack: dict[tuple[int, int], int]) -> dict[tuple[int, int], int]:
     """The same racks with each job's slots dealt round-robin over them (as many per rack as
     before): consecutive slots, a ring's neighbours, then sit in different racks, and a ring's
@@ -348,9 +365,7 @@ def interleaved(slot_rack: dict[tuple[int, int], int]) -> dict[tuple[int, int], 
     >>> interleaved({(0, 0): 3, (0, 1): 3, (0, 2): 5, (0, 3): 5})
     {(0, 0): 3, (0, 1): 5, (0, 2): 3, (0, 3): 5}
     """
-    by_job: dict[int, list[int]] = defaultdict(list)
-    for (j, _m), r in sorted(slot_rack.items()):
-        by_job[j].append(r)
+    by_job = _racks_by_job(slot_rack)
     out = {}
     for j, rs in by_job.items():
         left = {r: rs.count(r) for r in rs}
@@ -373,16 +388,11 @@ def balanced(inst: Instance, slot_rack: dict[tuple[int, int], int]) -> dict[tupl
     between them, so all its demand crosses and every OCS can join the two racks; with unequal
     halves (16 + 8, say) some ring neighbours share a rack and need loopbacks, which an OCS
     joining the racks cannot give them."""
-    by_job: dict[int, list[int]] = defaultdict(list)
-    for (j, _m), r in sorted(slot_rack.items()):
-        by_job[j].append(r)
+    by_job = _racks_by_job(slot_rack)
     out = dict(slot_rack)
     for j, rs in by_job.items():
         racks = sorted(set(rs))
-        room = {r: len(inst.racks[r].servers) for r in racks}
-        for (jj, _m), r in out.items():
-            if jj != j and r in room:
-                room[r] -= 1
+        room = _room(inst, out, j, racks)
         count = dict.fromkeys(racks, 0)
         for _ in rs:
             r = min((r for r in racks if count[r] < room[r]), key=lambda r: (count[r], r))
@@ -404,15 +414,10 @@ def grouped(
     for any rack fills the roomiest racks in turn; slots in no group fill what is left. Rings
     then stay inside racks and what crosses racks is the lighter traffic between groups."""
     cands = cands if cands is not None else all_candidates(inst)
-    by_job: dict[int, list[int]] = defaultdict(list)
-    for (j, _m), r in sorted(slot_rack.items()):
-        by_job[j].append(r)
+    by_job = _racks_by_job(slot_rack)
     out = dict(slot_rack)
     for j, rs in by_job.items():
-        room = {r: len(inst.racks[r].servers) for r in set(rs)}
-        for (jj, _m), r in out.items():  # other jobs where they are now
-            if jj != j and r in room:
-                room[r] -= 1
+        room = _room(inst, out, j, set(rs))  # other jobs where they are now
         multi = [cc for cc in cands[j].collectives if cc.span_slots > 1 and cc.options]
         if not multi:
             continue

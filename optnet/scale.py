@@ -277,6 +277,7 @@ def block_assignment(
     if exclusive is not None:  # every job gets racks of its own: one block per job
         jobs_in, slot_rack = exclusive
         by_priority = []
+    size, rank = dict(free), {r: i for i, r in enumerate(order)}
     for j in by_priority:
         need, placed = inst.jobs[j].slots, 0
         # whole free racks while the job fills them, then its remainder best-fit into the
@@ -284,20 +285,20 @@ def block_assignment(
         # over the racks with the most room: few jobs split, few racks shared
         takes: list[tuple[int, int]] = []
         for r in order:
-            if free[r] == len(inst.racks[r].servers) and 0 < free[r] <= need:
+            if free[r] == size[r] and 0 < free[r] <= need:
                 takes.append((r, free[r]))
                 need -= free[r]
                 free[r] = 0
         if need > 0:
-            partly = [r for r in order if 0 < free[r] < len(inst.racks[r].servers)]
+            partly = [r for r in order if 0 < free[r] < size[r]]
             fits = [r for r in partly if free[r] >= need]
-            fresh = [r for r in order if free[r] == len(inst.racks[r].servers) and free[r] >= need]
+            fresh = [r for r in order if free[r] == size[r] and free[r] >= need]
             if fits or fresh:
-                r = min(fits, key=lambda r: (free[r], order.index(r))) if fits else fresh[0]
+                r = min(fits, key=lambda r: (free[r], rank[r])) if fits else fresh[0]
                 takes.append((r, need))
                 free[r] -= need
                 need = 0
-        for r in sorted(order, key=lambda r: (-free[r], order.index(r))):
+        for r in sorted(order, key=lambda r: (-free[r], rank[r])):
             if need == 0:
                 break
             take = min(free[r], need)

@@ -36,9 +36,10 @@ def one(size: str, density: str, path: str, name: str | None = None) -> dict:
     """Solve one instance (in this process) and return its row."""
     from dataclasses import replace
 
+    from optnet.bounds import ideal_bound
     from optnet.evaluate import evaluate
     from optnet.instance import load_instance
-    from optnet.scale import ideal_bound, solve_auto
+    from optnet.scale import solve_auto
     from optnet.solve import SolveOptions
     from optnet.strategies import solve_sequential
 

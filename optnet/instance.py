@@ -93,6 +93,9 @@ class Ocs:
     """Racks with a trunk into this OCS; rack racks[i] is on port i."""
     reconfigurable: bool = True
     """May hold a different matching in each communication phase (docs/model.md §5.8)."""
+    merged_transceivers: tuple[int, ...] = ()
+    """Transceivers per server on each OCS merged into this one (``bounds.merged_cluster``);
+    empty for a real OCS. The matching cut (``model.lightpaths.add_matching_cut``) needs them."""
 
     def port_of(self, rack: int) -> int:
         return self.racks.index(rack)
@@ -171,6 +174,9 @@ class Instance:
     """A direct-connect fabric between the servers (docs/direct.md); None: optics only."""
     wavelength_switched: WsFabric | None = None
     """A wavelength-switched fabric (docs/model.md §5.7); None: none is defined."""
+    real_rack_sizes: tuple[int, ...] = ()
+    """Servers per rack of the cluster this one relaxes (``bounds.relaxed_cluster``); empty for
+    a real cluster. The odd-ring cap (``model.lightpaths.odd_ring_lightpaths``) needs them."""
 
     @property
     def ws(self) -> WsFabric | None:

@@ -19,9 +19,15 @@ from __future__ import annotations
 
 import math
 import time
-from collections import defaultdict
 from dataclasses import replace
 
+from optnet.bounds import (
+    closed_form_bound,
+    closed_form_targets,
+    ideal_bound,
+    merged_cluster,
+    relaxed_cluster,
+)
 from optnet.decisions import Circuit, Decisions, Lightpath, Targets
 from optnet.errors import InfeasibleError, NoIncumbentError
 from optnet.evaluate import evaluate
@@ -33,7 +39,7 @@ from optnet.heuristic import (
     improved_plan,
     interleaved,
 )
-from optnet.instance import Instance, Ocs, Rack, Server
+from optnet.instance import Instance, Server
 from optnet.solve import SolveOptions, SolveResult, relative_gap, solve_instance
 
 EXACT_MAX_SERVERS = 32
@@ -87,45 +93,13 @@ def sub_instance(inst: Instance, racks: list[int], jobs: list[int]) -> tuple[Ins
     return sub, server_map
 
 
-def _relaxed_cluster(inst: Instance, slots: int) -> Instance:
-    delay = min(r.trunk_delay_us for r in inst.racks)
-    rack = Rack("relaxed", tuple(range(slots)), 0.0, "smf", delay)
-    servers = tuple(Server(f"relaxed-s{i}", 0) for i in range(slots))
-    ocses = tuple(
-        Ocs(
-            o.name, max(o.ports, 1), o.reconfig_delay_us, o.insertion_loss_db, o.power_w, True, (0,)
-        )
-        for o in inst.ocses
-    )
-    return replace(inst, racks=(rack,), servers=servers, ocses=ocses)
-
-
-def _merged_cluster(inst: Instance, slots: int) -> Instance:
-    """``_relaxed_cluster`` with every OCS merged into one that every live transceiver reaches:
-    a server's lightpaths are limited by its T transceivers in total, not T_k per OCS. Any
-    per-OCS plan maps onto it (sum the counts), so it is a relaxation too; it has no OCS symmetry
-    and its MILP usually solves to optimality where the per-OCS one stalls (docs/model.md §7)."""
-    r = _relaxed_cluster(inst, slots)
-    o = Ocs(
-        "relaxed",
-        1,
-        min(x.reconfig_delay_us for x in inst.ocses),
-        min(x.insertion_loss_db for x in inst.ocses),
-        min(x.power_w for x in inst.ocses),
-        True,
-        (0,),
-    )
-    t_ocs = tuple(0 if k >= 0 else -1 for k in inst.transceiver_ocs)
-    return replace(r, ocses=(o,), transceiver_ocs=t_ocs)
-
-
 def relaxation_bound(
     inst: Instance, o: SolveOptions, targets: dict[int, Targets] | None = None
 ) -> tuple[float, list[float]]:
     """Valid lower bound on the objective and on each job's iteration time.
 
-    Each job alone on a relaxed cluster: first with the OCSes merged (``_merged_cluster``, 85 %
-    of the time), then with the per-OCS relaxation (``_relaxed_cluster``) in the time left; a job
+    Each job alone on a relaxed cluster: first with the OCSes merged (``merged_cluster``, 85 %
+    of the time), then with the per-OCS relaxation (``relaxed_cluster``) in the time left; a job
     keeps the largest of its bounds, floored by ``ideal_bound`` and ``closed_form_bound``. A
     relaxation stopped early still gives its proven dual bound.
 
@@ -147,7 +121,7 @@ def relaxation_bound(
     until = 0.85 * o.time_limit_s
     first = max(0.5, 0.25 * until / max(1, len(inst.jobs)))
     order = sorted(range(len(inst.jobs)), key=lambda j: (-floors[j], j))
-    _relaxation_pass(inst, o, order, per_job, upper, _merged_cluster, t0, until, targets, first)
+    _relaxation_pass(inst, o, order, per_job, upper, merged_cluster, t0, until, targets, first)
     spent = dict.fromkeys(order, first)
     while time.perf_counter() - t0 < until:
         todo = _open_relaxations(o, per_job, upper, floors)
@@ -155,11 +129,9 @@ def relaxation_bound(
             break
         j = todo[0]
         spent[j] *= 2
-        _relaxation_pass(
-            inst, o, [j], per_job, upper, _merged_cluster, t0, until, targets, spent[j]
-        )
+        _relaxation_pass(inst, o, [j], per_job, upper, merged_cluster, t0, until, targets, spent[j])
     order = sorted(range(len(inst.jobs)), key=lambda j: (-per_job[j], j))
-    _relaxation_pass(inst, o, order, per_job, None, _relaxed_cluster, t0, o.time_limit_s)
+    _relaxation_pass(inst, o, order, per_job, None, relaxed_cluster, t0, o.time_limit_s)
     if o.objective == "weighted-sum":
         return sum(j.weight * b for j, b in zip(inst.jobs, per_job)), per_job
     return max(per_job), per_job
@@ -215,6 +187,7 @@ def _relaxation_pass(
             time_limit_s=budget,
             objective="max-iteration",
             relax=frozenset({"wavelengths", "ports"}),
+            floors=True,  # one job: stops as soon as its incumbent reaches the floor
             quiet=True,
             previous=None,
             polish=False,
@@ -555,7 +528,7 @@ def _improve_critical(
 def _tighten_critical_bound(
     inst: Instance, o: SolveOptions, d: Decisions, per_job: list[float], until: float
 ) -> float:
-    """With the time left, the slowest job's merged relaxation (``_merged_cluster``) again, all
+    """With the time left, the slowest job's merged relaxation (``merged_cluster``) again, all
     of it for that one job: its bound is the one that can close the gap. Returns the new bound
     (``max`` of ``per_job``, raised in place)."""
     left = until - time.perf_counter()
@@ -565,7 +538,7 @@ def _tighten_critical_bound(
         if per_job[crit] < ev.jobs[crit]["iteration_time_us"] * (1 - o.mip_gap):
             fast = replace(o, objective="weighted-sum")  # no stop_at: we want its bound
             _relaxation_pass(
-                inst, fast, [crit], per_job, None, _merged_cluster, time.perf_counter(), left
+                inst, fast, [crit], per_job, None, merged_cluster, time.perf_counter(), left
             )
     return max(per_job)
 
@@ -719,192 +692,3 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
     gap = relative_gap(objective, bound)
     timings["total_s"] = time.perf_counter() - t0
     return SolveResult(status, objective, bound, gap, decisions, timings, size, solver)
-
-
-def ideal_bound(inst: Instance, objective: str = "max-iteration") -> float:
-    """The lower bound where every job's communication runs at full transceiver bandwidth
-    (all T transceivers of a server on every pair) with zero network latency: per collective the
-    best option's time with alpha = 0 and beta = 1 / (T rate) on every transfer, plus its
-    decision-independent NVLink/reduction part; iteration time as in docs/model.md §4."""
-    from optnet.candidates import all_candidates
-    from optnet.constants import inverse_rate_us_per_byte
-
-    live = sum(1 for k in inst.transceiver_ocs if k >= 0 and inst.ocses[k].racks) or 1
-    beta = inverse_rate_us_per_byte(live * inst.transceiver_rate_gbps)
-    if inst.packet is not None:
-        beta = min(beta, inverse_rate_us_per_byte(inst.packet.rate_gbps))
-        if inst.packet.hybrid:  # a pair may stripe over both at once
-            rate = live * inst.transceiver_rate_gbps + inst.packet.rate_gbps
-            beta = min(beta, inverse_rate_us_per_byte(rate))
-    if inst.ws is not None:  # a pair may instead own every channel of the fabric
-        from optnet.physics import ws_inverse_rate
-
-        beta = min(beta, ws_inverse_rate(inst, inst.ws.channels))
-    iters = []
-    for jc in all_candidates(inst):
-        exposed = overl = 0.0
-        for cc in jc.collectives:
-            t = min(
-                o.constant_us
-                + max(
-                    (
-                        sum(
-                            st.count * max(b * beta for _a, _b, b in st.transfers) for st in g.steps
-                        )
-                        for g in o.groups
-                    ),
-                    default=0.0,
-                )
-                for o in cc.options
-            )
-            exposed += (1 - cc.spec.overlap) * cc.spec.count * t
-            overl += cc.spec.overlap * cc.spec.count * t
-        c = jc.job.compute_time_us
-        iters.append(c + exposed + max(0.0, overl - c))
-    if objective == "weighted-sum":
-        return sum(j.weight * t for j, t in zip(inst.jobs, iters))
-    return max(iters)
-
-
-def closed_form_bound(inst: Instance, job) -> float:
-    """A job's iteration time can be no shorter than with every collective at its best option's
-    closed-form lower bound (``model.collectives.option_lower_bound``: per-slot transceiver
-    sharing, best latency and bandwidth any plan could give), composed as in docs/model.md §4.
-    Pure arithmetic: no MILP is built."""
-    from optnet.model.collectives import option_lower_bound
-
-    md = _alone_model_data(inst, job)
-    exposed = overlappable = 0.0
-    for ci, cc in enumerate(md.cands[0].collectives):
-        t = min(option_lower_bound(md, 0, ci, a) for a in range(len(cc.options)))
-        if t == float("inf"):
-            t = 0.0  # an option that can never connect: leave the bound to the others
-        exposed += (1 - cc.spec.overlap) * cc.spec.count * t
-        overlappable += cc.spec.overlap * cc.spec.count * t
-    c = job.compute_time_us
-    return max(c + exposed + max(0.0, overlappable - c), shared_transceiver_bound(md))
-
-
-def _alone_model_data(inst: Instance, job):
-    """Model data of ``job`` alone on ``_relaxed_cluster``, with its step terms."""
-    from optnet.candidates import all_candidates
-    from optnet.model import model_data
-    from optnet.model.collectives import _step_terms
-
-    relaxed = replace(_relaxed_cluster(inst, job.slots), jobs=(job,), tenants=())
-    md = model_data(relaxed, all_candidates(relaxed), "max-iteration")
-    md.step_terms, md.step_counts = _step_terms(md)  # type: ignore[attr-defined]
-    return md
-
-
-def closed_form_targets(inst: Instance) -> dict[int, Targets]:
-    """Each job's ``shared_transceiver_targets`` (jobs where the bound does not apply have
-    none): answers to guide the plans that cost no MILP."""
-    out = {}
-    for j, job in enumerate(inst.jobs):
-        t = _shared_transceivers(_alone_model_data(inst, job))[1]
-        if t is not None:
-            out[j] = t
-    return out
-
-
-#: Option combinations (one option per collective) ``shared_transceiver_bound`` enumerates.
-MAX_OPTION_COMBINATIONS = 512
-
-
-def shared_transceiver_bound(md) -> float:
-    """A job's iteration time when its collectives share each server's T transceivers
-    (docs/model.md §7, step 2); ``md`` is the job alone on ``_relaxed_cluster``. 0 where it does not
-    apply (a packet, wavelength-switched or hybrid fabric, relays or phases: a pair may then do
-    without lightpaths of its own) or the option combinations exceed
-    ``MAX_OPTION_COMBINATIONS``.
-
-    For a choice of one option per collective, a slot v and theta in [0, 1]:
-
-        iteration >= c (1 - theta) + sum_c w_c (K_c + sum_steps count mult_min alpha_min)
-                     + beta_1 (sum_p sqrt(A_p))^2 / T,
-        w_c = count_c ((1 - overlap_c) + theta overlap_c),
-        A_p = sum over the steps of every collective of w_c count b_i^2 / sum_steps' b,
-
-    the sum in A_p over the transfers i of v's pair p in a step, ``sum_steps' b`` the bytes of
-    all v's transfers in that step, beta_1 the inverse rate of one lightpath, K_c the option's
-    constant. Why: max(0, x) >= theta x turns the composition of docs/model.md §4 into a
-    non-negative sum of collective times; a step lasts at least its slowest transfer at v, which
-    is at least their average weighted by bytes (lambda_i = b_i / sum b); a pair's q_p
-    lightpaths give it inverse rate beta_1 / q_p and are shared by every collective using the
-    pair; and sum_p A_p / q_p with sum_p q_p <= T is smallest at q_p proportional to sqrt(A_p)
-    (Cauchy-Schwarz). The bound is the minimum over option choices of the maximum over slots
-    and theta in {0, 1/4, ..., 1}."""
-    return _shared_transceivers(md)[0]
-
-
-def _shared_transceivers(md) -> tuple[float, Targets | None]:
-    """``shared_transceiver_bound`` and its minimiser as ``Targets`` for
-    ``heuristic.guided_plan``: the minimising options, and for pair (a, b) the smaller of
-    T sqrt(A_p) / sum_p' sqrt(A_p') at a and at b, rounded down, at least 1 (the greedy fill
-    uses what rounding leaves)."""
-    import itertools
-
-    if md.has_packet or md.has_ws or md.hybrid or md.relay or md.H > 1:
-        return 0.0, None
-    colls = md.cands[0].collectives
-    choices = [range(len(cc.options)) for cc in colls]
-    if not colls or math.prod(len(r) for r in choices) > MAX_OPTION_COMBINATIONS:
-        return 0.0, None
-    T, beta_1 = md.max_lightpaths, md.beta_lp[1]
-    c = md.cands[0].job.compute_time_us
-    # per option, per slot v: its latency sum and its A_p per pair, before the weight w_c
-    lat: dict[tuple[int, int], dict[int, float]] = {}
-    area: dict[tuple[int, int], dict[int, dict]] = {}
-    for ci, cc in enumerate(colls):
-        for a, opt in enumerate(cc.options):
-            la, ar = defaultdict(float), defaultdict(lambda: defaultdict(float))
-            for g, gs in enumerate(opt.groups):
-                for si, st in enumerate(gs.steps):
-                    at: dict[int, list] = defaultdict(list)
-                    for pair, mult, mb in md.step_terms[(0, ci, a, g, si)]:
-                        at[pair[1]].append((pair, mult, mb))
-                        at[pair[2]].append((pair, mult, mb))
-                    for v, ts in at.items():
-                        total = sum(mb for _p, _m, mb in ts)
-                        la[v] += st.count * min(m for _p, m, _b in ts) * md.alpha_min
-                        for pair, _m, mb in ts:
-                            if total > 0:
-                                ar[v][pair] += st.count * mb * mb / total
-            lat[(ci, a)], area[(ci, a)] = la, ar
-    slots = range(md.cands[0].job.slots)
-    best, best_combo, best_area = math.inf, None, {}
-    for combo in itertools.product(*choices):
-        worst, worst_area = 0.0, {}
-        for theta in (0.0, 0.25, 0.5, 0.75, 1.0):
-            w = [cc.spec.count * (1 - cc.spec.overlap + theta * cc.spec.overlap) for cc in colls]
-            fixed = c * (1 - theta) + sum(
-                w[ci] * colls[ci].options[a].constant_us for ci, a in enumerate(combo)
-            )
-            at_v: dict[int, dict] = {}
-            for v in slots:
-                by_pair: dict = defaultdict(float)
-                latency = 0.0
-                for ci, a in enumerate(combo):
-                    latency += w[ci] * lat[(ci, a)].get(v, 0.0)
-                    for pair, x in area[(ci, a)].get(v, {}).items():
-                        by_pair[pair] += w[ci] * x
-                at_v[v] = by_pair
-                sq = sum(math.sqrt(x) for x in by_pair.values())
-                if fixed + latency + beta_1 * sq * sq / T > worst:
-                    worst = fixed + latency + beta_1 * sq * sq / T
-                    worst_area = at_v  # the allocation of the slot and theta that bind
-        if worst < best:
-            best, best_combo, best_area = worst, combo, worst_area
-    if not math.isfinite(best) or best_combo is None:
-        return 0.0, None
-    share: dict[tuple[int, int], float] = {}
-    for _v, by_pair in best_area.items():
-        total = sum(math.sqrt(x) for x in by_pair.values())
-        for pair, x in by_pair.items():
-            q = T * math.sqrt(x) / total if total > 0 else 0.0
-            share[pair[1:]] = min(share.get(pair[1:], math.inf), q)
-    return best, Targets(
-        {ci: colls[ci].options[a].algorithm for ci, a in enumerate(best_combo)},
-        {p: max(1, math.floor(q + 1e-9)) for p, q in sorted(share.items())},
-    )

@@ -31,7 +31,10 @@ REL = 1e-6
 RUN = tuple(range(0, 48))
 INFEASIBLE = (49, 54, 73, 93, 110)
 REGRESSION = (348, 554, 705, 917)
-SEEDS = RUN + INFEASIBLE + REGRESSION
+#: Seeds whose jobs have odd slot sets on OCSes with an odd transceiver count: the matching
+#: cut (model.lightpaths.add_matching_cut) is in their MILP and must cut off no optimum.
+ODD_SETS = (69, 76, 94, 129, 132, 136, 152, 163, 174, 177)
+SEEDS = RUN + INFEASIBLE + REGRESSION + ODD_SETS
 #: Seeds also solved with the weighted-sum objective.
 WEIGHTED = tuple(s for s in SEEDS if s % 2 == 0 or s in REGRESSION)
 
@@ -58,6 +61,8 @@ def _check(inst: Instance, key, objective: str) -> None:
         )
         return
     assert res.status == "optimal", f"MILP status {res.status}; brute optimum {best}"
+    # the reported bound (HiGHS's, lifted by the closed-form floors) never passes the optimum
+    assert res.bound is not None and res.bound <= best * (1 + REL) + 1e-9, (res.bound, best)
     assert math.isclose(res.objective, best, rel_tol=REL, abs_tol=1e-9), (
         f"MILP {res.objective} != brute {best}\nMILP decisions {res.decisions}\n"
         f"brute decisions {brute_d}"

@@ -14,6 +14,7 @@ from gen import tiny_instance
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from optnet.bounds import closed_form_targets
 from optnet.evaluate import evaluate
 from optnet.heuristic import (
     _lay_out_demand,
@@ -24,7 +25,7 @@ from optnet.heuristic import (
     interleaved,
 )
 from optnet.instance import load_instance
-from optnet.scale import block_assignment, closed_form_targets, relaxation_bound
+from optnet.scale import block_assignment, relaxation_bound
 from optnet.solve import SolveOptions
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import pyomo.environ as pyo
 
 from optnet.model.data import MB, ModelData
-from optnet.model.lightpaths import z_var
+from optnet.model.lightpaths import odd_ring_lightpaths, z_var
 
 
 def alpha_var(m: pyo.ConcreteModel, h: int, p: tuple):
@@ -465,15 +465,43 @@ def option_lower_bound(md: ModelData, j: int, ci: int, a: int) -> float:
             beta = min(beta, min(md.beta_both[(min(cap, T),) + rs] for rs in md.rack_pairs))
         return beta
 
-    return _bound_over_steps(md, j, ci, a, slot_beta)
+    def ring_beta(n: int) -> float | None:
+        if md.has_packet or md.hybrid:
+            return None
+        cap = odd_ring_lightpaths(md, n)
+        return md.beta_lp[cap] if cap is not None and cap < T else None
+
+    return _bound_over_steps(md, j, ci, a, slot_beta, ring_beta)
 
 
-def _bound_over_steps(md: ModelData, j: int, ci: int, a: int, slot_beta) -> float:
+def _odd_cycle(deg: dict[int, set]) -> bool:
+    """The group's pairs form one cycle through all its slots, of odd length."""
+    pairs = {p for ps in deg.values() for p in ps}
+    if len(deg) % 2 == 0 or len(pairs) != len(deg) or any(len(ps) != 2 for ps in deg.values()):
+        return False
+    start = next(iter(deg))
+    seen, frontier = {start}, [start]
+    while frontier:
+        v = frontier.pop()
+        for p in deg[v]:
+            for u in p[1:]:
+                if u not in seen:
+                    seen.add(u)
+                    frontier.append(u)
+    return len(seen) == len(deg)
+
+
+def _bound_over_steps(
+    md: ModelData, j: int, ci: int, a: int, slot_beta, ring_beta=lambda _n: None
+) -> float:
     """The walk ``option_lower_bound`` shares between fabrics: per group, the sum over steps of
     ``count * max(mult alpha_min + bytes beta_min, max_v (mult_v alpha_min + bytes_v beta_v))``,
     the max over groups, plus the option's constant. ``slot_beta(deg, v, d)`` is the best beta
     any of the d step pairs at slot v can have (``deg``: the group's pairs per slot), None when
-    they can never all connect (the option is impossible: +inf)."""
+    they can never all connect (the option is impossible: +inf). When the group's pairs form an
+    odd cycle of n slots, ``ring_beta(n)`` is the best beta of the cycle's narrowest pair (None:
+    no better than ``slot_beta``), and a step over every pair of the cycle lasts at least
+    ``mult_min alpha_min + bytes_min ring_beta(n)`` (``lightpaths.odd_ring_lightpaths``)."""
     opt = md.cands[j].collectives[ci].options[a]
     worst = 0.0
     for g, gs in enumerate(opt.groups):
@@ -482,10 +510,15 @@ def _bound_over_steps(md: ModelData, j: int, ci: int, a: int, slot_beta) -> floa
             for pair, _mult, _mb in md.step_terms[(j, ci, a, g, s)]:
                 deg.setdefault(pair[1], set()).add(pair)
                 deg.setdefault(pair[2], set()).add(pair)
+        ring = ring_beta(len(deg)) if _odd_cycle(deg) else None
+        cycle = {p for ps in deg.values() for p in ps}
         total = 0.0
         for s, st in enumerate(gs.steps):
             terms = md.step_terms[(j, ci, a, g, s)]
             best = max(mult * md.alpha_min + mb * md.beta_min for _p, mult, mb in terms)
+            if ring is not None and {p for p, _m, _b in terms} == cycle:
+                mult = min(m for _p, m, _b in terms)
+                best = max(best, mult * md.alpha_min + min(b for _p, _m, b in terms) * ring)
             at: dict[int, list] = {}
             for pair, mult, mb in terms:
                 at.setdefault(pair[1], []).append((pair, mult, mb))

@@ -32,6 +32,7 @@ class ModelData:
     unavailable: frozenset[int] = frozenset()  # failed servers (never placed on)
     iteration_budget_us: float | None = None
     alone_us: list[float] | None = None  # max-slowdown: each job's iteration time alone
+    iteration_floor_us: dict[int, float] = field(default_factory=dict)  # job -> proven floor
     objective_scale: float = 1.0  # reported objective = model objective x this (carbon)
     slots: list[tuple[int, int]] = field(default_factory=list)  # (job, slot)
     racks: list[int] = field(default_factory=list)

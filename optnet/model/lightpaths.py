@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import pyomo.environ as pyo
 
+from optnet.bounds import odd_ring_cap
 from optnet.model.data import ModelData
 
 
@@ -130,6 +131,76 @@ def add_transceiver_limit(m: pyo.ConcreteModel, md: ModelData) -> None:
             return sum(m.n_ph[(h,) + p + (k,)] for p in pairs) <= rhs(j, s, k)
 
         m.transceiver_limit_ph = pyo.Constraint(m.LATER_PHASES, m.SLOTS, m.OCS, rule=rule)
+
+
+def odd_sets(md: ModelData) -> list[tuple[int, tuple[int, ...]]]:
+    """(job, U) for the matching cut: the job's slots and the slots of every server-level group
+    of its collectives' options, each distinct set once, when |U| is odd and above 1."""
+    out = []
+    for j, jc in enumerate(md.cands):
+        sets = {tuple(range(jc.job.slots))}
+        for cc in jc.collectives:
+            for opt in cc.options:
+                sets.update(tuple(sorted(set(g.slots))) for g in opt.groups)
+        out += [(j, u) for u in sorted(sets) if len(u) > 1 and len(u) % 2]
+    return out
+
+
+def matching_capacity(md: ModelData, k: int, size: int) -> int:
+    """sum_i floor(T_{k,i} |U| / 2): the most lightpaths OCS k can hold among |U| = ``size``
+    slots, T_{k,i} the transceivers per server of each OCS merged into k (k itself if none)."""
+    return sum(t * size // 2 for t in md.inst.ocses[k].merged_transceivers or (md.trx_per_ocs[k],))
+
+
+def odd_ring_lightpaths(md: ModelData, n: int) -> int | None:
+    """``bounds.odd_ring_cap`` for this cluster: every OCS must give a server one transceiver
+    (merged OCSes count as the OCSes they stand for); None when it does not apply or with
+    ``relax`` "odd_ring" (to measure what it adds)."""
+    if "odd_ring" in md.relax:
+        return None
+    parts = [
+        t for k in md.ocs for t in md.inst.ocses[k].merged_transceivers or (md.trx_per_ocs[k],)
+    ]
+    if not parts or any(t != 1 for t in parts):
+        return None
+    sizes = md.inst.real_rack_sizes or tuple(len(r.servers) for r in md.inst.racks)
+    return odd_ring_cap(n, len(parts), sizes)
+
+
+def add_matching_cut(m: pyo.ConcreteModel, md: ModelData) -> None:
+    """Odd-set cut: on one OCS a server has T_k transceivers and a lightpath takes one at each
+    end, so the lightpaths among an odd set U of a job's slots number at most floor(T_k |U| / 2)
+    (the transceiver limit gives the LP only T_k |U| / 2; this is its Chvatal-Gomory rounding):
+
+        sum_{p in P_h, p within U} n[h,p,k] <= sum_i floor(T_{k,i} |U| / 2)
+
+    for every phase h, OCS k and U in ``odd_sets``; on a merged OCS (``bounds.merged_cluster``)
+    the sum runs over the OCSes merged into it. An 11-server ring on 8 OCSes of one transceiver
+    gets at most 40 lightpaths, 3 on its narrowest edge, where the transceiver limit allows 44,
+    4 on every edge (docs/model.md §5.3). Dropped with the transceiver limit, or alone with
+    ``relax`` "matching" (to measure what it adds)."""
+    if md.relax & {"transceivers", "matching"}:
+        return
+    by_job: dict[int, list] = {}
+    rows = []
+    for h in range(md.H):
+        by_job.clear()
+        for p in md.phase_pairs[h]:
+            by_job.setdefault(p[0], []).append(p)
+        for j, u in odd_sets(md):
+            inside = set(u)
+            pairs = [p for p in by_job.get(j, ()) if p[1] in inside and p[2] in inside]
+            for k in md.ocs:
+                cap = matching_capacity(md, k, len(u))
+                if pairs and 2 * cap < md.trx_per_ocs[k] * len(u):
+                    rows.append((h, pairs, k, cap))
+    m.MATCHING_CUTS = pyo.Set(initialize=range(len(rows)), ordered=True)
+    m.matching_cut = pyo.Constraint(
+        m.MATCHING_CUTS,
+        rule=lambda m, i: (
+            sum(n_var(m, rows[i][0], p, rows[i][2]) for p in rows[i][1]) <= rows[i][3]
+        ),
+    )
 
 
 def add_wavelength_capacity(m: pyo.ConcreteModel, md: ModelData) -> None:

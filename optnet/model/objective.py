@@ -44,6 +44,16 @@ def add_iteration_time(m: pyo.ConcreteModel, md: ModelData) -> None:
     )
 
 
+def add_iteration_floor(m: pyo.ConcreteModel, md: ModelData) -> None:
+    """iter[j] >= L_j, L_j = ``md.iteration_floor_us[j]`` (``SolveOptions.floors``): the job's
+    shared-transceiver bound (``bounds.shared_transceiver_bound``, docs/model.md §7 step 2),
+    valid for every plan, so no solution is cut off. A one-job relaxation then stops as soon as
+    its incumbent reaches the floor; in a MILP of several jobs it flattens HiGHS's node bounds
+    and slows the search (docs/model.md §5.5), so only the relaxations ask for it."""
+    floors = {j: f for j, f in md.iteration_floor_us.items() if f > 0}
+    m.iteration_floor = pyo.Constraint(sorted(floors), rule=lambda m, j: m.iter[j] >= floors[j])
+
+
 def add_iteration_budget(m: pyo.ConcreteModel, md: ModelData) -> None:
     """iter[j] <= B   for every job (``--iteration-budget-us``; the epsilon of the Pareto front)."""
     if md.iteration_budget_us is None:

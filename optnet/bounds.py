@@ -7,8 +7,11 @@
 * ``ideal_bound``: full transceiver bandwidth, zero latency (reported by ``make bench``).
 * ``closed_form_bound``: each collective at its best option's closed-form bound, and
   ``shared_transceiver_bound``: all of a job's collectives on the same T transceivers per
-  server. Milliseconds per job; ``solve.solve_instance`` gives them to the MILP as the floor of
-  every job's iteration time (``model.objective.add_iteration_floor``).
+  server. Milliseconds per job. ``iteration_floors`` / ``objective_floor``: what they prove,
+  which ``solve.solve_instance`` adds to every bound it reports and gives one-job relaxations as
+  a constraint (``model.objective.add_iteration_floor``).
+* ``odd_ring_cap``: the most lightpaths an odd ring's narrowest edge can have when it cannot sit
+  in one rack; it enters every option's closed-form bound (``model.collectives``).
 * ``closed_form_targets``: the shared bound's minimiser, an answer ``heuristic.guided_plan``
   lays out.
 """

@@ -126,7 +126,9 @@ def solve_instance(
     md = model_data(inst, cands, o.objective, o.relax, available_servers)
     md.iteration_budget_us = o.iteration_budget_us
     md.alone_us = o.alone_us
-    floors = [] if o.relax & {"transceivers", "power_budget"} else iteration_floors(inst)
+    useful = o.floors or o.objective in ("max-iteration", "weighted-sum")
+    proven = not o.relax & {"transceivers", "power_budget"}  # the floors assume both
+    floors = iteration_floors(inst) if useful and proven else []
     if o.floors:
         md.iteration_floor_us = dict(enumerate(floors))
     floor = objective_floor(inst, floors, o.objective)

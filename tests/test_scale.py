@@ -232,9 +232,9 @@ def test_shared_transceiver_bound_is_below_the_merged_relaxation():
         merged = replace(merged_cluster(inst, job.slots), jobs=(job,), tenants=())
         opts = SolveOptions(time_limit_s=20, relax=frozenset({"wavelengths", "ports"}))
         res = solve_instance(merged, replace(opts, polish=False))
+        # res.bound includes the floors (this very bound), so only the incumbent tests it
         assert shared <= res.objective * (1 + 1e-6)
         if res.status == "optimal":
-            assert shared <= res.bound * (1 + 1e-6)
             close += shared >= 0.98 * res.objective
     assert close >= 1
 

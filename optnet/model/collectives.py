@@ -474,9 +474,9 @@ def option_lower_bound(md: ModelData, j: int, ci: int, a: int) -> float:
     return _bound_over_steps(md, j, ci, a, slot_beta, ring_beta)
 
 
-def _odd_cycle(deg: dict[int, set]) -> bool:
-    """The group's pairs form one cycle through all its slots, of odd length."""
-    pairs = {p for ps in deg.values() for p in ps}
+def _odd_cycle(deg: dict[int, set], pairs: set) -> bool:
+    """The group's ``pairs`` (``deg``: per slot) form one cycle through all its slots, of odd
+    length."""
     if len(deg) % 2 == 0 or len(pairs) != len(deg) or any(len(ps) != 2 for ps in deg.values()):
         return False
     start = next(iter(deg))
@@ -510,8 +510,8 @@ def _bound_over_steps(
             for pair, _mult, _mb in md.step_terms[(j, ci, a, g, s)]:
                 deg.setdefault(pair[1], set()).add(pair)
                 deg.setdefault(pair[2], set()).add(pair)
-        ring = ring_beta(len(deg)) if _odd_cycle(deg) else None
         cycle = {p for ps in deg.values() for p in ps}
+        ring = ring_beta(len(deg)) if _odd_cycle(deg, cycle) else None
         total = 0.0
         for s, st in enumerate(gs.steps):
             terms = md.step_terms[(j, ci, a, g, s)]

@@ -146,10 +146,15 @@ def odd_sets(md: ModelData) -> list[tuple[int, tuple[int, ...]]]:
     return out
 
 
+def _parts(md: ModelData, k: int) -> tuple[int, ...]:
+    """T_{k,i}: transceivers per server of each OCS merged into k (k itself if none)."""
+    return md.inst.ocses[k].merged_transceivers or (md.trx_per_ocs[k],)
+
+
 def matching_capacity(md: ModelData, k: int, size: int) -> int:
     """sum_i floor(T_{k,i} |U| / 2): the most lightpaths OCS k can hold among |U| = ``size``
-    slots, T_{k,i} the transceivers per server of each OCS merged into k (k itself if none)."""
-    return sum(t * size // 2 for t in md.inst.ocses[k].merged_transceivers or (md.trx_per_ocs[k],))
+    slots (``_parts``)."""
+    return sum(t * size // 2 for t in _parts(md, k))
 
 
 def odd_ring_lightpaths(md: ModelData, n: int) -> int | None:
@@ -158,9 +163,7 @@ def odd_ring_lightpaths(md: ModelData, n: int) -> int | None:
     ``relax`` "odd_ring" (to measure what it adds)."""
     if "odd_ring" in md.relax:
         return None
-    parts = [
-        t for k in md.ocs for t in md.inst.ocses[k].merged_transceivers or (md.trx_per_ocs[k],)
-    ]
+    parts = [t for k in md.ocs for t in _parts(md, k)]
     if not parts or any(t != 1 for t in parts):
         return None
     sizes = md.inst.real_rack_sizes or tuple(len(r.servers) for r in md.inst.racks)
@@ -181,13 +184,13 @@ def add_matching_cut(m: pyo.ConcreteModel, md: ModelData) -> None:
     ``relax`` "matching" (to measure what it adds)."""
     if md.relax & {"transceivers", "matching"}:
         return
-    by_job: dict[int, list] = {}
+    sets = odd_sets(md)
     rows = []
     for h in range(md.H):
-        by_job.clear()
+        by_job: dict[int, list] = {}
         for p in md.phase_pairs[h]:
             by_job.setdefault(p[0], []).append(p)
-        for j, u in odd_sets(md):
+        for j, u in sets:
             inside = set(u)
             pairs = [p for p in by_job.get(j, ()) if p[1] in inside and p[2] in inside]
             for k in md.ocs:

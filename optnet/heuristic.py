@@ -403,6 +403,47 @@ def balanced(inst: Instance, slot_rack: dict[tuple[int, int], int]) -> dict[tupl
     return interleaved(out)
 
 
+def dealt(
+    inst: Instance, slot_rack: dict[tuple[int, int], int], priority: list[float]
+) -> dict[tuple[int, int], int]:
+    """The block's slots dealt afresh over all of the block's racks, jobs in ``priority`` order
+    (highest first): each job over the fewest racks that hold it (most room first, then racks it
+    had), as evenly as their room allows, then round-robin (``interleaved``). Unlike
+    ``balanced``, a job may move into a rack it did not have: a 10-server ring that the block
+    placement split 8 + 2 becomes 5 + 5 (it alternates, so every OCS can join its two racks),
+    and a lighter job sharing the block takes the room left in all three racks.
+
+    >>> class R: servers = range(8)
+    >>> class I: racks = [R(), R(), R()]
+    >>> fixed = {**{(0, m): 0 for m in range(8)}, **{(0, m): 1 for m in (8, 9)}}
+    >>> fixed.update({(1, m): 1 if m < 4 else 2 for m in range(12)})
+    >>> d = dealt(I(), fixed, [2.0, 1.0])
+    >>> [sum(d[(j, m)] == r for m in range(n)) for j, n in ((0, 10), (1, 12)) for r in range(3)]
+    [5, 5, 0, 3, 3, 6]
+    """
+    by_job = _racks_by_job(slot_rack)
+    racks = sorted(set(slot_rack.values()))
+    room = {r: len(inst.racks[r].servers) for r in racks}
+    out: dict[tuple[int, int], int] = {}
+    for j in sorted(by_job, key=lambda j: (-priority[j], j)):
+        n, had = len(by_job[j]), set(by_job[j])
+        chosen: list[int] = []
+        for r in sorted(racks, key=lambda r: (-room[r], r not in had, r)):
+            if sum(room[c] for c in chosen) >= n:
+                break
+            chosen.append(r)
+        count = dict.fromkeys(chosen, 0)
+        for _ in range(n):
+            r = min((r for r in chosen if count[r] < room[r]), key=lambda r: (count[r], r))
+            count[r] += 1
+        spread = iter(r for r in sorted(chosen) for _ in range(count[r]))
+        for m in range(n):
+            out[(j, m)] = next(spread)
+        for r in chosen:
+            room[r] -= count[r]
+    return interleaved(out)
+
+
 def grouped(
     inst: Instance,
     slot_rack: dict[tuple[int, int], int],

@@ -33,6 +33,7 @@ from optnet.errors import InfeasibleError, NoIncumbentError
 from optnet.evaluate import evaluate
 from optnet.heuristic import (
     balanced,
+    dealt,
     greedy_plan,
     grouped,
     guided_plan,
@@ -233,14 +234,20 @@ def _exclusive_racks(inst: Instance, order: list[int], jobs: list[int]):
 
 
 def block_assignment(
-    inst: Instance, priority: list[float]
+    inst: Instance, priority: list[float], spread: bool = False
 ) -> list[tuple[list[int], list[int], dict[tuple[int, int], int]]]:
     """Disjoint rack blocks: (racks, jobs). Jobs in ``priority`` order (highest first) take the
     racks with the shortest trunks: whole racks of their own when the racks suffice
     (``_exclusive_racks``); otherwise whole free racks while a job fills them, and its remainder
     best-fit into the partly used rack with the least room that holds it (else a free rack, else
     spread over the roomiest racks). Jobs sharing a rack end up in one block. Each block also
-    carries the greedy placement: (job, slot) -> rack, slots filling racks in order."""
+    carries the greedy placement: (job, slot) -> rack, slots filling racks in order.
+
+    ``spread``: a job's remainder takes a free rack of its own while enough free racks stay for
+    the whole racks the jobs after it fill, and a remainder that must share goes to the partly
+    used rack holding it whose jobs have the lowest priority (the most slack). The critical jobs
+    then keep their racks, idle servers included, and the light jobs fill around the job that
+    can best spare circuits."""
     order = sorted(range(len(inst.racks)), key=lambda r: (inst.racks[r].trunk_delay_us, r))
     free = {r: len(inst.racks[r].servers) for r in order}
     jobs_in: dict[int, list[int]] = {r: [] for r in order}
@@ -251,7 +258,8 @@ def block_assignment(
         jobs_in, slot_rack = exclusive
         by_priority = []
     size, rank = dict(free), {r: i for i, r in enumerate(order)}
-    for j in by_priority:
+    top = max(size.values(), default=1)
+    for i, j in enumerate(by_priority):
         need, placed = inst.jobs[j].slots, 0
         # whole free racks while the job fills them, then its remainder best-fit into the
         # partly used rack with the least room that holds it, else a free rack, else spread
@@ -266,6 +274,12 @@ def block_assignment(
             partly = [r for r in order if 0 < free[r] < size[r]]
             fits = [r for r in partly if free[r] >= need]
             fresh = [r for r in order if free[r] == size[r] and free[r] >= need]
+            whole_later = sum(inst.jobs[jj].slots // top for jj in by_priority[i + 1 :])
+            if spread and fresh and len([r for r in order if free[r] == size[r]]) > whole_later:
+                fits = []  # a rack of its own: the racks left still hold the whole-rack jobs
+            elif spread and fits:
+                slack = {r: max(priority[jj] for jj in jobs_in[r]) for r in fits}
+                fits = [min(fits, key=lambda r: (slack[r], free[r], rank[r]))]
             if fits or fresh:
                 r = min(fits, key=lambda r: (free[r], rank[r])) if fits else fresh[0]
                 takes.append((r, need))
@@ -361,6 +375,57 @@ def _restrict(d: Decisions, inst: Instance, racks: list[int], jobs: list[int]) -
     return out
 
 
+def _block_start(
+    inst: Instance,
+    block: tuple[list[int], list[int], dict[tuple[int, int], int]],
+    o: SolveOptions,
+    priority: list[float],
+    budget_s: float,
+    fallback: Decisions | None,
+    targets: tuple[dict[int, Targets], ...],
+) -> tuple[float, Decisions | None, dict[tuple[int, int], int]]:
+    """A block's best constructive plan by the evaluator (objective, plan) and the placement its
+    neighbourhood keeps (the plan's, or the block placement when no plan exists; see
+    ``solve_decomposed``)."""
+    racks, jobs, fixed = block
+    sub, _smap = sub_instance(inst, racks, jobs)
+    answers = []
+    for answer in targets:
+        local = {jl: answer[j] for jl, j in enumerate(jobs) if j in answer}
+        if local and local not in answers:
+            answers.append(local)
+    starts = []
+    local_priority = [priority[j] for j in jobs]
+    placements = (
+        fixed,
+        interleaved(fixed),
+        grouped(sub, fixed),
+        balanced(sub, fixed),
+        dealt(sub, fixed, local_priority),
+    )
+    for i, placement in enumerate(placements):
+        if placement in placements[:i]:  # a one-rack job: all of them are the same
+            continue
+        starts.append(improved_plan(sub, placement, o.objective, min(5.0, 0.05 * budget_s)))
+        starts += [guided_plan(sub, placement, local) for local in answers]
+    inside = {s for r in racks for s in inst.racks[r].servers}
+    if fallback is not None and all(set(fallback.placement[j]) <= inside for j in jobs):
+        starts.append(_restrict(fallback, inst, racks, jobs))
+    best: tuple[float, Decisions | None] = (math.inf, None)
+    for st in starts:
+        if st is not None:
+            ev = evaluate(sub, st, o.objective)
+            if ev.feasible and ev.objective_us < best[0]:
+                best = (ev.objective_us, st)
+    if best[1] is not None:  # the neighbourhood keeps the best start's placement
+        fixed = {
+            (jl, m): sub.servers[s].rack
+            for jl, ss in best[1].placement.items()
+            for m, s in enumerate(ss)
+        }
+    return best[0], best[1], fixed
+
+
 def solve_decomposed(
     inst: Instance,
     o: SolveOptions,
@@ -374,19 +439,44 @@ def solve_decomposed(
     Each block's warm start is the best (by the evaluator) of its constructive plans: the
     greedy one with its algorithms searched (``improved_plan``) and one guided by each answer
     in ``targets`` (``guided_plan``: the relaxations' answers, the closed-form allocations of
-    ``closed_form_targets``), each on four placements with the same racks (the block placement,
-    ``interleaved``, ``grouped``, ``balanced``), and ``fallback`` restricted to the block.
+    ``closed_form_targets``), each on five placements with the same racks (the block placement,
+    ``interleaved``, ``grouped``, ``balanced``, ``dealt``), and ``fallback`` restricted to the
+    block. Two block assignments are tried (``block_assignment``, packed and ``spread``); the one
+    whose joined warm starts the evaluator scores better is solved.
 
     With ``target_us`` (max-iteration: the proven lower bound), a block stops as soon as its
     plan is that good: the whole plan cannot beat the bound anyway."""
     t0 = time.perf_counter()
     deadline = t0 + o.time_limit_s
     priority = priority or [j.compute_time_us for j in inst.jobs]
-    blocks = block_assignment(inst, priority)
-    blocks.sort(key=lambda b: -max(priority[j] for j in b[1]))
-    left_slots = sum(j.slots for j in inst.jobs) or 1
+    total_slots = sum(j.slots for j in inst.jobs) or 1
+    prepared: dict = {}
+    chosen: tuple[float, list, bool] | None = None
+    for spread in (False, True):
+        blocks = block_assignment(inst, priority, spread)
+        blocks.sort(key=lambda b: -max(priority[j] for j in b[1]))
+        joined, scored = Decisions(), True
+        for block in blocks:
+            racks, jobs, fixed = block
+            key = (tuple(racks), tuple(jobs), tuple(sorted(fixed.items())))
+            if key not in prepared:
+                slots = sum(inst.jobs[j].slots for j in jobs)
+                budget = o.time_limit_s * slots / total_slots
+                prepared[key] = _block_start(inst, block, o, priority, budget, fallback, targets)
+            start = prepared[key][1]
+            if start is None:
+                scored = False
+            elif scored:
+                _sub, smap = sub_instance(inst, racks, jobs)
+                joined = _splice(joined, inst, racks, jobs, start, smap)
+        score = evaluate(inst, joined, o.objective).objective_us if scored else math.inf
+        if chosen is None or score < chosen[0] * (1 - 1e-9):
+            chosen = (score, blocks, spread)
+    assert chosen is not None
+    _score, blocks, spread = chosen
+    left_slots = total_slots
     d = Decisions()
-    info: dict = {"blocks": [], "timings": {}}
+    info: dict = {"blocks": [], "timings": {}, "assignment": "spread" if spread else "packed"}
     for racks, jobs, fixed in blocks:
         sub, smap = sub_instance(inst, racks, jobs)
         slots = sum(inst.jobs[j].slots for j in jobs)
@@ -395,35 +485,7 @@ def solve_decomposed(
         budget = max(1.0, (deadline - time.perf_counter()) * slots / left_slots)
         left_slots -= slots
         bo = replace(o, previous=None, polish=False, stop_at_us=target_us)
-        # warm start: the best constructive plan (see the docstring)
-        answers = []
-        for answer in targets:
-            local = {jl: answer[j] for jl, j in enumerate(jobs) if j in answer}
-            if local and local not in answers:
-                answers.append(local)
-        starts = []
-        placements = (fixed, interleaved(fixed), grouped(sub, fixed), balanced(sub, fixed))
-        for i, placement in enumerate(placements):
-            if placement in placements[:i]:  # a one-rack job: all of them are the same
-                continue
-            starts.append(improved_plan(sub, placement, o.objective, min(5.0, 0.05 * budget)))
-            starts += [guided_plan(sub, placement, local) for local in answers]
-        if fallback is not None:
-            starts.append(_restrict(fallback, inst, racks, jobs))
-        scored = []
-        for st in starts:
-            if st is not None:
-                ev = evaluate(sub, st, o.objective)
-                if ev.feasible:
-                    scored.append((ev.objective_us, st))
-        scored.sort(key=lambda t: t[0])
-        start = scored[0][1] if scored else None
-        if start is not None:  # the neighbourhood below keeps the best start's placement
-            fixed = {
-                (jl, m): sub.servers[s].rack
-                for jl, ss in start.placement.items()
-                for m, s in enumerate(ss)
-            }
+        score, start, fixed = prepared[(tuple(racks), tuple(jobs), tuple(sorted(fixed.items())))]
         # first the neighbourhood with that placement fixed (finds a plan fast), then the
         # whole block warm-started from the best plan so far
         too_big = model_size_estimate(sub) > MAX_BLOCK_VARIABLES
@@ -434,8 +496,8 @@ def solve_decomposed(
             res = _try(
                 sub, replace(bo, time_limit_s=0.4 * budget), fixed_racks=fixed, warm_start=start
             )
-        if start is not None and (res.decisions is None or scored[0][0] < res.objective - 1e-9):
-            res = SolveResult("heuristic", scored[0][0], None, None, start)
+        if start is not None and (res.decisions is None or score < res.objective - 1e-9):
+            res = SolveResult("heuristic", score, None, None, start)
         if not (too_big or too_late):
             full = _try(sub, replace(bo, time_limit_s=0.6 * budget), warm_start=res.decisions)
             if full.decisions is not None and (
@@ -673,6 +735,7 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
         "heuristic_us": first_us,
         "job_bounds_us": per_job,
         "decomposition": info["blocks"],
+        "assignment": info.get("assignment"),
     }
     size: dict = {}
     left = deadline - (time.perf_counter() - t0)

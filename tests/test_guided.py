@@ -20,6 +20,7 @@ from optnet.heuristic import (
     _lay_out_demand,
     _Layout,
     balanced,
+    dealt,
     grouped,
     guided_plan,
     interleaved,
@@ -130,6 +131,52 @@ def test_placements_keep_racks_and_sizes(seed, racks, size):
             for s_ in racks_j:
                 if mine[r] < mine[s_] - 1:
                     assert used[r] == len(inst.racks[r].servers)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 10_000))
+def test_dealt_uses_the_fewest_racks_evenly(seed):
+    """dealt places every slot in the block's racks, never past a rack's size; the job of
+    highest priority takes the fewest racks that hold it, as evenly as they allow (counts at
+    most one apart unless the emptier rack is full)."""
+    import random
+
+    rng = random.Random(seed)
+    inst = tiny_instance(seed % 40)
+    free = {r: len(rk.servers) for r, rk in enumerate(inst.racks)}
+    slot_rack = {}
+    for j, job in enumerate(inst.jobs):
+        for m in range(job.slots):
+            r = rng.choice([r for r in free if free[r]])
+            free[r] -= 1
+            slot_rack[(j, m)] = r
+    priority = [rng.random() for _ in inst.jobs]
+    new = dealt(inst, slot_rack, priority)
+    assert sorted(new) == sorted(slot_rack)
+    assert set(new.values()) <= set(slot_rack.values())
+    for r, rk in enumerate(inst.racks):
+        assert sum(1 for v in new.values() if v == r) <= len(rk.servers)
+    top = max(range(len(inst.jobs)), key=lambda j: (priority[j], -j))
+    n = inst.jobs[top].slots
+    sizes = sorted((len(inst.racks[r].servers) for r in set(slot_rack.values())), reverse=True)
+    fewest = next(k for k in range(1, len(sizes) + 1) if sum(sizes[:k]) >= n)
+    mine = {}
+    for (j, _m), r in new.items():
+        if j == top:
+            mine[r] = mine.get(r, 0) + 1
+    assert len(mine) == fewest
+    for r in mine:
+        for s_ in mine:
+            if mine[r] < mine[s_] - 1:
+                assert mine[r] == len(inst.racks[r].servers)
+
+
+def test_heuristic_doctests():
+    import doctest
+
+    import optnet.heuristic
+
+    assert doctest.testmod(optnet.heuristic).failed == 0
 
 
 @functools.cache

@@ -351,3 +351,27 @@ def test_spread_assignment_lets_a_ring_alternate():
     res = solve_auto(inst, SolveOptions(time_limit_s=60, mip_gap=1e-4))
     assert res.solver["assignment"] == "spread"
     assert res.status == "optimal" and res.objective < 137_000
+
+
+@pytest.mark.parametrize("seed", [3, 13, 24])
+def test_floor_proves_a_stopped_incumbent(seed, monkeypatch):
+    """HiGHS stopped by a node limit (reported like a time limit) with the optimum as its
+    incumbent: on these tiny instances the closed-form floor equals the optimum, so the bound
+    reported is the floor and the status is optimal; without the floor it is not."""
+    from gen import tiny_instance
+
+    import optnet.solve as solve_module
+
+    inst = tiny_instance(seed)
+    best = solve_instance(inst, SolveOptions(time_limit_s=20))
+    assert best.status == "optimal"
+    plain = solve_module._options
+    monkeypatch.setattr(solve_module, "_options", lambda o: {**plain(o), "mip_max_nodes": 0})
+    stopped = solve_instance(inst, SolveOptions(time_limit_s=20), warm_start=best.decisions)
+    assert stopped.solver["termination"] == "iterationLimit"
+    assert stopped.status == "optimal" and stopped.gap <= 1e-4
+    assert stopped.bound <= best.objective * (1 + 1e-9)
+    monkeypatch.setattr(solve_module, "objective_floor", lambda *a: 0.0)
+    alone = solve_instance(inst, SolveOptions(time_limit_s=20), warm_start=best.decisions)
+    assert alone.status == "time_limit"
+    assert alone.bound is None or alone.bound < stopped.bound  # HiGHS proved less

@@ -94,17 +94,12 @@ def test_bipartite_demand_is_served_exactly(tmp_path_factory, case):
     assert len(ends) == len(set(ends))
 
 
-@settings(max_examples=100, deadline=None)
-@given(st.integers(0, 10_000), st.integers(1, 4), st.integers(1, 6))
-def test_placements_keep_racks_and_sizes(seed, racks, size):
-    """interleaved, grouped and balanced move slots only between racks the job already uses,
-    never past a rack's size, and place every slot; balanced leaves a job's counts on two of its
-    racks at most one apart unless the emptier rack is full."""
+def random_slots(seed: int):
+    """A tiny instance, a random valid slot -> rack map of its jobs, and the generator."""
     import random
 
     rng = random.Random(seed)
     inst = tiny_instance(seed % 40)
-    # a random valid slot -> rack map of the tiny instance's jobs
     free = {r: len(rk.servers) for r, rk in enumerate(inst.racks)}
     slot_rack = {}
     for j, job in enumerate(inst.jobs):
@@ -112,6 +107,16 @@ def test_placements_keep_racks_and_sizes(seed, racks, size):
             r = rng.choice([r for r in free if free[r]])
             free[r] -= 1
             slot_rack[(j, m)] = r
+    return inst, slot_rack, rng
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 4), st.integers(1, 6))
+def test_placements_keep_racks_and_sizes(seed, racks, size):
+    """interleaved, grouped and balanced move slots only between racks the job already uses,
+    never past a rack's size, and place every slot; balanced leaves a job's counts on two of its
+    racks at most one apart unless the emptier rack is full."""
+    inst, slot_rack, _rng = random_slots(seed)
     for new in (interleaved(slot_rack), grouped(inst, slot_rack), balanced(inst, slot_rack)):
         assert sorted(new) == sorted(slot_rack)
         for (j, _m), r in new.items():
@@ -139,17 +144,7 @@ def test_dealt_uses_the_fewest_racks_evenly(seed):
     """dealt places every slot in the block's racks, never past a rack's size; the job of
     highest priority takes the fewest racks that hold it, as evenly as they allow (counts at
     most one apart unless the emptier rack is full)."""
-    import random
-
-    rng = random.Random(seed)
-    inst = tiny_instance(seed % 40)
-    free = {r: len(rk.servers) for r, rk in enumerate(inst.racks)}
-    slot_rack = {}
-    for j, job in enumerate(inst.jobs):
-        for m in range(job.slots):
-            r = rng.choice([r for r in free if free[r]])
-            free[r] -= 1
-            slot_rack[(j, m)] = r
+    inst, slot_rack, rng = random_slots(seed)
     priority = [rng.random() for _ in inst.jobs]
     new = dealt(inst, slot_rack, priority)
     assert sorted(new) == sorted(slot_rack)

@@ -331,6 +331,93 @@ def block_assignment(
     return out
 
 
+def _cycle_racks(inst: Instance, j: int, free: list[int], lb: float) -> list[int] | None:
+    """The racks of an odd cycle for job ``j``'s odd ring (docs/model.md §5.3, odd rings across
+    racks), from ``free`` (shortest trunks first), when the job confined to the fewest racks
+    that hold it has a closed-form bound above ``lb`` and some odd cycle of L racks, w = n / L
+    servers each, lowers it: the L with the lowest bound, fewest racks on ties. None otherwise.
+    """
+    n = inst.jobs[j].slots
+    top = max((len(inst.racks[r].servers) for r in free), default=0)
+    if n % 2 == 0 or n <= top or top == 0:
+        return None
+    fewest = -(-n // top)
+    big = [r for r in free if len(inst.racks[r].servers) == top]
+    if len(big) < fewest:
+        return None
+    confined = closed_form_bound(sub_instance(inst, big[:fewest], [j])[0], inst.jobs[j])
+    if confined <= lb * (1 + 1e-9):
+        return None
+    best: tuple[float, list[int]] | None = None
+    for L in range(3, n + 1, 2):
+        room = [r for r in free if len(inst.racks[r].servers) >= n // L]
+        if L <= fewest or n % L or len(room) < L:
+            continue
+        racks = room[:L]
+        b = closed_form_bound(sub_instance(inst, sorted(racks), [j])[0], inst.jobs[j])
+        if b < confined * (1 - 1e-9) and (best is None or b < best[0] * (1 - 1e-9)):
+            best = (b, racks)
+    return best[1] if best else None
+
+
+def cycle_assignment(
+    inst: Instance, priority: list[float]
+) -> list[tuple[list[int], list[int], dict[tuple[int, int], int]]] | None:
+    """Blocks where each job whose odd ring is held back by the racks (``_cycle_racks``) goes
+    round an odd cycle of L racks, slot m in the cycle's rack m mod L, so that every rack pair
+    of the cycle can take its share of the OCSes; the jobs with the lowest bounds (the most
+    slack) fill the room left in those racks, lightest first, until the other jobs fit in the
+    racks left, where ``block_assignment`` (spread) places them. None when no job qualifies.
+
+    tpu-dense seed 2: the 33-server rings on racks of 16 and 48 OCSes get at most 16 lightpaths
+    an edge on three racks, 21 round a cycle of eleven racks of three servers each."""
+    order = sorted(range(len(inst.racks)), key=lambda r: (inst.racks[r].trunk_delay_us, r))
+    lb = max(priority, default=0.0)
+    groups: list[tuple[list[int], list[int], dict[tuple[int, int], int]]] = []
+    free, rest = list(order), []
+    for j in sorted(range(len(inst.jobs)), key=lambda j: (-priority[j], j)):
+        racks = _cycle_racks(inst, j, free, lb)
+        if racks is None:
+            rest.append(j)
+            continue
+        groups.append(
+            (racks, [j], {(j, m): racks[m % len(racks)] for m in range(inst.jobs[j].slots)})
+        )
+        free = [r for r in free if r not in racks]
+    if not groups:
+        return None
+    room = {r: len(inst.racks[r].servers) for g in groups for r in g[0]}
+    for g in groups:
+        for r in g[2].values():
+            room[r] -= 1
+    capacity = sum(len(inst.racks[r].servers) for r in free)
+    for j in sorted(rest, key=lambda j: (priority[j], j)):
+        if sum(inst.jobs[jj].slots for jj in rest) <= capacity:
+            break
+        g = max(groups, key=lambda g: sum(room[r] for r in g[0]))
+        if sum(room[r] for r in g[0]) < inst.jobs[j].slots:
+            continue
+        for m in range(inst.jobs[j].slots):
+            r = max(g[0], key=lambda r: (room[r], -r))
+            room[r] -= 1
+            g[2][(j, m)] = r
+        g[1].append(j)
+        rest.remove(j)
+    if sum(inst.jobs[j].slots for j in rest) > capacity:
+        return None
+    out = []
+    for racks, jobs, slot_rack in groups:
+        racks, jobs = sorted(racks), sorted(jobs)
+        fixed = {(jobs.index(j), m): racks.index(r) for (j, m), r in slot_rack.items()}
+        out.append((racks, jobs, fixed))
+    if rest:
+        free, rest = sorted(free), sorted(rest)
+        sub, _smap = sub_instance(inst, free, rest)
+        for racks, jobs, fixed in block_assignment(sub, [priority[j] for j in rest], True):
+            out.append(([free[r] for r in racks], [rest[j] for j in jobs], fixed))
+    return out
+
+
 def _try(sub: Instance, o: SolveOptions, **kw) -> SolveResult:
     try:
         return solve_instance(sub, o, **kw)
@@ -441,8 +528,9 @@ def solve_decomposed(
     in ``targets`` (``guided_plan``: the relaxations' answers, the closed-form allocations of
     ``closed_form_targets``), each on five placements with the same racks (the block placement,
     ``interleaved``, ``grouped``, ``balanced``, ``dealt``), and ``fallback`` restricted to the
-    block. Two block assignments are tried (``block_assignment``, packed and ``spread``); the one
-    whose joined warm starts the evaluator scores better is solved.
+    block. Up to three block assignments are tried (``block_assignment``, packed and
+    ``spread``, and ``cycle_assignment``); the one whose joined warm starts the evaluator scores
+    better is solved (ties: the earlier).
 
     With ``target_us`` (max-iteration: the proven lower bound), a block stops as soon as its
     plan is that good: the whole plan cannot beat the bound anyway."""
@@ -451,9 +539,15 @@ def solve_decomposed(
     priority = priority or [j.compute_time_us for j in inst.jobs]
     total_slots = sum(j.slots for j in inst.jobs) or 1
     prepared: dict = {}
-    chosen: tuple[float, list, bool] | None = None
-    for spread in (False, True):
-        blocks = block_assignment(inst, priority, spread)
+    chosen: tuple[float, list, str] | None = None
+    variants = {
+        "packed": block_assignment(inst, priority),
+        "spread": block_assignment(inst, priority, spread=True),
+        "cycles": cycle_assignment(inst, priority),
+    }
+    for name, blocks in variants.items():
+        if blocks is None:
+            continue
         blocks.sort(key=lambda b: -max(priority[j] for j in b[1]))
         joined, scored = Decisions(), True
         for block in blocks:
@@ -471,12 +565,12 @@ def solve_decomposed(
                 joined = _splice(joined, inst, racks, jobs, start, smap)
         score = evaluate(inst, joined, o.objective).objective_us if scored else math.inf
         if chosen is None or score < chosen[0] * (1 - 1e-9):
-            chosen = (score, blocks, spread)
+            chosen = (score, blocks, name)
     assert chosen is not None
-    _score, blocks, spread = chosen
+    _score, blocks, assignment = chosen
     left_slots = total_slots
     d = Decisions()
-    info: dict = {"blocks": [], "timings": {}, "assignment": "spread" if spread else "packed"}
+    info: dict = {"blocks": [], "timings": {}, "assignment": assignment}
     for racks, jobs, fixed in blocks:
         sub, smap = sub_instance(inst, racks, jobs)
         slots = sum(inst.jobs[j].slots for j in jobs)

@@ -353,11 +353,49 @@ def _cycle_racks(inst: Instance, j: int, free: list[int], lb: float) -> list[int
         room = [r for r in free if len(inst.racks[r].servers) >= n // L]
         if L <= fewest or n % L or len(room) < L:
             continue
-        racks = room[:L]
-        b = closed_form_bound(sub_instance(inst, sorted(racks), [j])[0], inst.jobs[j])
+        racks = sorted(room[:L])  # the cycle in index order, as interleaved deals slots
+        b = closed_form_bound(sub_instance(inst, racks, [j])[0], inst.jobs[j])
         if b < confined * (1 - 1e-9) and (best is None or b < best[0] * (1 - 1e-9)):
             best = (b, racks)
     return best[1] if best else None
+
+
+def _cycle_walk(n: int, cycle: list[int], room: dict[int, int]) -> list[int] | None:
+    """Racks for a ring of ``n`` slots round the rack cycle ``cycle`` in which every step joins
+    two neighbouring racks of the cycle (whose OCSes the cycle job joins anyway): k laps (k of
+    n's parity, the largest that leaves r = n - k L >= 0), and r / 2 excursions, each a step to
+    the next rack and back, on the neighbouring pairs with the most room left. With k = 0 the
+    ring goes back and forth between two neighbours. None when the room does not allow it.
+
+    >>> _cycle_walk(8, [0, 1, 2], dict.fromkeys(range(3), 9))
+    [0, 1, 0, 1, 2, 0, 1, 2]
+    >>> _cycle_walk(4, [5, 6, 7], dict.fromkeys((5, 6, 7), 9))
+    [5, 6, 5, 6]
+    """
+    L = len(cycle)
+    k = n // L - (n - n // L * L) % 2
+    if k < 0 or any(room[r] < k for r in cycle):
+        return None
+    left = {a: room[cycle[a]] - k for a in range(L)}
+    excursions = dict.fromkeys(range(L), 0)
+    for _ in range((n - k * L) // 2):
+        pairs = [a for a in range(L) if k > 0 or excursions[a] or not any(excursions.values())]
+        a = max(pairs, key=lambda a: (min(left[a], left[(a + 1) % L]), -a))
+        if min(left[a], left[(a + 1) % L]) < 1:
+            return None
+        excursions[a] += 1
+        left[a] -= 1
+        left[(a + 1) % L] -= 1
+    if k == 0:
+        a = max(excursions, key=lambda a: excursions[a])
+        return [cycle[a] if i % 2 == 0 else cycle[(a + 1) % L] for i in range(n)]
+    walk = []
+    for lap in range(k):
+        for a in range(L):
+            walk.append(cycle[a])
+            if lap == 0:
+                walk += [cycle[(a + 1) % L], cycle[a]] * excursions[a]
+    return walk
 
 
 def cycle_assignment(
@@ -394,15 +432,15 @@ def cycle_assignment(
     for j in sorted(rest, key=lambda j: (priority[j], j)):
         if sum(inst.jobs[jj].slots for jj in rest) <= capacity:
             break
-        g = max(groups, key=lambda g: sum(room[r] for r in g[0]))
-        if sum(room[r] for r in g[0]) < inst.jobs[j].slots:
-            continue
-        for m in range(inst.jobs[j].slots):
-            r = max(g[0], key=lambda r: (room[r], -r))
-            room[r] -= 1
-            g[2][(j, m)] = r
-        g[1].append(j)
-        rest.remove(j)
+        for g in sorted(groups, key=lambda g: -sum(room[r] for r in g[0])):
+            walk = _cycle_walk(inst.jobs[j].slots, g[0], room)
+            if walk is not None:
+                for m, r in enumerate(walk):
+                    room[r] -= 1
+                    g[2][(j, m)] = r
+                g[1].append(j)
+                rest.remove(j)
+                break
     if sum(inst.jobs[j].slots for j in rest) > capacity:
         return None
     out = []

@@ -13,7 +13,7 @@ from gen import tiny_instance
 
 from optnet.bounds import closed_form_bound, ideal_bound
 from optnet.evaluate import evaluate
-from optnet.heuristic import greedy_plan
+from optnet.heuristic import greedy_plan, improved_plan
 from optnet.scale import (
     block_assignment,
     relaxation_bound,
@@ -375,3 +375,65 @@ def test_floor_proves_a_stopped_incumbent(seed, monkeypatch):
     alone = solve_instance(inst, SolveOptions(time_limit_s=20), warm_start=best.decisions)
     assert alone.status == "time_limit"
     assert alone.bound is None or alone.bound < stopped.bound  # HiGHS proved less
+
+
+def test_cycle_assignment_sends_odd_rings_round_a_cycle():
+    """tpu-dense seed 2: the 33-server rings (racks of 16, 48 OCSes of one transceiver) can
+    give an edge at most 16 lightpaths on the three racks that hold them (odd_ring_cap), 21
+    round an odd cycle of eleven racks. cycle_assignment deals each such ring's slots round
+    eleven racks, three each, fills the room left with the lightest jobs, and keeps blocks
+    disjoint and every job whole; the constructive plan of such a block gives the ring more
+    lightpaths an edge than three racks could."""
+    from collections import Counter
+
+    from bench.generate import generate
+    from optnet.bounds import closed_form_bound, odd_ring_cap
+    from optnet.instance import build_instance
+    from optnet.scale import cycle_assignment
+    from optnet.schema import InstanceFile
+
+    f = InstanceFile.model_validate(generate("tpu", "dense", 2))
+    inst = build_instance(f, f.topology, f.workload)
+    priority = [closed_form_bound(inst, job) for job in inst.jobs]
+    blocks = cycle_assignment(inst, priority)
+    assert blocks is not None
+    seen_racks, seen_jobs = set(), set()
+    for racks, jobs, fixed in blocks:
+        assert not seen_racks & set(racks) and not seen_jobs & set(jobs)
+        seen_racks |= set(racks)
+        seen_jobs |= set(jobs)
+        for r in range(len(racks)):
+            assert sum(1 for v in fixed.values() if v == r) <= len(inst.racks[racks[r]].servers)
+        for jl, j in enumerate(jobs):
+            assert sorted(m for (jj, m) in fixed if jj == jl) == list(range(inst.jobs[j].slots))
+    assert seen_jobs == set(range(len(inst.jobs)))
+    cycles = blocks[:2]
+    assert odd_ring_cap(33, 48, (16,) * 3) == 16
+    for racks, jobs, fixed in cycles:
+        ring = max(range(len(jobs)), key=lambda jl: priority[jobs[jl]])
+        assert len(racks) == 11 and inst.jobs[jobs[ring]].slots == 33
+        seq = [fixed[(ring, m)] for m in range(33)]
+        assert len(set(seq[:11])) == 11 and seq == seq[:11] * 3  # round the cycle three times
+    racks, jobs, fixed = cycles[0]
+    sub, _ = sub_instance(inst, racks, jobs)
+    ring = max(range(len(jobs)), key=lambda jl: priority[jobs[jl]])
+    plan = improved_plan(sub, fixed)
+    count = Counter(tuple(sorted((lp.server_a, lp.server_b))) for lp in plan.lightpaths)
+    ss = plan.placement[ring]
+    narrowest = min(count[tuple(sorted((ss[m], ss[(m + 1) % 33])))] for m in range(33))
+    assert narrowest > 16
+
+
+def test_cycle_assignment_only_where_a_cycle_helps():
+    """No odd ring held back by its racks, no cycle assignment: medium-dense seed 1's
+    11-server rings would need eleven racks of one server (the cluster has eight)."""
+    from bench.generate import generate
+    from optnet.bounds import closed_form_bound
+    from optnet.instance import build_instance
+    from optnet.scale import cycle_assignment
+    from optnet.schema import InstanceFile
+
+    for size, seed in (("medium", 1), ("large", 0)):
+        f = InstanceFile.model_validate(generate(size, "dense", seed))
+        inst = build_instance(f, f.topology, f.workload)
+        assert cycle_assignment(inst, [closed_form_bound(inst, j) for j in inst.jobs]) is None

@@ -10,6 +10,8 @@ from dataclasses import replace
 import pytest
 from brute import brute_force
 from gen import tiny_instance
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from optnet.bounds import closed_form_bound, ideal_bound
 from optnet.evaluate import evaluate
@@ -413,7 +415,11 @@ def test_cycle_assignment_sends_odd_rings_round_a_cycle():
         ring = max(range(len(jobs)), key=lambda jl: priority[jobs[jl]])
         assert len(racks) == 11 and inst.jobs[jobs[ring]].slots == 33
         seq = [fixed[(ring, m)] for m in range(33)]
-        assert len(set(seq[:11])) == 11 and seq == seq[:11] * 3  # round the cycle three times
+        assert seq == list(range(11)) * 3  # round the cycle (racks in index order) three times
+        for jl, j in enumerate(jobs):  # every job steps between neighbouring racks of the cycle
+            n = inst.jobs[j].slots
+            walk = [fixed[(jl, m)] for m in range(n)]
+            assert all((walk[(m + 1) % n] - walk[m]) % 11 in (1, 10) for m in range(n))
     racks, jobs, fixed = cycles[0]
     sub, _ = sub_instance(inst, racks, jobs)
     ring = max(range(len(jobs)), key=lambda jl: priority[jobs[jl]])
@@ -437,3 +443,37 @@ def test_cycle_assignment_only_where_a_cycle_helps():
         f = InstanceFile.model_validate(generate(size, "dense", seed))
         inst = build_instance(f, f.topology, f.workload)
         assert cycle_assignment(inst, [closed_form_bound(inst, j) for j in inst.jobs]) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 60), st.integers(1, 6), st.lists(st.integers(0, 12), min_size=13, max_size=13)
+)
+def test_cycle_walk_steps_between_neighbours(n, half_l, rooms):
+    """scale._cycle_walk: a ring of n slots round an odd cycle of L racks, each step (the last
+    back to the first included) between neighbouring racks of the cycle, no rack past its room;
+    and where every rack has room for n / L + 2 slots a walk exists."""
+    from optnet.scale import _cycle_walk
+
+    L = 2 * half_l + 1
+    cycle = list(range(100, 100 + L))
+    room = {r: rooms[i] for i, r in enumerate(cycle)}
+    walk = _cycle_walk(n, cycle, room)
+    if walk is None:
+        assert n < 2 or min(room.values()) < n // L + 2 or n // L == 0
+        return
+    assert len(walk) == n
+    for r in cycle:
+        assert walk.count(r) <= room[r]
+    pos = {r: i for i, r in enumerate(cycle)}
+    for m in range(n):
+        step = (pos[walk[(m + 1) % n]] - pos[walk[m]]) % L
+        assert step in (1, L - 1)
+
+
+def test_scale_doctests():
+    import doctest
+
+    import optnet.scale
+
+    assert doctest.testmod(optnet.scale).failed == 0

@@ -136,6 +136,10 @@ def _measure(size: str, density: str, seed: int, name: str, repeats: int, tmp: P
             wall_min_s=min(walls),
             wall_max_s=max(walls),
             repeats=len(ok),
+            # every run's answer, not only the first's: a time-limited row may differ by run
+            runs=[
+                {k: r.get(k) for k in ("wall_s", "status", "incumbent_us", "bound_us")} for r in ok
+            ],
         )
     return row
 

@@ -4,6 +4,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# the same examples on every run: CI is deterministic, as optnet's answers are
+settings.register_profile("deterministic", derandomize=True)
+settings.load_profile("deterministic")
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTANCES = ROOT / "instances"

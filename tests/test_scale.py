@@ -452,15 +452,18 @@ def test_cycle_assignment_only_where_a_cycle_helps():
 def test_cycle_walk_steps_between_neighbours(n, half_l, rooms):
     """scale._cycle_walk: a ring of n slots round an odd cycle of L racks, each step (the last
     back to the first included) between neighbouring racks of the cycle, no rack past its room;
-    and where every rack has room for n / L + 2 slots a walk exists."""
+    a walk exists where it has k >= 1 laps (k of n's parity) and every rack room for k + 2 slots
+    (fewer than L excursions, each taking one slot in two neighbouring racks), or where it goes
+    back and forth (k = 0) and every rack has room for n / 2."""
     from optnet.scale import _cycle_walk
 
     L = 2 * half_l + 1
     cycle = list(range(100, 100 + L))
     room = {r: rooms[i] for i, r in enumerate(cycle)}
     walk = _cycle_walk(n, cycle, room)
+    k = n // L - (n % L) % 2
     if walk is None:
-        assert n < 2 or min(room.values()) < n // L + 2 or n // L == 0
+        assert k < 0 or min(room.values()) < (k + 2 if k else n / 2)
         return
     assert len(walk) == n
     for r in cycle:

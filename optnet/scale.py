@@ -233,6 +233,29 @@ def _exclusive_racks(inst: Instance, order: list[int], jobs: list[int]):
     return jobs_in, slot_rack
 
 
+def _racks_by_trunk(inst: Instance) -> list[int]:
+    """Rack indices, shortest trunk delay first (ties by index)."""
+    return sorted(range(len(inst.racks)), key=lambda r: (inst.racks[r].trunk_delay_us, r))
+
+
+def _local_block(
+    racks, jobs, slot_rack: dict[tuple[int, int], int]
+) -> tuple[list[int], list[int], dict[tuple[int, int], int]]:
+    """A block (sorted racks, sorted jobs, placement) with ``slot_rack``'s slots of its jobs in
+    the block's own indices: (job's position, slot) -> rack's position."""
+    racks, jobs = sorted(racks), sorted(jobs)
+    where = {j: i for i, j in enumerate(jobs)}
+    rank = {r: i for i, r in enumerate(racks)}
+    fixed = {(where[j], m): rank[r] for (j, m), r in slot_rack.items() if j in where}
+    return racks, jobs, fixed
+
+
+def _block_key(block: tuple[list[int], list[int], dict[tuple[int, int], int]]) -> tuple:
+    """A block as a hashable key (its racks, jobs and placement)."""
+    racks, jobs, fixed = block
+    return tuple(racks), tuple(jobs), tuple(sorted(fixed.items()))
+
+
 def block_assignment(
     inst: Instance, priority: list[float], spread: bool = False
 ) -> list[tuple[list[int], list[int], dict[tuple[int, int], int]]]:
@@ -248,7 +271,7 @@ def block_assignment(
     used rack holding it whose jobs have the lowest priority (the most slack). The critical jobs
     then keep their racks, idle servers included, and the light jobs fill around the job that
     can best spare circuits."""
-    order = sorted(range(len(inst.racks)), key=lambda r: (inst.racks[r].trunk_delay_us, r))
+    order = _racks_by_trunk(inst)
     free = {r: len(inst.racks[r].servers) for r in order}
     jobs_in: dict[int, list[int]] = {r: [] for r in order}
     slot_rack: dict[tuple[int, int], int] = {}
@@ -323,12 +346,7 @@ def block_assignment(
         b = blocks.setdefault(find(r), ([], set()))
         b[0].append(r)
         b[1].update(jobs_in[r])
-    out = []
-    for rs, js in blocks.values():
-        racks, jobs = sorted(rs), sorted(js)
-        fixed = {(jobs.index(j), m): racks.index(r) for (j, m), r in slot_rack.items() if j in js}
-        out.append((racks, jobs, fixed))
-    return out
+    return [_local_block(rs, js, slot_rack) for rs, js in blocks.values()]
 
 
 def _cycle_racks(inst: Instance, j: int, free: list[int], lb: float) -> list[int] | None:
@@ -373,7 +391,7 @@ def _cycle_walk(n: int, cycle: list[int], room: dict[int, int]) -> list[int] | N
     [5, 6, 5, 6]
     """
     L = len(cycle)
-    k = n // L - (n - n // L * L) % 2
+    k = n // L - (n % L) % 2
     if k < 0 or any(room[r] < k for r in cycle):
         return None
     left = {a: room[cycle[a]] - k for a in range(L)}
@@ -409,7 +427,7 @@ def cycle_assignment(
 
     tpu-dense seed 2: the 33-server rings on racks of 16 and 48 OCSes get at most 16 lightpaths
     an edge on three racks, 21 round a cycle of eleven racks of three servers each."""
-    order = sorted(range(len(inst.racks)), key=lambda r: (inst.racks[r].trunk_delay_us, r))
+    order = _racks_by_trunk(inst)
     lb = max(priority, default=0.0)
     groups: list[tuple[list[int], list[int], dict[tuple[int, int], int]]] = []
     free, rest = list(order), []
@@ -443,11 +461,7 @@ def cycle_assignment(
                 break
     if sum(inst.jobs[j].slots for j in rest) > capacity:
         return None
-    out = []
-    for racks, jobs, slot_rack in groups:
-        racks, jobs = sorted(racks), sorted(jobs)
-        fixed = {(jobs.index(j), m): racks.index(r) for (j, m), r in slot_rack.items()}
-        out.append((racks, jobs, fixed))
+    out = [_local_block(racks, jobs, slot_rack) for racks, jobs, slot_rack in groups]
     if rest:
         free, rest = sorted(free), sorted(rest)
         sub, _smap = sub_instance(inst, free, rest)
@@ -590,7 +604,7 @@ def solve_decomposed(
         joined, scored = Decisions(), True
         for block in blocks:
             racks, jobs, fixed = block
-            key = (tuple(racks), tuple(jobs), tuple(sorted(fixed.items())))
+            key = _block_key(block)
             if key not in prepared:
                 slots = sum(inst.jobs[j].slots for j in jobs)
                 budget = o.time_limit_s * slots / total_slots
@@ -617,7 +631,7 @@ def solve_decomposed(
         budget = max(1.0, (deadline - time.perf_counter()) * slots / left_slots)
         left_slots -= slots
         bo = replace(o, previous=None, polish=False, stop_at_us=target_us)
-        score, start, fixed = prepared[(tuple(racks), tuple(jobs), tuple(sorted(fixed.items())))]
+        score, start, fixed = prepared[_block_key((racks, jobs, fixed))]
         # first the neighbourhood with that placement fixed (finds a plan fast), then the
         # whole block warm-started from the best plan so far
         too_big = model_size_estimate(sub) > MAX_BLOCK_VARIABLES

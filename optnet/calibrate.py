@@ -599,7 +599,7 @@ def calibrate(
     changes: list[dict[str, Any]] = []
     if instance:
         from optnet.instance import load_instance
-        from optnet.results import write_atomic
+        from optnet.safeio import write_atomic
         from optnet.sweep import dump_yaml, instance_data, instance_from_data
 
         data = instance_data(instance)

@@ -58,7 +58,8 @@ def _handle_errors(fn):
 
 def _output(results: dict, out: str | None, fmt: str, force: bool) -> None:
     from optnet.report import text_report
-    from optnet.results import dumps, write_atomic
+    from optnet.results import dumps
+    from optnet.safeio import write_atomic
 
     text = dumps(results) if fmt == "json" else text_report(results)
     if out:
@@ -306,7 +307,7 @@ def validate(instance, workload) -> None:
 def report(result, fmt, plots_dir, out, force) -> None:
     """Report a results file: tables of jobs, collectives, lightpaths, utilisation; plots."""
     from optnet.report import plot_links, render
-    from optnet.results import write_atomic
+    from optnet.safeio import write_atomic
 
     if out and Path(out).exists() and not force:
         raise OptnetError(f"{out}: exists; pass --force to overwrite")
@@ -364,7 +365,7 @@ def pareto(instance, workload, points, time_limit, out, plot_path, force) -> Non
     """Trace the latency-energy Pareto front (epsilon-constraint, each point a joint MILP)."""
     from optnet.instance import load_instance
     from optnet.pareto import pareto_front, plot_front
-    from optnet.results import write_atomic
+    from optnet.safeio import write_atomic
     from optnet.solve import SolveOptions
 
     for p in (out, plot_path):

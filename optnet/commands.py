@@ -215,7 +215,7 @@ def calibrate(
     from pathlib import Path
 
     from optnet import calibrate as cal_mod
-    from optnet.results import write_atomic
+    from optnet.safeio import write_atomic
 
     if json_out and Path(json_out).exists() and not force:
         raise errors.OptnetError(f"{json_out}: exists; pass --force to overwrite")

@@ -84,7 +84,7 @@ def explain_cmd(result, instance, workload, time_limit, mip_gap, confirm, fmt, o
     import json
 
     from optnet.explain import ExplainOptions, explain, text_report
-    from optnet.results import write_atomic
+    from optnet.safeio import write_atomic
 
     if out and Path(out).exists() and not force:
         raise errors.OptnetError(f"{out}: exists; pass --force to overwrite")

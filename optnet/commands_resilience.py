@@ -149,7 +149,8 @@ def resilience(
     from optnet import errors
     from optnet.instance import load_instance
     from optnet.resilience import resilience_document, run_resilience, solve_base, text_report
-    from optnet.results import dumps, write_atomic
+    from optnet.results import dumps
+    from optnet.safeio import write_atomic
     from optnet.solve import SolveOptions
 
     if out and Path(out).exists() and not force:

@@ -496,7 +496,7 @@ def export(
 ) -> tuple[list[Path], list[str]]:
     """Write the export files of ``fmt`` into ``out_dir``; return their paths and notes for
     the user (what the format could not express)."""
-    from optnet.results import write_atomic
+    from optnet.safeio import write_atomic
 
     if fmt not in FORMATS:
         raise OptnetError(f"unknown export format {fmt!r}; expected one of {', '.join(FORMATS)}")

@@ -8,14 +8,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from optnet import __version__
 from optnet.decisions import Decisions, to_json
-from optnet.errors import OptnetError
 from optnet.evaluate import UNITS, Evaluation
 from optnet.instance import Instance
 
@@ -110,24 +106,3 @@ def _clean(x: Any) -> Any:
 
 def dumps(results: dict[str, Any]) -> str:
     return json.dumps(results, indent=2, sort_keys=False) + "\n"
-
-
-def write_atomic(path: str | Path, text: str, force: bool = False) -> None:
-    """Write ``text`` to ``path`` via a temporary file and rename; never overwrite without force."""
-    path = Path(path)
-    if path.exists() and not force:
-        raise OptnetError(f"{path}: exists; pass --force to overwrite")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # as open() would create it (mkstemp makes it 0600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

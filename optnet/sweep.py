@@ -669,7 +669,7 @@ def _append_line(path: Path, line: str) -> None:
 def _write_if_changed(path: Path, text: str) -> None:
     if path.exists() and path.read_text(encoding="utf-8") == text:
         return
-    from optnet.results import write_atomic
+    from optnet.safeio import write_atomic
 
     write_atomic(path, text, force=True)
 
@@ -703,7 +703,7 @@ def csv_text(rows: Iterable[dict[str, Any]], param_names: list[str]) -> str:
 
 
 def write_csv(path: Path, rows: list[dict[str, Any]], param_names: list[str]) -> None:
-    from optnet.results import write_atomic
+    from optnet.safeio import write_atomic
 
     write_atomic(path, csv_text(rows, param_names), force=True)
 

@@ -7,6 +7,7 @@ Exit codes (README): 0 optimal / feasible decisions; 1 feasible but not proven o
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import sys
@@ -15,7 +16,8 @@ from pathlib import Path
 
 import click
 
-from optnet import errors
+from optnet import errors, interrupt, streams
+from optnet.clitypes import Finite
 from optnet.commands_resilience import apply_cli_failures, fail_option, resilience
 from optnet.errors import OptnetError
 
@@ -31,27 +33,43 @@ OBJECTIVES = (
 
 
 def _handle_errors(fn):
+    """Run a command: its errors as messages with the README's exit codes (never a traceback
+    unless ``--debug``), SIGINT/SIGTERM as a stop request (``optnet.interrupt``), and closed or
+    broken standard streams handled quietly (``optnet.streams``)."""
+
     @functools.wraps(fn)
     def wrapper(*args, debug: bool = False, **kwargs):
+        streams.guard()
+        code: int | str | None = 0
         try:
-            return fn(*args, **kwargs)
+            with interrupt.handling_signals():
+                fn(*args, **kwargs)
+        except SystemExit as exc:
+            code = exc.code
         except OptnetError as exc:
             if debug:
                 traceback.print_exc()
-            click.echo(f"optnet: {exc}", err=True)
-            sys.exit(exc.exit_code)
-        except KeyboardInterrupt:
-            click.echo("optnet: interrupted", err=True)
-            sys.exit(130)
+            streams.say(f"optnet: {exc}")
+            code = exc.exit_code
+        except KeyboardInterrupt:  # outside the signal handling (e.g. a worker thread)
+            streams.say("optnet: interrupted")
+            code = 130
+        except BrokenPipeError:
+            code = streams.broken_pipe()
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            streams.say(f"optnet: cannot write {exc.filename or 'the output'}: the disk is full")
+            code = errors.EXIT_INPUT
         except Exception as exc:  # a bug in optnet: say so plainly, traceback only on --debug
             if debug:
                 traceback.print_exc()
-            click.echo(
+            streams.say(
                 f"optnet: internal error: {type(exc).__name__}: {exc} "
-                "(please report it; --debug shows the traceback)",
-                err=True,
+                "(please report it; --debug shows the traceback)"
             )
-            sys.exit(errors.EXIT_SOLVER)
+            code = errors.EXIT_SOLVER
+        sys.exit(streams.finish(code))
 
     return click.option("--debug", is_flag=True, help="Show tracebacks for errors.")(wrapper)
 
@@ -65,7 +83,7 @@ def _output(results: dict, out: str | None, fmt: str, force: bool) -> None:
     if out:
         write_atomic(out, text, force=force)
     else:
-        click.echo(text, nl=False)
+        streams.write_stdout(text)
 
 
 _common = [
@@ -112,12 +130,12 @@ def main() -> None:
 @_with(_common)
 @click.option(
     "--time-limit",
-    type=click.FloatRange(min=0.01),
+    type=Finite(min=0.01),
     default=60.0,
     show_default=True,
     help="Seconds.",
 )
-@click.option("--mip-gap", type=click.FloatRange(min=0, max=1), default=1e-4, show_default=True)
+@click.option("--mip-gap", type=Finite(min=0, max=1), default=1e-4, show_default=True)
 @click.option("--threads", type=click.IntRange(min=1, max=256), default=1, show_default=True)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option(
@@ -146,7 +164,7 @@ def main() -> None:
 )
 @click.option(
     "--change-penalty-us",
-    type=click.FloatRange(min=0),
+    type=Finite(min=0),
     default=0.0,
     show_default=True,
     help="With --from: objective penalty per change, in microseconds.",
@@ -154,7 +172,7 @@ def main() -> None:
 @fail_option
 @click.option(
     "--iteration-budget-us",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Finite(min=0, min_open=True),
     default=None,
     help="Every job's iteration time at most this (with --objective energy|carbon: the budget).",
 )
@@ -356,7 +374,7 @@ def schema(part) -> None:
 @click.argument("instance", type=click.Path(dir_okay=False))
 @click.option("-w", "--workload", type=click.Path(dir_okay=False))
 @click.option("--points", type=click.IntRange(min=2, max=50), default=6, show_default=True)
-@click.option("--time-limit", type=click.FloatRange(min=0.01), default=60.0, show_default=True)
+@click.option("--time-limit", type=Finite(min=0.01), default=60.0, show_default=True)
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="Table as CSV.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="SVG or PNG plot.")
 @click.option("--force", is_flag=True)

@@ -13,6 +13,7 @@ import click
 
 from optnet import errors
 from optnet.cli import _handle_errors
+from optnet.clitypes import Finite
 
 
 def _default_workers() -> int:
@@ -43,7 +44,7 @@ def _default_workers() -> int:
 )
 @click.option("--scheduler", help="Address of a running Dask scheduler (tcp://HOST:8786).")
 @click.option(
-    "--time-limit", type=click.FloatRange(min=0.01), help="Seconds per point (overrides the spec)."
+    "--time-limit", type=Finite(min=0.01), help="Seconds per point (overrides the spec)."
 )
 @click.option(
     "--restart", is_flag=True, help="Forget earlier results in the folder and solve every point."
@@ -177,7 +178,7 @@ def export_cmd(
 )
 @click.option(
     "--propagation-us",
-    type=click.FloatRange(min=0),
+    type=Finite(min=0),
     default=0.0,
     show_default=True,
     help="Fibre propagation inside the measured latency (optnet adds it from trunk lengths).",

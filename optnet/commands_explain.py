@@ -16,6 +16,7 @@ from pathlib import Path
 import click
 
 from optnet import errors
+from optnet.clitypes import Finite
 
 
 def _handle_errors(fn):
@@ -45,14 +46,14 @@ def _handle_errors(fn):
 @click.option("-w", "--workload", type=click.Path(dir_okay=False), help="Its -w workload, if any.")
 @click.option(
     "--time-limit",
-    type=click.FloatRange(min=0.01),
+    type=Finite(min=0.01),
     default=60.0,
     show_default=True,
     help="Seconds for each confirming re-solve of the joint MILP.",
 )
 @click.option(
     "--mip-gap",
-    type=click.FloatRange(min=0, max=1),
+    type=Finite(min=0, max=1),
     default=1e-6,
     show_default=True,
     help="Relative gap of the confirming re-solves (savings below ~2x this are reported as 0).",

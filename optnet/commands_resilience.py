@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from optnet.clitypes import Finite
 from optnet.errors import OptnetError
 
 FAIL_HELP = (
@@ -89,12 +90,12 @@ def _classes(ctx, param, value: str) -> tuple[str, ...]:
 )
 @click.option(
     "--time-limit",
-    type=click.FloatRange(min=0.01),
+    type=Finite(min=0.01),
     default=60.0,
     show_default=True,
     help="Seconds per case (the base solve gets the same).",
 )
-@click.option("--mip-gap", type=click.FloatRange(min=0, max=1), default=1e-4, show_default=True)
+@click.option("--mip-gap", type=Finite(min=0, max=1), default=1e-4, show_default=True)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option(
     "--workers",

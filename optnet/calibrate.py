@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from optnet import collectives
 from optnet.errors import InputError, OptnetError, Problem, input_error
+from optnet.safeio import prepare_output
 
 LINK_TYPES = ("nvlink", "lightpath", "packet")
 """Link types that map onto instance fields (other labels can be fitted, not applied)."""
@@ -233,13 +234,10 @@ def _ranks_from_busbw(kind: str, rows: list[Measurement]) -> int | None:
 def read_nccl_tests(
     path: str | Path, kind: str | None = None, ranks: int | None = None
 ) -> NcclTable:
+    from optnet.safeio import read_bytes
+
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        raise input_error(str(path), "", "file not found") from None
-    except OSError as exc:
-        raise input_error(str(path), "", f"cannot read: {exc.strerror or exc}") from None
+    text = read_bytes(path, "nccl-tests output (a text file)").decode("utf-8", errors="replace")
     return parse_nccl_tests(text, str(path), kind, ranks)
 
 
@@ -564,8 +562,8 @@ def calibrate(
         raise OptnetError("nothing to calibrate: give nccl-tests output files and/or --telemetry")
     if output and not instance:
         raise OptnetError("-o writes a calibrated instance: pass the base one with --instance")
-    if output and Path(output).exists() and not force:
-        raise OptnetError(f"{output}: exists; pass --force to overwrite")
+    if output:
+        prepare_output(output, force)
     if len(link_types) > 1 and len(link_types) != len(files):
         raise OptnetError(
             f"--link-type given {len(link_types)} times for {len(files)} files: give it once "

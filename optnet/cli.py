@@ -12,7 +12,6 @@ import functools
 import json
 import sys
 import traceback
-from pathlib import Path
 
 import click
 
@@ -20,6 +19,7 @@ from optnet import errors, interrupt, streams
 from optnet.clitypes import Finite
 from optnet.commands_resilience import apply_cli_failures, fail_option, resilience
 from optnet.errors import OptnetError
+from optnet.safeio import prepare_output
 
 OBJECTIVES = (
     "max-iteration",
@@ -202,10 +202,10 @@ def solve(
     from optnet.instance import load_instance
     from optnet.solve import SolveOptions
 
-    if out and Path(out).exists() and not force:
-        raise OptnetError(f"{out}: exists; pass --force to overwrite")
+    if out:
+        prepare_output(out, force)
     inst = apply_cli_failures(load_instance(instance, workload), fail, quiet=quiet)
-    prev = _read_decisions(inst, previous) if previous else None
+    prev = _running_plan(inst, previous) if previous else None
     if prev is None and (max_changes is not None or change_penalty_us):
         raise errors.input_error("--max-changes/--change-penalty-us", "", "need --from")
     opts = SolveOptions(
@@ -228,15 +228,29 @@ def solve(
 
 
 def _read_decisions(inst, path: str):
+    """The decisions of a solution or results file, checked against ``inst``."""
     from optnet.decisions import from_json
+    from optnet.results_file import read_plan
 
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise errors.input_error(path, "", "file not found") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise errors.input_error(path, "", f"not valid JSON: {exc}") from None
-    return from_json(inst, data, path)
+    return from_json(inst, read_plan(path), path)
+
+
+def _running_plan(inst, path: str):
+    """``--from``: the running plan must be whole (every job on its servers, none shared)."""
+    from optnet.evaluate import check_placement
+
+    d = _read_decisions(inst, path)
+    wrong = check_placement(inst, d)
+    if wrong:
+        raise errors.InputError([errors.Problem(path, "", w) for w in wrong])
+    return d
+
+
+def _infeasible(violations: list[str]) -> None:
+    streams.say("optnet: the decisions are infeasible:")
+    for v in violations:
+        streams.say(f"  - {v}")
+    sys.exit(errors.EXIT_EVALUATION_INFEASIBLE)
 
 
 @main.command("evaluate")
@@ -247,6 +261,7 @@ def _read_decisions(inst, path: str):
 @_handle_errors
 def evaluate_cmd(instance, solution, workload, objective, out, fmt, force, fail) -> None:
     """Check and score a full set of decisions (a solution or results file)."""
+    from optnet.decisions import PlanError
     from optnet.evaluate import TRAFFIC_OBJECTIVES, evaluate, evaluate_traffic
     from optnet.instance import load_instance
     from optnet.results import build_results
@@ -258,11 +273,16 @@ def evaluate_cmd(instance, solution, workload, objective, out, fmt, force, fail)
     inst = apply_cli_failures(load_instance(instance, workload), fail)
     if objective == "carbon" and inst.carbon is None:
         raise errors.input_error(instance, "topology.carbon", "the carbon objective needs it")
-    d = _read_decisions(inst, solution)
+    try:
+        d = _read_decisions(inst, solution)
+    except PlanError as exc:  # decisions that cannot be a plan are violations here
+        _infeasible([str(p) for p in exc.problems])
     if objective in TRAFFIC_OBJECTIVES:
         ev = evaluate_traffic(inst, d, objective)
     else:
         ev = evaluate(inst, d, objective)
+    if not ev.feasible and not ev.jobs:  # the placement is wrong: nothing to report on
+        _infeasible(ev.violations)
     results = build_results(
         inst,
         d,
@@ -276,10 +296,7 @@ def evaluate_cmd(instance, solution, workload, objective, out, fmt, force, fail)
     )
     _output(results, out, fmt, force)
     if not ev.feasible:
-        click.echo("optnet: the decisions are infeasible:", err=True)
-        for v in ev.violations:
-            click.echo(f"  - {v}", err=True)
-        sys.exit(errors.EXIT_EVALUATION_INFEASIBLE)
+        _infeasible(ev.violations)
 
 
 @main.command()
@@ -325,18 +342,12 @@ def validate(instance, workload) -> None:
 def report(result, fmt, plots_dir, out, force) -> None:
     """Report a results file: tables of jobs, collectives, lightpaths, utilisation; plots."""
     from optnet.report import plot_links, render
+    from optnet.results_file import load_results
     from optnet.safeio import write_atomic
 
-    if out and Path(out).exists() and not force:
-        raise OptnetError(f"{out}: exists; pass --force to overwrite")
-    try:
-        data = json.loads(Path(result).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise errors.input_error(result, "", "file not found") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise errors.input_error(result, "", f"not valid JSON: {exc}") from None
-    if not isinstance(data, dict) or "schema_version" not in data:
-        raise errors.input_error(result, "schema_version", "not an optnet results file")
+    if out:
+        prepare_output(out, force)
+    data = load_results(result)
     paths = []
     if plots_dir:
         from optnet.plots import write_plots
@@ -387,8 +398,8 @@ def pareto(instance, workload, points, time_limit, out, plot_path, force) -> Non
     from optnet.solve import SolveOptions
 
     for p in (out, plot_path):
-        if p and Path(p).exists() and not force:
-            raise OptnetError(f"{p}: exists; pass --force to overwrite")
+        if p:
+            prepare_output(p, force)
     inst = load_instance(instance, workload)
     front = pareto_front(inst, SolveOptions(time_limit_s=time_limit), points)
     cols = ["max_iteration_us", "energy_j_per_iteration", "lightpaths", "budget_us", "status"]

@@ -14,6 +14,7 @@ import click
 from optnet import errors
 from optnet.cli import _handle_errors
 from optnet.clitypes import Finite
+from optnet.safeio import prepare_output
 
 
 def _default_workers() -> int:
@@ -43,9 +44,7 @@ def _default_workers() -> int:
     help="local: a process pool; dask: a Dask cluster (--scheduler, else a LocalCluster).",
 )
 @click.option("--scheduler", help="Address of a running Dask scheduler (tcp://HOST:8786).")
-@click.option(
-    "--time-limit", type=Finite(min=0.01), help="Seconds per point (overrides the spec)."
-)
+@click.option("--time-limit", type=Finite(min=0.01), help="Seconds per point (overrides the spec).")
 @click.option(
     "--restart", is_flag=True, help="Forget earlier results in the folder and solve every point."
 )
@@ -213,13 +212,12 @@ def calibrate(
 ) -> None:
     """Fit alpha-beta link parameters to nccl-tests FILES; apply them and telemetry to an
     instance."""
-    from pathlib import Path
 
     from optnet import calibrate as cal_mod
     from optnet.safeio import write_atomic
 
-    if json_out and Path(json_out).exists() and not force:
-        raise errors.OptnetError(f"{json_out}: exists; pass --force to overwrite")
+    if json_out:
+        prepare_output(json_out, force)
     cal = cal_mod.calibrate(
         list(files),
         list(link_types),

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import functools
 import sys
-from pathlib import Path
 
 import click
 
 from optnet import errors
 from optnet.clitypes import Finite
+from optnet.safeio import prepare_output
 
 
 def _handle_errors(fn):
@@ -87,8 +87,8 @@ def explain_cmd(result, instance, workload, time_limit, mip_gap, confirm, fmt, o
     from optnet.explain import ExplainOptions, explain, text_report
     from optnet.safeio import write_atomic
 
-    if out and Path(out).exists() and not force:
-        raise errors.OptnetError(f"{out}: exists; pass --force to overwrite")
+    if out:
+        prepare_output(out, force)
     doc = explain(
         result,
         instance,

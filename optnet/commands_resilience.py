@@ -9,12 +9,11 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from pathlib import Path
 
 import click
 
 from optnet.clitypes import Finite
-from optnet.errors import OptnetError
+from optnet.safeio import prepare_output
 
 FAIL_HELP = (
     "Failed element, KIND:ELEMENT (repeatable): ocs:NAME, fibre:RACK->OCS, server:NAME, "
@@ -154,8 +153,8 @@ def resilience(
     from optnet.safeio import write_atomic
     from optnet.solve import SolveOptions
 
-    if out and Path(out).exists() and not force:
-        raise OptnetError(f"{out}: exists; pass --force to overwrite")
+    if out:
+        prepare_output(out, force)
     inst = load_instance(instance, workload)
     notes: list[str] = []
     if fail:

@@ -245,9 +245,13 @@ def from_json(inst: Instance, data: Any, file: str = "solution") -> Decisions:
     the evaluator's job, which lists every violation.
     """
     problems: list[Problem] = []
+    inconsistent: list[Problem] = []
 
     def bad(fieldname: str, msg: str) -> None:
         problems.append(Problem(file, fieldname, msg))
+
+    def plan(fieldname: str, msg: str) -> None:
+        inconsistent.append(Problem(file, fieldname, msg))
 
     if not isinstance(data, dict):
         raise InputError([Problem(file, "", "expected a JSON object")])
@@ -295,8 +299,11 @@ def from_json(inst: Instance, data: Any, file: str = "solution") -> Decisions:
             try:
                 o = ocses[lp["ocs"]]
                 sa, sb = (servers[x] for x in lp["servers"])
-                ta, tb = (int(x) for x in lp["transceivers"])
-                wab, wba = (int(x) for x in lp["wavelengths"])
+                ta, tb = (whole(x) for x in lp["transceivers"])
+                wab, wba = (whole(x) for x in lp["wavelengths"])
+            except Fractional as exc:
+                plan(f"{where}lightpaths[{i}]", f"{exc} is not a whole number (a channel index)")
+                continue
             except (KeyError, TypeError, ValueError):
                 bad(
                     f"{where}lightpaths[{i}]",
@@ -324,13 +331,15 @@ def from_json(inst: Instance, data: Any, file: str = "solution") -> Decisions:
         try:
             d.ws_slots.append(
                 WsSlot(
-                    int(e["slot"]),
-                    int(e["transceiver"]),
+                    whole(e["slot"]),
+                    whole(e["transceiver"]),
                     servers[e["from"]],
                     servers[e["to"]],
-                    int(e["wavelength"]),
+                    whole(e["wavelength"]),
                 )
             )
+        except Fractional as exc:
+            plan(f"wavelength_switched.schedule[{i}]", f"{exc} is not a whole number")
         except (KeyError, TypeError, ValueError):
             bad(
                 f"wavelength_switched.schedule[{i}]",
@@ -387,10 +396,37 @@ def from_json(inst: Instance, data: Any, file: str = "solution") -> Decisions:
             if cname not in cnames:
                 bad(f"algorithms.{jname}.{cname}", f"unknown collective; job has {cnames}")
                 continue
-            d.algorithms[(ji, cnames.index(cname))] = str(alg)
+            if not isinstance(alg, str):
+                bad(f"algorithms.{jname}.{cname}", "expected an algorithm name (a string)")
+                continue
+            d.algorithms[(ji, cnames.index(cname))] = alg
     if problems:
-        raise InputError(problems)
+        raise InputError(problems + inconsistent)
+    if inconsistent:
+        raise PlanError(inconsistent)
     return d
+
+
+class PlanError(InputError):
+    """Decisions that parse but cannot be a plan (a fractional wavelength, a job on the wrong
+    number of servers): exit 2, except for ``optnet evaluate``, which lists them as violations
+    (exit 6)."""
+
+
+class Fractional(ValueError):
+    """A number where a whole one is needed."""
+
+
+def whole(x: Any) -> int:
+    """``x`` as a JSON integer: 3 and 3.0 are 3; 2.5 raises Fractional; a string, a boolean or
+    null raises ValueError/TypeError (``int()`` would take "3", True and 2.5)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise TypeError(f"expected a whole number, got {type(x).__name__}")
+    if isinstance(x, float):
+        if not x.is_integer():
+            raise Fractional(repr(x))
+        return int(x)
+    return x
 
 
 def _phase_plans(inst: Instance, phases: Any, bad, circuits_of, lightpaths_of) -> list[PhasePlan]:

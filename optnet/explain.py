@@ -77,7 +77,8 @@ def load_plan(
     result: str | Path, instance: str | Path | None = None, workload: str | Path | None = None
 ) -> tuple[dict[str, Any], Instance, Decisions]:
     """Results JSON, the instance it was computed for (input hash checked), its decisions."""
-    from optnet.export import load_results, results_instance
+    from optnet.export import results_instance
+    from optnet.results_file import load_results
 
     results = load_results(result)
     inst = results_instance(results, result, instance, workload)

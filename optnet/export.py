@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from optnet.errors import OptnetError, input_error
+from optnet.results_file import load_results
 
 FORMATS = ("gnpy", "astra-sim")
 
@@ -49,29 +50,6 @@ FLEXI_M_STEP_HZ = 12.5e9
 
 # ------------------------------------------------------------------------------------------
 # inputs
-
-
-def load_results(path: str | Path) -> dict[str, Any]:
-    """Read an optnet results JSON (any 1.x schema version)."""
-    path = Path(path)
-    name = str(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise input_error(name, "", "file not found") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise input_error(name, "", f"not a readable JSON file: {exc}") from None
-    if not isinstance(data, dict) or "schema_version" not in data:
-        raise input_error(name, "schema_version", "not an optnet results file")
-    major = str(data["schema_version"]).split(".")[0]
-    if major != "1":
-        raise input_error(
-            name, "schema_version", f"version {data['schema_version']!r}; this optnet reads 1.x"
-        )
-    for key in ("instance", "placement", "circuits", "lightpaths", "jobs"):
-        if key not in data:
-            raise input_error(name, key, "missing; is this a results file of a solved instance?")
-    return data
 
 
 def results_instance(

@@ -31,10 +31,9 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from optnet.errors import InputError, Problem, input_error
+from optnet.safeio import read_bytes
 from optnet.schema import Cluster, InstanceFile, Workload
 
-MAX_FILE_BYTES = 64 * 1024 * 1024
-"""Largest YAML file read."""
 MAX_DEPTH = 64
 """Deepest nesting of mappings and lists (a valid instance needs fewer than 10 levels)."""
 MAX_ALIAS_NODES = 1_000_000
@@ -85,31 +84,8 @@ def _where(mark: Any) -> str:
 def _read(path: Path, name: str | None = None) -> tuple[Any, str]:
     """Read and parse one YAML file; return (data, sha256 of its bytes)."""
     name = str(path) if name is None else name
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise input_error(name, "", "file not found") from None
-    except NotADirectoryError:
-        raise input_error(name, "", "file not found (a parent of it is not a folder)") from None
-    except (OSError, ValueError) as exc:
-        raise input_error(name, "", f"cannot read: {_os_reason(exc)}") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise input_error(name, "", "is a folder, expected a YAML file")
-    if not stat.S_ISREG(st.st_mode):
-        raise input_error(name, "", "is not a regular file (device, pipe or socket)")
-    if st.st_size > MAX_FILE_BYTES:
-        raise input_error(
-            name, "", f"file has {st.st_size} bytes; at most {MAX_FILE_BYTES} allowed"
-        )
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_FILE_BYTES + 1)
-    except (OSError, ValueError) as exc:
-        raise input_error(name, "", f"cannot read: {_os_reason(exc)}") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise input_error(name, "", f"file is larger than {MAX_FILE_BYTES} bytes")
-    digest = hashlib.sha256(raw).hexdigest()
-    return _parse(raw, name), digest
+    raw = read_bytes(path, "a YAML file", name)
+    return _parse(raw, name), hashlib.sha256(raw).hexdigest()
 
 
 def _os_reason(exc: Exception) -> str:

@@ -1,59 +1,112 @@
-"""The results contract as pydantic models: ``optnet schema results`` prints it, and the tests
-validate every results file optnet writes against it. Extra keys are allowed (forward compatible);
-the keys listed here are promised."""
+"""The results contract as pydantic models: ``optnet schema results`` prints it, every command
+that reads a results file validates it with :class:`Results` (``optnet.results_file``), and the
+tests validate every results file optnet writes against it.
+
+Types are strict: a string is never a number, ``true`` is never an integer, ``null`` only where
+the writer puts it (a number that was not finite, a missing bound). An integer may be written
+as an integral float (``2.0``), as JSON writers of other languages do. Extra keys are allowed
+(forward compatible within ``schema_version`` 1.x); every key listed here is typed.
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+
+def _whole(x: Any) -> Any:
+    """2.0 -> 2 (an integral float is an integer); anything else goes on to strict checking."""
+    if isinstance(x, float) and x.is_integer():
+        return int(x)
+    return x
+
+
+Whole = Annotated[int, BeforeValidator(_whole)]
+Count = Annotated[int, BeforeValidator(_whole), Field(ge=0)]
+Num = float | None
+"""A number the writer maps to null when it is not finite."""
+Pair = Annotated[list[str], Field(min_length=2, max_length=2)]
+IntPair = Annotated[list[Count], Field(min_length=2, max_length=2)]
 
 
 class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
 
 class InstanceInfo(_Open):
     name: str
     input_hash: str
     files: dict[str, str]
+    failures: list[Any] = []
 
 
 class Rank(_Open):
-    rank: int
+    rank: Count
     server: str
-    gpu: int
+    gpu: Count
 
 
 class JobPlacement(_Open):
     servers: list[str]
-    ranks: list[Rank]
+    ranks: list[Rank] = []
+    ps_servers: list[str] = []
 
 
 class CircuitOut(_Open):
     ocs: str
-    ports: list[int]
-    racks: list[str]
-    attaches: list[str]
+    ports: IntPair
+    racks: Pair
+    attaches: list[str] = []
     loopback: bool
 
 
 class LightpathOut(_Open):
     ocs: str
-    servers: list[str]
-    transceivers: list[int]
-    wavelengths: list[int]
-    fibres: list[str]
-    circuit: list[str]
-    latency_us: float
-    utilisation: float
+    servers: Pair
+    transceivers: IntPair
+    wavelengths: IntPair
+    fibres: list[str] = []
+    circuit: list[str] = []
+    latency_us: Num = None
+    loss_db: Num = None
+    utilisation: Num = None
+
+
+class PhaseLightpath(_Open):
+    ocs: str
+    servers: Pair
+    transceivers: IntPair
+    wavelengths: IntPair
+
+
+class PhasePlanOut(_Open):
+    phase: str
+    circuits: list[CircuitOut]
+    lightpaths: list[PhaseLightpath]
+
+
+class OcsChange(_Open):
+    ocs: str
+    reconfig_delay_us: Num = None
+    set_up: list[list[str]] = []
+    torn_down: list[list[str]] = []
+
+
+class Reconfiguration(_Open):
+    boundary: str
+    into_phase: str | None = None
+    delay_us: Num = None
+    ocs: list[OcsChange] = []
 
 
 class Breakdown(_Open):
-    fixed_latency: float
-    propagation: float
-    serialisation: float
-    reconfiguration: float
-    intra_server: float
-    reduction: float
+    fixed_latency: Num
+    propagation: Num
+    serialisation: Num
+    reconfiguration: Num
+    intra_server: Num
+    reduction: Num
 
 
 class CollectiveOut(_Open):
@@ -61,34 +114,79 @@ class CollectiveOut(_Open):
     name: str
     kind: str
     group: str
-    ranks: int
-    servers: int
-    bytes: float
-    count: int
-    overlap: float
+    ranks: Count
+    servers: Count
+    bytes: Num
+    count: Count
+    overlap: Num
     algorithm: str
-    time_us: float
+    time_us: Num
     breakdown_us: Breakdown
-    algbw_gbytes_per_s: float
-    busbw_gbytes_per_s: float
+    algbw_gbytes_per_s: Num
+    busbw_gbytes_per_s: Num
 
 
 class Phase(_Open):
     phase: str
     lane: str
-    start_us: float
-    end_us: float
+    start_us: Num
+    end_us: Num
 
 
 class JobOut(_Open):
     name: str
-    gpus: int
+    gpus: Count
     servers: list[str]
-    compute_time_us: float
-    iteration_time_us: float
-    exposed_comm_us: float
-    gpu_utilisation: float
-    weight: float
+    compute_time_us: Num
+    iteration_time_us: Num
+    exposed_comm_us: Num
+    gpu_utilisation: Num
+    weight: Num
+    ps_servers: list[str] = []
+
+
+class Link(_Open):
+    link: str
+    type: str
+
+
+class EnergyJob(_Open):
+    name: str
+
+
+class Energy(_Open):
+    jobs: list[EnergyJob] = []
+    j_per_iteration: Num = None
+    kwh_per_run: Num = None
+    gco2e_per_iteration: Num = None
+    kgco2e_per_run: Num = None
+
+
+class Relay(_Open):
+    job: str
+    collective: str
+    step: Count
+    from_: str = Field(alias="from")
+    via: str
+    to: str
+
+
+class WsPair(_Open):
+    servers: Pair
+    slots_per_cycle: Count | None = None
+
+
+class WsSlotOut(_Open):
+    slot: Count
+    transceiver: Count
+    from_: str = Field(alias="from")
+    to: str
+    wavelength: Count
+
+
+class WavelengthSwitched(_Open):
+    pairs: list[WsPair] = []
+    schedule: list[WsSlotOut] = []
 
 
 class Results(_Open):
@@ -98,20 +196,30 @@ class Results(_Open):
     optnet_version: str
     status: str
     objective_name: str
-    objective: float | None
+    objective: Num
     objective_unit: str
-    bound: float | None
-    gap: float | None
-    comm_gap: float | None
+    bound: Num
+    gap: Num
+    comm_gap: Num
     feasible: bool
     violations: list[str]
     instance: InstanceInfo
-    timings: dict[str, float] | None = None
+    timings: dict[str, Num] | None = None
+    solver: dict[str, Any] | None = None
+    strategy: str | None = None
+    model_size: dict[str, Count] | None = None
     placement: dict[str, JobPlacement]
     circuits: list[CircuitOut]
     lightpaths: list[LightpathOut]
+    phases: list[PhasePlanOut] | None = None
+    reconfiguration: list[Reconfiguration] | None = None
     algorithms: dict[str, dict[str, str]]
+    hybrid_pairs: list[Pair] | None = None
+    relays: list[Relay] | None = None
     collectives: list[CollectiveOut]
     schedule: dict[str, list[Phase]]
     jobs: list[JobOut]
-    links: list[dict]
+    links: list[Link]
+    energy: Energy | None = None
+    wavelength_switched: WavelengthSwitched | None = None
+    changes: dict[str, Any] | None = None

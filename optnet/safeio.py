@@ -73,8 +73,12 @@ def read_bytes(path: str | Path, what: str = "file", name: str | None = None) ->
         raise input_error(name, "", f"cannot read: {os_reason(exc)}") from None
     try:
         st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise input_error(name, "", f"is a folder, expected {what}")
         if not stat.S_ISREG(st.st_mode):
-            raise input_error(name, "", f"is {_kind(st.st_mode)}, expected {what}")
+            raise input_error(
+                name, "", f"is {_kind(st.st_mode)}, not a regular file; expected {what}"
+            )
         if st.st_size > MAX_FILE_BYTES:
             raise input_error(
                 name, "", f"file has {st.st_size} bytes; at most {MAX_FILE_BYTES} allowed"

@@ -1,0 +1,117 @@
+"""Reading results and solution files: untrusted input, held to the instance loader's standard.
+
+Every command that reads a plan goes through here: ``report`` and ``export`` read a whole
+results file (:func:`load_results`); ``evaluate``, ``solve --from``, ``explain`` and ``export``
+read its decisions against an instance (:func:`read_plan`, then
+``optnet.decisions.from_json``). The file must be a regular file (``optnet.safeio``), strict JSON
+and an object; a results file (one with ``schema_version``) must be of major version 1 and match
+``optnet.results_schema.Results`` (types strict, every problem reported with its field path), and
+its plan must be consistent in itself (a server in one job only, once; a rank on one of its job's
+servers). Every failure is an :class:`~optnet.errors.InputError` (exit 2): never an internal
+error.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from optnet.errors import InputError, Problem, input_error
+from optnet.results_schema import Results
+from optnet.safeio import read_json
+
+MAX_LISTED = 20
+"""Problems listed per file (the rest are counted)."""
+
+
+def _field(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _problems(name: str, exc: ValidationError) -> list[Problem]:
+    out = []
+    for e in exc.errors():
+        got = repr(e.get("input"))
+        got = got if len(got) <= 40 else got[:37] + "..."
+        msg = e["msg"][0].lower() + e["msg"][1:]
+        out.append(Problem(name, _field(e["loc"]), f"{msg} (got {got})"))
+    return out
+
+
+def _raise(problems: list[Problem]) -> None:
+    if len(problems) > MAX_LISTED:
+        more = len(problems) - MAX_LISTED
+        problems = problems[:MAX_LISTED] + [Problem(problems[0].file, "", f"... {more} more")]
+    raise InputError(problems)
+
+
+def check_results(data: Any, name: str) -> dict[str, Any]:
+    """``data`` as a results document of schema 1.x, or an InputError listing what is wrong."""
+    if not isinstance(data, dict) or "schema_version" not in data:
+        raise input_error(name, "schema_version", "missing: not an optnet results file")
+    version = data["schema_version"]
+    if not isinstance(version, str) or version.split(".")[0] != "1":
+        raise input_error(name, "schema_version", f"version {version!r}; this optnet reads 1.x")
+    try:
+        Results.model_validate(data)
+    except ValidationError as exc:
+        _raise(_problems(name, exc))
+    _raise_if(_plan_problems(data, name))
+    return data
+
+
+def _raise_if(problems: list[Problem]) -> None:
+    if problems:
+        _raise(problems)
+
+
+def _plan_problems(data: dict[str, Any], name: str) -> list[Problem]:
+    """A results file's own plan: each server in one job, once; ranks on their job's servers."""
+    problems = []
+    owner: dict[str, str] = {}
+    for job, entry in data["placement"].items():
+        servers = entry["servers"]
+        for s, n in Counter(servers).items():
+            if n > 1:
+                problems.append(Problem(name, f"placement.{job}.servers", f"{s} listed {n} times"))
+        for s in dict.fromkeys(servers):
+            if s in owner:
+                problems.append(
+                    Problem(name, f"placement.{job}.servers", f"{s} is also {owner[s]}'s")
+                )
+            owner.setdefault(s, job)
+        mine = set(servers)
+        for i, r in enumerate(entry.get("ranks", [])):
+            if r["server"] not in mine:
+                problems.append(
+                    Problem(
+                        name,
+                        f"placement.{job}.ranks[{i}].server",
+                        f"{r['server']} is not one of the job's servers",
+                    )
+                )
+    return problems
+
+
+def load_results(path: str | Path) -> dict[str, Any]:
+    """Read and check a whole optnet results file (any 1.x schema version)."""
+    return check_results(read_json(path, "an optnet results JSON file"), str(path))
+
+
+def read_plan(path: str | Path) -> dict[str, Any]:
+    """A solution or results file as data for ``decisions.from_json``: a results file is
+    checked whole (:func:`check_results`); a solution file (no ``schema_version``) must be an
+    object, and ``from_json`` checks its decisions against the instance."""
+    data = read_json(path, "a solution or results JSON file")
+    name = str(path)
+    if not isinstance(data, dict):
+        raise input_error(name, "", f"expected a JSON object, got {type(data).__name__}")
+    if "schema_version" in data:
+        check_results(data, name)
+    return data

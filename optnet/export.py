@@ -473,8 +473,12 @@ def export(
     spacing_ghz: float = 50.0,
 ) -> tuple[list[Path], list[str]]:
     """Write the export files of ``fmt`` into ``out_dir``; return their paths and notes for
-    the user (what the format could not express)."""
-    from optnet.safeio import write_atomic
+    the user (what the format could not express).
+
+    Every file goes through :func:`optnet.safeio.write_atomic`: an existing file is replaced only
+    with ``force``, a FIFO, device or folder in its place never, and every target is checked
+    before the first is written, so a refusal leaves ``out_dir`` as it was."""
+    from optnet.safeio import output_dir, write_atomic
 
     if fmt not in FORMATS:
         raise OptnetError(f"unknown export format {fmt!r}; expected one of {', '.join(FORMATS)}")
@@ -501,13 +505,31 @@ def export(
         )
     else:
         for j in results["placement"]:
-            files[out / f"{_safe(j)}.yml"] = astra_network_yaml(inst, results, j)
-    existing = [str(p) for p in files if p.exists()]
-    if existing and not force:
-        raise OptnetError(f"{', '.join(existing)}: exists; pass --force to overwrite")
+            path = out / f"{_safe(j)}.yml"
+            if path in files:
+                raise OptnetError(f"{path}: two jobs' files would have this name (job {j!r})")
+            files[path] = astra_network_yaml(inst, results, j)
+    _check_targets(out, files, force)
+    output_dir(out)
     for p, text in files.items():
         write_atomic(p, text, force=force)
     return list(files), notes
+
+
+def _check_targets(out: Path, files: dict[Path, str], force: bool) -> None:
+    """Refuse before writing anything: ``out`` not a folder, any target not a new path or a
+    regular file, or (without ``force``) existing files, all named at once."""
+    from optnet.safeio import output_dir, prepare_output
+
+    if out.exists() and not out.is_dir():
+        output_dir(out)  # the error naming it
+    existing = []
+    for p in files:
+        if p.is_file():
+            existing.append(str(p))
+        prepare_output(p, True)  # a FIFO, device or folder: refused even with --force
+    if existing and not force:
+        raise OptnetError(f"{', '.join(existing)}: exists; pass --force to overwrite")
 
 
 def _safe(name: str) -> str:

@@ -16,7 +16,7 @@ import click
 class Finite(click.FloatRange):
     """A finite float, optionally within ``[min, max]`` (``min_open``/``max_open`` as click)."""
 
-    name = "finite float"
+    name = "float"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
         x = click.FLOAT.convert(value, param, ctx)

@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OUT := out
 
-.PHONY: run test lint format bench bench-quick sweep sweep-realistic sweep-dask clean browser
+.PHONY: run test lint fuzz format bench bench-quick sweep sweep-realistic sweep-dask clean browser
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -42,6 +42,10 @@ test: $(STAMP) browser $(GNPY_STAMP)
 	$(BIN)/ruff check optnet tests bench
 	$(BIN)/ruff format --check optnet tests bench
 	OPTNET_GNPY_PYTHON=$(CURDIR)/.venv-gnpy/bin/python $(BIN)/python -m pytest
+
+## fuzz: the fuzzing tier at length (hypothesis mutates results files and sweep stores; ~10 min)
+fuzz: $(STAMP)
+	OPTNET_FUZZ_EXAMPLES=$${OPTNET_FUZZ_EXAMPLES:-400} $(BIN)/python -m pytest tests/test_fuzz.py tests/test_hostile.py $(wildcard tests/test_sweep_store.py)
 
 format: $(STAMP)
 	$(BIN)/ruff format optnet tests bench

@@ -18,6 +18,13 @@ Four kinds, each computed from the results JSON alone:
 Output is deterministic: fixed sizes and dpi, fixed SVG hash salt, no dates or software versions in
 the files. Only ``matplotlib.figure.Figure`` is used (no pyplot), so no global state or display is
 touched.
+
+Every name drawn (jobs, servers, racks, OCSes, phases, lanes, links) goes through :func:`label`:
+``$`` escaped so matplotlib never parses a name as mathtext (``$$`` would raise, ``$\\alpha$``
+render as a formula), control characters shown as escapes (they are not even valid XML in the
+SVG). matplotlib itself XML-escapes ``<>&`` in SVG text. :func:`write_plots` writes through
+:func:`optnet.safeio.write_atomic`: existing files only with ``force``, never a FIFO, device or
+folder, and every target is checked before the first file is written.
 """
 
 from __future__ import annotations
@@ -37,7 +44,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle, FancyArrowPatch, Patch, Rectangle
 
-from optnet.report import lightpath_jobs
+from optnet.errors import OptnetError
+from optnet.report import lightpath_jobs, text_safe
+from optnet.safeio import output_dir, prepare_output, write_atomic
 
 RC = {
     "svg.hashsalt": "optnet",
@@ -79,17 +88,27 @@ class Plot:
 # --------------------------------------------------------------------------- helpers
 
 
+def label(x: Any) -> str:
+    """A name as literal matplotlib text: control characters visible (``text_safe``) and every
+    ``$`` escaped, so no mathtext is ever parsed from it."""
+    return text_safe(x).replace("$", r"\$")
+
+
 def _slug(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", s).strip("_") or "x"
 
 
 def _unique_names(plots: list[Plot]) -> list[Plot]:
-    seen: dict[str, int] = {}
+    """Make file stems unique (``x``, ``x-2``, ...), also against a name that is already
+    ``x-2``: two plots never share a file."""
+    taken: set[str] = set()
     for p in plots:
-        n = seen.get(p.name, 0)
-        seen[p.name] = n + 1
-        if n:
-            p.name = f"{p.name}-{n + 1}"
+        name, n = p.name, 1
+        while name.lower() in taken:  # lower: no clash on case-insensitive file systems either
+            n += 1
+            name = f"{p.name}-{n}"
+        taken.add(name.lower())
+        p.name = name
     return plots
 
 
@@ -153,7 +172,7 @@ def timeline_figure(job: str, phases: list[dict], iteration_us: float | None) ->
     fig = _new_figure(9.0, 1.5 + 0.55 * max(1, len(lanes)))
     ax = fig.add_subplot()
     if not phases:
-        _empty(ax, f"{job}: no schedule")
+        _empty(ax, f"{label(job)}: no schedule")
         return fig
     end = max([p.get("end_us", 0.0) for p in phases] + [iteration_us or 0.0])
     unit, k = _time_unit(end)
@@ -170,7 +189,9 @@ def timeline_figure(job: str, phases: list[dict], iteration_us: float | None) ->
         else:
             colours[name] = PHASE_COLOURS[(len(colours) - ("compute" in colours)) % 10]
         hatch = "//" if "reconfig" in name.lower() else None
-        legend.append(Patch(facecolor=colours[name], edgecolor="white", hatch=hatch, label=name))
+        legend.append(
+            Patch(facecolor=colours[name], edgecolor="white", hatch=hatch, label=label(name))
+        )
     for p in phases:
         name = p.get("phase", "?")
         y = len(lanes) - 1 - lanes.index(_lane(p))
@@ -187,7 +208,7 @@ def timeline_figure(job: str, phases: list[dict], iteration_us: float | None) ->
         )
         if end > 0 and (e - s) >= 0.07 * end * k:
             ax.text(
-                (s + e) / 2, y, name, ha="center", va="center", color="white", fontsize=8,
+                (s + e) / 2, y, label(name), ha="center", va="center", color="white", fontsize=8,
                 clip_on=True,
             )  # fmt: skip
     if iteration_us:
@@ -196,11 +217,11 @@ def timeline_figure(job: str, phases: list[dict], iteration_us: float | None) ->
             iteration_us * k, len(lanes) - 0.45, f" iteration {iteration_us * k:,.3f} {unit}",
             ha="right", va="bottom", fontsize=8, color="#333333",
         )  # fmt: skip
-    ax.set_yticks(range(len(lanes)), list(reversed(lanes)))
+    ax.set_yticks(range(len(lanes)), [label(ln) for ln in reversed(lanes)])
     ax.set_ylim(-0.6, len(lanes) - 0.4 + 0.35)
     ax.set_xlim(0, end * k * 1.01 if end > 0 else 1)
     ax.set_xlabel(f"time in the iteration ({unit})")
-    ax.set_title(f"{job}: one iteration")
+    ax.set_title(f"{label(job)}: one iteration")
     ax.grid(axis="x", color="#dddddd", linewidth=0.6)
     ax.set_axisbelow(True)
     for side in ("top", "right"):
@@ -298,13 +319,13 @@ def wavelength_figure(results: dict[str, Any]) -> Figure:
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xticks(range(width), [f"λ{w}" for w in range(width)])
     ax.xaxis.tick_top()
-    ax.set_yticks(range(len(rows)), rows, fontsize=8)
+    ax.set_yticks(range(len(rows)), [label(r) for r in rows], fontsize=8)
     ax.tick_params(length=0)
     for s in ax.spines.values():
         s.set_visible(False)
     ax.set_title("Wavelength map\n(rows: trunk fibre and direction; cells: lightpath)", pad=18)
     used = [j for j in colours if j in set(jobs)]
-    handles = [Patch(facecolor=colours[j], label=j) for j in used]
+    handles = [Patch(facecolor=colours[j], label=label(j)) for j in used]
     handles.append(Patch(facecolor=UNUSED, edgecolor="#cccccc", label="free"))
     if any(len(v) > 1 for v in cells.values()):
         handles.append(Patch(facecolor=CLASH, label="clash"))
@@ -433,16 +454,18 @@ def ocs_figure(results: dict[str, Any], phase: str) -> Figure:
             ax.add_patch(Circle((x, y), 0.1, facecolor="white", edgecolor="#333333", zorder=3))
             ax.text(x, y, str(p), ha="center", va="center", fontsize=7, zorder=4)
             if p in pmap:
-                ax.text(1.58 * x, 1.6 * y, pmap[p], ha="center", va="center", fontsize=8,
+                ax.text(1.58 * x, 1.6 * y, label(pmap[p]), ha="center", va="center", fontsize=8,
                         color="#333333")  # fmt: skip
-        ax.set_title(f"{ocs}: {len(circuits)} circuit{'s' * (len(circuits) != 1)}", fontsize=9)
+        ax.set_title(
+            f"{label(ocs)}: {len(circuits)} circuit{'s' * (len(circuits) != 1)}", fontsize=9
+        )
     fig.suptitle(
-        f"OCS port matchings, phase {phase} (node: port and rack; line: circuit, "
+        f"OCS port matchings, phase {label(phase)} (node: port and rack; line: circuit, "
         "label: lightpaths)",
         fontsize=10,
     )
     used = [j for j in colours if any(j in v for v in load.values())]
-    handles = [Patch(facecolor=colours[j], label=j) for j in used]
+    handles = [Patch(facecolor=colours[j], label=label(j)) for j in used]
     if any(len(set(v)) > 1 for v in load.values()):
         handles.append(Patch(facecolor="#333333", label="several jobs"))
     if any(not load.get((c.get("ocs"), frozenset(c.get("racks", [])))) for c in
@@ -471,7 +494,7 @@ def utilisation_figure(results: dict[str, Any]) -> Figure:
         vals = [100 * (lp.get("utilisation") or 0.0) for lp in lps]
         a1.barh(ys, vals, color=[colours.get(j or "", "#999999") for j in jobs], height=0.7)
         labels = [
-            f"L{i} {' ↔ '.join(lp.get('servers', []))} ({lp.get('ocs', '?')})"
+            label(f"L{i} {' ↔ '.join(map(str, lp.get('servers', [])))} ({lp.get('ocs', '?')})")
             for i, lp in enumerate(lps)
         ]
         a1.set_yticks(list(ys), labels, fontsize=7)
@@ -480,7 +503,7 @@ def utilisation_figure(results: dict[str, Any]) -> Figure:
             a1.text(v + 1, y, f"{v:.1f}", va="center", fontsize=7)
         used = [j for j in colours if j in set(jobs)]
         a1.legend(
-            handles=[Patch(facecolor=colours[j], label=j) for j in used], loc="lower right",
+            handles=[Patch(facecolor=colours[j], label=label(j)) for j in used], loc="lower right",
             fontsize=7, frameon=False,
         )  # fmt: skip
     else:
@@ -496,7 +519,10 @@ def utilisation_figure(results: dict[str, Any]) -> Figure:
         a2.set_yticks(
             list(ys),
             [
-                f"{f.get('link', '?')} ({f.get('wavelengths_used', 0)}/{f.get('wavelengths', 0)})"
+                label(
+                    f"{f.get('link', '?')} ({f.get('wavelengths_used', 0)}/"
+                    f"{f.get('wavelengths', 0)})"
+                )
                 for f in fibres
             ],
             fontsize=7,
@@ -505,7 +531,8 @@ def utilisation_figure(results: dict[str, Any]) -> Figure:
         types = sorted({f.get("fibre_type", "smf") for f in fibres})
         a2.legend(
             handles=[
-                Patch(facecolor="#59a14f" if t == "hcf" else "#4e79a7", label=t) for t in types
+                Patch(facecolor="#59a14f" if t == "hcf" else "#4e79a7", label=label(t))
+                for t in types
             ],
             loc="lower right", fontsize=7, frameon=False,
         )  # fmt: skip
@@ -579,21 +606,32 @@ def _png_bytes(fig: Figure) -> bytes:
     return buf.getvalue()
 
 
-def write_plots(results: dict[str, Any], out_dir: str | Path) -> list[Path]:
+def write_plots(results: dict[str, Any], out_dir: str | Path, *, force: bool = False) -> list[Path]:
     """Write every plot as ``<name>.svg`` and ``<name>.png`` into ``out_dir`` (created if
-    missing; files of the same names are replaced). Returns the paths written, SVG before PNG."""
+    missing). An existing file is replaced only with ``force``; a FIFO, device or folder in a
+    file's place never. Every target is checked before anything is written, so a refusal (an
+    :class:`~optnet.errors.InputError` or :class:`~optnet.errors.OptnetError` naming the file)
+    leaves the folder as it was. Returns the paths written, SVG before PNG."""
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for p in figures(results):
-        for ext, data in (("svg", _svg_bytes(p.figure)), ("png", _png_bytes(p.figure))):
-            path = out_dir / f"{p.name}.{ext}"
-            path.write_bytes(data)
-            written.append(path)
-    return written
+    if out_dir.exists() and not out_dir.is_dir():
+        output_dir(out_dir)  # the error naming it
+    plots = figures(results)
+    targets = [out_dir / f"{p.name}.{ext}" for p in plots for ext in ("svg", "png")]
+    for path in targets:
+        prepare_output(path, True)  # a FIFO, device or folder: refused even with force
+    existing = [str(path) for path in targets if path.is_file()]
+    if existing and not force:
+        raise OptnetError(f"{', '.join(existing)}: exists; pass --force to overwrite")
+    rendered = [data for p in plots for data in (_svg_bytes(p.figure), _png_bytes(p.figure))]
+    output_dir(out_dir)
+    for path, data in zip(targets, rendered, strict=True):
+        write_atomic(path, data, force=force)
+    return targets
 
 
-_ID = re.compile(r'\bid="([^"]+)"')
+_ID = re.compile(r'(<[^<>]*?\s)id="([^"<>]+)"')
+"""An ``id`` attribute inside a tag (never in text: matplotlib escapes ``<`` in text)."""
+_TAG = re.compile(r"<[^<>]*>")
 
 
 def inline_svg(fig: Figure, prefix: str) -> str:
@@ -601,14 +639,21 @@ def inline_svg(fig: Figure, prefix: str) -> str:
     URLs, ids prefixed so several figures can share a page, and scaled to the page width."""
     text = _svg_bytes(fig).decode("utf-8")
     text = text[text.index("<svg") :]
-    text = re.sub(r'\s+xmlns(:xlink)?="[^"]*"', "", text)
-    ids = set(_ID.findall(text))
-    text = _ID.sub(lambda m: f'id="{prefix}-{m.group(1)}"', text)
-    text = re.sub(
-        r"(#)([A-Za-z_][\w.-]*)",
-        lambda m: f"#{prefix}-{m.group(2)}" if m.group(2) in ids else m.group(0),
-        text,
-    )
+    root = re.match(r"<svg[^<>]*>", text)
+    if root:  # namespace URLs only on the root tag (text may say anything)
+        tag = re.sub(r'\s+xmlns(:xlink)?="[^"]*"', "", root.group(0))
+        text = tag + text[root.end() :]
+    ids = {m.group(2) for m in _ID.finditer(text)}
+    text = _ID.sub(lambda m: f'{m.group(1)}id="{prefix}-{m.group(2)}"', text)
+
+    def refs(tag: re.Match) -> str:  # url(#id) and href="#id" in tags, never in text
+        return re.sub(
+            r"#([A-Za-z_][\w.-]*)",
+            lambda m: f"#{prefix}-{m.group(1)}" if m.group(1) in ids else m.group(0),
+            tag.group(0),
+        )
+
+    text = _TAG.sub(refs, text)
     text = text.replace("*{stroke-linejoin", f"#{prefix}-svg *{{stroke-linejoin", 1)
     m = re.match(r'<svg([^>]*?)\swidth="([\d.]+)pt"\sheight="([\d.]+)pt"', text)
     if m:

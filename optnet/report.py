@@ -4,18 +4,104 @@ All three render one model (:func:`report_model`): a title, summary items, viola
 a list of :class:`Table` (jobs, collectives, OCS circuits, lightpaths, trunk fibres, schedule),
 every header with its unit. The HTML page also embeds the plots of :mod:`optnet.plots` as inline
 SVG, with its CSS inline and no external URL, so the one file is the whole report.
+
+Names (jobs, servers, racks, OCSes, collectives, phases, the instance) come from users' files and
+results files are untrusted input, so a name is never markup: every string reaches the page
+through one escaping helper per format, :func:`text_safe` (control characters and line breaks
+shown as ``\\n``-style escapes, so a name cannot forge lines), :func:`md_escape` (Markdown) and
+:func:`html_escape` (HTML); :mod:`optnet.plots` has its own for matplotlib labels.
 """
 
 from __future__ import annotations
 
 import html
 import os
+import re
+import unicodedata
+import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 FORMATS = ("text", "markdown", "html")
+
+
+# --------------------------------------------------------------------------- escaping
+
+_INVISIBLE = frozenset(("Cc", "Cf", "Cs", "Zl", "Zp"))
+"""Unicode categories shown as escapes: controls (newline, ESC), format characters (bidi
+overrides, zero-width), lone surrogates (not encodable) and line/paragraph separators."""
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _visible_char(ch: str) -> str:
+    if ch in _NAMED:
+        return _NAMED[ch]
+    o = ord(ch)
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
+
+
+def text_safe(x: Any) -> str:
+    """``x`` as one line of printable text: every control or format character, line break and
+    lone surrogate as a visible escape (``\\n``, ``\\x1b``, ``\\u202e``). The base of
+    every format's escaping."""
+    s = str(x)
+    if s.isprintable():
+        return s
+    return "".join(_visible_char(ch) if unicodedata.category(ch) in _INVISIBLE else ch for ch in s)
+
+
+_MD_ALWAYS = frozenset("\\`*[]<|~&$#@!")
+"""Characters backslash-escaped wherever they are (CommonMark allows a backslash before any ASCII
+punctuation, and it then renders the character itself): emphasis, code, links and images,
+raw HTML and autolinks, table cells, strikethrough, entities, math, headings' closing ``#``s,
+mentions."""
+_MD_BLOCK_START = re.compile(r"^(?:>|[-+](?=\s|$)|-{3,}[-\s]*$|\d{1,9}(?=[.)](?:\s|$)))")
+"""What would make a list item's text start a block: a quote, a bullet, a rule, a list number."""
+
+
+def md_escape(x: Any) -> str:
+    """``x`` as literal GitHub-flavoured Markdown inline text, safe in a table cell, a list item,
+    a heading or emphasis: no HTML, link, image, code, emphasis, math or cell break survives.
+
+    ``_`` is escaped unless it sits between two letters or digits (there CommonMark never reads it
+    as emphasis, so ``tp_allreduce`` stays as written); ``>`` only at the start (elsewhere it is
+    inert once every ``<`` is escaped, so ``trunk ra->ocs0`` stays as written); a leading quote,
+    bullet or list number is escaped and outer spaces dropped (Markdown drops them too), so a value
+    cannot start a block."""
+    s = text_safe(x).strip(" ")
+    out = []
+    for i, ch in enumerate(s):
+        if ch in _MD_ALWAYS:
+            out.append("\\" + ch)
+        elif ch == "_":
+            intraword = 0 < i < len(s) - 1 and s[i - 1].isalnum() and s[i + 1].isalnum()
+            out.append(ch if intraword else "\\_")
+        else:
+            out.append(ch)
+    t = "".join(out)
+    m = _MD_BLOCK_START.match(t)
+    if m:
+        at = m.end() if m.group(0)[:1].isdigit() else 0  # 1. -> 1\. ; > -> \>
+        t = t[:at] + "\\" + t[at:]
+    return t
+
+
+def md_link(path: str) -> str:
+    """A relative (or absolute) file path as a Markdown link destination: percent-encoded, so
+    no ``)``, space, ``<`` or scheme (``javascript:``) can end or redirect the link."""
+    return urllib.parse.quote(path, safe="/")
+
+
+def html_escape(x: Any) -> str:
+    """``x`` as HTML text or a quoted attribute value (``<>&"'`` escaped, controls visible)."""
+    return html.escape(text_safe(x), quote=True)
+
+
+def css_class(x: Any) -> str:
+    """``x`` reduced to a single CSS class name token."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", str(x))
 
 
 # --------------------------------------------------------------------------- the model
@@ -72,8 +158,8 @@ def _pct(x: Any) -> float | None:
 
 def _servers_text(job: dict[str, Any]) -> str:
     """A job's servers; its dedicated parameter servers marked ``(PS)``."""
-    ps = set(job.get("ps_servers") or ())
-    return " ".join(f"{s} (PS)" if s in ps else s for s in job.get("servers", []))
+    ps = {str(s) for s in job.get("ps_servers") or ()}
+    return " ".join(f"{s} (PS)" if s in ps else s for s in map(str, job.get("servers", [])))
 
 
 def lightpath_jobs(r: dict[str, Any]) -> list[str | None]:
@@ -171,7 +257,7 @@ def report_model(r: dict[str, Any]) -> Report:
             [
                 [
                     c.get("ocs"), "-".join(map(str, c.get("ports", []))),
-                    "-".join(c.get("racks", [])), c.get("loopback"),
+                    "-".join(map(str, c.get("racks", []))), c.get("loopback"),
                 ]
                 for c in r.get("circuits", [])
             ],
@@ -189,7 +275,8 @@ def report_model(r: dict[str, Any]) -> Report:
              "utilisation %"],
             [
                 [
-                    f"L{i}", job or "-", lp.get("ocs"), " <-> ".join(lp.get("servers", [])),
+                    f"L{i}", job or "-", lp.get("ocs"),
+                    " <-> ".join(map(str, lp.get("servers", []))),
                     "/".join(map(str, lp.get("transceivers", []))),
                     "/".join(map(str, lp.get("wavelengths", []))), lp.get("latency_us"),
                     _pct(lp.get("utilisation")),
@@ -206,7 +293,7 @@ def report_model(r: dict[str, Any]) -> Report:
                 "hybrid",
                 "Striped pairs (lightpaths + packet fabric)",
                 ["servers"],
-                [[" <-> ".join(pair)] for pair in r["hybrid_pairs"]],
+                [[" <-> ".join(map(str, pair))] for pair in r["hybrid_pairs"]],
                 "each pair splits its bytes over its lightpaths and the packet fabric in "
                 "proportion to their rates (docs/model.md §2).",
             )
@@ -253,7 +340,7 @@ def report_model(r: dict[str, Any]) -> Report:
                  "utilisation %"],
                 [
                     [
-                        " <-> ".join(p.get("servers", [])), p.get("slots_per_cycle"),
+                        " <-> ".join(map(str, p.get("servers", []))), p.get("slots_per_cycle"),
                         p.get("rate_gbps"), p.get("latency_us"), p.get("switching_us"),
                         _pct(p.get("utilisation")),
                     ]
@@ -337,7 +424,7 @@ def _phase_tables(rep: Report, r: dict[str, Any]) -> None:
         for c in p.get("circuits", []):
             rows.append(
                 [p.get("phase"), c.get("ocs"), "-".join(map(str, c.get("ports", []))),
-                 "-".join(c.get("racks", [])), c.get("loopback")]
+                 "-".join(map(str, c.get("racks", []))), c.get("loopback")]
             )  # fmt: skip
     lit = ", ".join(f"{p.get('phase')} {len(p.get('lightpaths', []))}" for p in r["phases"])
     rep.tables.append(
@@ -349,8 +436,8 @@ def _phase_tables(rep: Report, r: dict[str, Any]) -> None:
         for o in e.get("ocs", []):
             events.append(
                 [e.get("boundary"), e.get("delay_us"), o.get("ocs"), o.get("reconfig_delay_us"),
-                 ", ".join("-".join(c) for c in o.get("set_up", [])),
-                 ", ".join("-".join(c) for c in o.get("torn_down", []))]
+                 ", ".join("-".join(map(str, c)) for c in o.get("set_up", [])),
+                 ", ".join("-".join(map(str, c)) for c in o.get("torn_down", []))]
             )  # fmt: skip
     rep.tables.append(
         Table(
@@ -365,7 +452,7 @@ def _phase_tables(rep: Report, r: dict[str, Any]) -> None:
 
 
 def _text_table(t: Table) -> str:
-    cells = [list(t.headers)] + [[_fmt(c) for c in row] for row in t.rows]
+    cells = [list(t.headers)] + [[text_safe(_fmt(c)) for c in row] for row in t.rows]
     numeric = [[False] * len(t.headers)] + [[_num(c) for c in row] for row in t.rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(t.headers))]
     lines = []
@@ -386,14 +473,17 @@ def _text_table(t: Table) -> str:
 def text_report(r: dict[str, Any]) -> str:
     """The whole report as text."""
     rep = report_model(r)
-    out = [rep.title, "   ".join(f"{k}: {v}" for k, v in rep.summary)]
+    out = [
+        text_safe(rep.title),
+        "   ".join(f"{text_safe(k)}: {text_safe(v)}" for k, v in rep.summary),
+    ]
     if rep.violations:
         out.append("INFEASIBLE decisions:")
-        out.extend(f"  - {v}" for v in rep.violations)
+        out.extend(f"  - {text_safe(v)}" for v in rep.violations)
     if rep.timings:
-        out.append("timings: " + ", ".join(f"{k} {v:.3f}" for k, v in rep.timings))
+        out.append("timings: " + ", ".join(f"{text_safe(k)} {v:.3f}" for k, v in rep.timings))
     for t in rep.tables:
-        out += ["", t.title, _text_table(t)]
+        out += ["", text_safe(t.title), _text_table(t)]
     return "\n".join(out) + "\n"
 
 
@@ -401,7 +491,7 @@ def text_report(r: dict[str, Any]) -> str:
 
 
 def _md_cell(c: Any) -> str:
-    return _fmt(c).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    return _fmt(c) if c is None or _num(c) else md_escape(_fmt(c))
 
 
 def _md_table(t: Table) -> str:
@@ -420,22 +510,23 @@ def markdown_report(r: dict[str, Any], plots: Sequence[str | Path] = ()) -> str:
     """The whole report as GitHub-flavoured Markdown; ``plots`` are image paths (as they should
     appear in the links, e.g. relative to the Markdown file) listed in a last section."""
     rep = report_model(r)
-    out = [f"# {rep.title}", ""]
-    out += [f"- **{k}**: {v}" for k, v in rep.summary]
+    out = [f"# {md_escape(rep.title)}", ""]
+    out += [f"- **{md_escape(k)}**: {md_escape(v)}" for k, v in rep.summary]
     if rep.timings:
-        out.append("- **timings (s)**: " + ", ".join(f"{k} {v:.3f}" for k, v in rep.timings))
+        out.append(
+            "- **timings (s)**: " + ", ".join(f"{md_escape(k)} {v:.3f}" for k, v in rep.timings)
+        )
     if rep.violations:
         out += ["", "**INFEASIBLE decisions:**", ""]
-        out += [f"- {_md_cell(v)}" for v in rep.violations]
+        out += [f"- {md_escape(v)}" for v in rep.violations]
     for t in rep.tables:
-        out += ["", f"## {t.title}", "", _md_table(t)]
+        out += ["", f"## {md_escape(t.title)}", "", _md_table(t)]
         if t.note:
-            out += ["", f"_{t.note}_"]
+            out += ["", f"_{md_escape(t.note)}_"]
     if plots:
         out += ["", "## Plots", ""]
         for p in plots:
-            link = Path(p).as_posix()
-            out.append(f"![{Path(p).stem}]({link.replace(' ', '%20')})")
+            out.append(f"![{md_escape(Path(p).stem)}]({md_link(Path(p).as_posix())})")
             out.append("")
     return "\n".join(out).rstrip("\n") + "\n"
 
@@ -497,29 +588,30 @@ _PLOTS_AFTER = {
 }
 
 
-def _e(x: Any) -> str:
-    return html.escape(str(x), quote=True)
-
-
 def _html_table(t: Table) -> str:
     if not t.rows:
         return '<p class="none">none</p>'
-    head = "".join(f"<th>{_e(h)}</th>" for h in t.headers)
+    head = "".join(f"<th>{html_escape(h)}</th>" for h in t.headers)
     body = []
     for row in t.rows:
         tds = "".join(
-            f'<td class="n">{_e(_fmt(c))}</td>' if _num(c) else f"<td>{_e(_fmt(c))}</td>"
+            f'<td class="n">{html_escape(_fmt(c))}</td>'
+            if _num(c)
+            else f"<td>{html_escape(_fmt(c))}</td>"
             for c in row
         )
         body.append(f"<tr>{tds}</tr>")
     return (
-        f'<div class="scroll"><table id="table-{_e(t.key)}"><thead><tr>{head}</tr></thead>'
+        f'<div class="scroll"><table id="table-{html_escape(t.key)}"><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table></div>"
     )
 
 
 def _figure(name: str, title: str, svg: str) -> str:
-    return f'<figure id="plot-{_e(name)}"><figcaption>{_e(title)}</figcaption>\n{svg}\n</figure>'
+    return (
+        f'<figure id="plot-{html_escape(name)}"><figcaption>{html_escape(title)}</figcaption>\n'
+        f"{svg}\n</figure>"
+    )
 
 
 def html_report(r: dict[str, Any], *, plots: bool = True) -> str:
@@ -533,42 +625,42 @@ def html_report(r: dict[str, Any], *, plots: bool = True) -> str:
     used: set[str] = set()
     status = str(r.get("status"))
     cards = "".join(
-        f'<div class="card{" status-" + _e(status) if k == "status" else ""}">'
-        f'<span class="k">{_e(k)}</span><span class="v">{_e(v)}</span></div>'
+        f'<div class="card{" status-" + css_class(status) if k == "status" else ""}">'
+        f'<span class="k">{html_escape(k)}</span><span class="v">{html_escape(v)}</span></div>'
         for k, v in rep.summary
     )
-    nav = "".join(f'<a href="#{_e(t.key)}">{_e(t.title)}</a>' for t in rep.tables)
+    nav = "".join(f'<a href="#{html_escape(t.key)}">{html_escape(t.title)}</a>' for t in rep.tables)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en">',
         "<head>",
         '<meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_e(rep.title)}</title>",
+        f"<title>{html_escape(rep.title)}</title>",
         f"<style>{CSS}</style>",
         "</head>",
         "<body>",
-        f'<header><h1>{_e(rep.title)}</h1><div class="cards">{cards}</div>',
+        f'<header><h1>{html_escape(rep.title)}</h1><div class="cards">{cards}</div>',
     ]
     if rep.timings:
         parts.append(
             '<div class="timings">timings (s): '
-            + _e(", ".join(f"{k} {v:.3f}" for k, v in rep.timings))
+            + html_escape(", ".join(f"{k} {v:.3f}" for k, v in rep.timings))
             + "</div>"
         )
     parts.append(f"<nav>{nav}</nav></header>")
     parts.append("<main>")
     if rep.violations:
-        items = "".join(f"<li>{_e(v)}</li>" for v in rep.violations)
+        items = "".join(f"<li>{html_escape(v)}</li>" for v in rep.violations)
         parts.append(
             f'<section class="violations"><strong>INFEASIBLE decisions</strong><ul>{items}</ul>'
             "</section>"
         )
     for t in rep.tables:
-        parts.append(f'<section id="{_e(t.key)}"><h2>{_e(t.title)}</h2>')
+        parts.append(f'<section id="{html_escape(t.key)}"><h2>{html_escape(t.title)}</h2>')
         parts.append(_html_table(t))
         if t.note:
-            parts.append(f'<p class="note">{_e(t.note)}</p>')
+            parts.append(f'<p class="note">{html_escape(t.note)}</p>')
         for name, title, svg in svgs:
             if name.startswith(_PLOTS_AFTER.get(t.key, ())) and name not in used:
                 used.add(name)

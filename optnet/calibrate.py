@@ -618,9 +618,16 @@ def calibrate(
             changes += apply_link(data, inst, t, v["latency_us"], v["rate_gbps"], v["source"])
         if output:
             instance_from_data(data, str(output), Path(instance).stem)  # the loader must accept it
+            from optnet.report import text_safe
+
+            # file names in the comments are shown with text_safe, so a newline in one cannot
+            # end the comment and forge YAML
             head = [
-                f"# Calibrated by `optnet calibrate` from {instance}.",
-                *(f"# {c['field']}: {c['old']} -> {c['new']} ({c['source']})" for c in changes),
+                f"# Calibrated by `optnet calibrate` from {text_safe(instance)}.",
+                *(
+                    "# " + text_safe(f"{c['field']}: {c['old']} -> {c['new']} ({c['source']})")
+                    for c in changes
+                ),
             ]
             write_atomic(output, "\n".join(head) + "\n" + dump_yaml(data), force=force)
     return Calibration(fits, rows, tel, changes)

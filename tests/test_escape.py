@@ -433,3 +433,24 @@ def test_errors_keep_exit_code(hostile, tmp_path):
     bad.write_text(json.dumps(data))
     r = run("report", str(bad))
     assert r.exit_code == errors.EXIT_INPUT
+
+
+def test_calibrated_instance_comments_cannot_forge_yaml(tmp_path):
+    """File names go into the calibrated instance's header comments: a newline in one must not
+    end the comment and start a YAML key."""
+    inst = tmp_path / "tiny\nname: forged\n#.yaml"
+    inst.write_text((INSTANCES / "tiny.yaml").read_text())
+    nccl = tmp_path / "ar\ntopology: forged.txt"
+    nccl.write_bytes((Path(__file__).resolve().parent / "data" / "nccl_all_reduce_lightpath.txt")
+                     .read_bytes())  # fmt: skip
+    out = tmp_path / "cal.yaml"
+    r = run("calibrate", str(nccl), "--instance", str(inst), "-o", str(out))
+    assert r.exit_code == 0, r.output
+    text = out.read_text()
+    head = text.split("\nname: tiny\n")[0].splitlines()
+    assert head and all(ln.startswith("# ") for ln in head)
+    assert "\\nname: forged\\n" in text and "\nname: forged" not in text
+    assert "\\ntopology: forged.txt" in text
+    from optnet.instance import load_instance
+
+    assert load_instance(out).name == "tiny"

@@ -57,12 +57,14 @@ def sweep(spec, out, workers, executor, scheduler, time_limit, restart, dry_run,
     """Solve every variation of an instance that SPEC lists; resumable.
 
     Writes OUT/results.jsonl and OUT/results.csv (one row per point), the varied instances
-    (OUT/points/ID.yaml) and each point's results JSON (OUT/results/ID.json).
+    (OUT/points/ID.yaml) and each point's results JSON (OUT/results/ID.json). A rerun repairs
+    damaged records and solves their points again; one sweep at a time holds OUT/.lock.
+    Ctrl-C starts no new point, records the finished ones and exits 1.
     """
     import json
     from pathlib import Path
 
-    from optnet.sweep import load_spec, run_sweep
+    from optnet.sweep import SweepInterrupted, default_out, load_spec, run_sweep
 
     if scheduler and executor != "dask":
         raise errors.OptnetError("--scheduler needs --executor dask")
@@ -72,7 +74,7 @@ def sweep(spec, out, workers, executor, scheduler, time_limit, restart, dry_run,
             click.echo(f"{p.index:>5}  {p.id}  {json.dumps(p.params, default=str)}")
         click.echo(f"{len(sw.points)} points")
         return
-    out = out or str(Path("out") / "sweeps" / (sw.spec.name or Path(spec).stem))
+    out = out or str(default_out(sw))
     result = run_sweep(
         sw,
         out,
@@ -81,6 +83,7 @@ def sweep(spec, out, workers, executor, scheduler, time_limit, restart, dry_run,
         scheduler=scheduler,
         restart=restart,
         progress=progress,
+        notify=lambda message: click.echo(f"optnet: {message}", err=True),
     )
     counts = ", ".join(f"{k} {v}" for k, v in sorted(result.counts().items()))
     click.echo(
@@ -88,6 +91,10 @@ def sweep(spec, out, workers, executor, scheduler, time_limit, restart, dry_run,
         f"earlier run, {result.solved} solved now): {counts}"
     )
     click.echo(f"results: {Path(out) / 'results.jsonl'}, {Path(out) / 'results.csv'}")
+    if result.interrupted:
+        raise SweepInterrupted(
+            f"interrupted: {len(result.rows)} of {len(sw.points)} points recorded; rerun to resume"
+        )
     failed = [r for r in result.rows if r["status"] in ("error", "solver_error")]
     if failed:
         lines = [f"point {r['point']} ({r['id']}): {r['status']}: {r['message']}" for r in failed]

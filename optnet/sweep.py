@@ -23,9 +23,11 @@ Points run in worker processes: a local process pool by default, or a Dask clust
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import csv
 import dataclasses
+import errno
 import hashlib
 import io
 import itertools
@@ -33,17 +35,36 @@ import json
 import math
 import os
 import re
+import signal
+import stat
+import sys
 import tempfile
+import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from optnet.errors import InputError, OptnetError, Problem, input_error
+from optnet.errors import (
+    EXIT_FEASIBLE_NOT_PROVEN,
+    InputError,
+    OptnetError,
+    Problem,
+    SolverError,
+    input_error,
+)
+from optnet.safeio import (
+    os_reason,
+    output_dir,
+    parse_json,
+    prepare_output,
+    read_bytes,
+    write_atomic,
+)
 
 MAX_POINTS = 100_000
 """Most points one sweep may have (a guard against an accidental huge grid)."""
@@ -461,24 +482,106 @@ def _one_line(exc: Exception) -> str:
 
 
 # ------------------------------------------------------------------------------------------
-# executors
+# executors: both stop starting points once ``stop()`` is true (the first Ctrl-C)
 
 
-def _run_local(tasks: list[dict], workers: int, on_done: Callable[[dict], None]) -> None:
-    """A process pool (spawned workers: no state shared with this process)."""
+def _worker_init(parent: int) -> None:
+    """Set up a local pool worker: Ctrl-C is its parent's to handle, and it dies with it.
+
+    A terminal sends SIGINT to the whole process group; the worker ignores it (no traceback of
+    an interrupted worker), the parent decides. On Linux the worker also asks for SIGTERM when
+    its parent dies (a second Ctrl-C exits the parent at once), so no orphan keeps solving."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(ctypes.c_int(1), ctypes.c_ulong(signal.SIGTERM), 0, 0, 0)  # PDEATHSIG
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+@contextlib.contextmanager
+def _sigint_ignored():
+    """Ignore SIGINT while worker processes are started: a process started with SIGINT ignored
+    keeps it ignored from its first instruction (Python installs no KeyboardInterrupt handler
+    then), so even a worker still importing cannot die with a traceback on Ctrl-C."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+_STOPPED_EARLY = ("interrupted", "no_incumbent")
+"""Statuses an in-process solve may end with because the user interrupted it; such a point is
+not recorded (it is solved again on resume)."""
+
+
+def _run_local(
+    tasks: list[dict],
+    workers: int,
+    on_done: Callable[[dict], None],
+    stop: Callable[[], bool] = lambda: False,
+    stopping: Callable[[int], None] = lambda n: None,
+) -> None:
+    """A process pool (spawned workers: no state shared with this process).
+
+    At most ``workers`` points are in flight; once ``stop()`` turns true no new point starts,
+    and the running ones finish and are recorded (each is bounded by its time limit)."""
     if workers <= 1:
         for t in tasks:
-            on_done(run_point(t))
+            if stop():
+                stopping(0)
+                return
+            result = run_point(t)
+            if stop() and result["row"]["status"] in _STOPPED_EARLY:
+                stopping(0)
+                return
+            on_done(result)
         return
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
 
+    n = min(workers, len(tasks))
     ctx = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx)
+    pool = ProcessPoolExecutor(
+        max_workers=n, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),)
+    )
+    queue = iter(tasks)
+    running: set = set()
+    told = False
     try:
-        futures = [pool.submit(run_point, t) for t in tasks]
-        for f in as_completed(futures):
-            on_done(f.result())
+        while True:
+            if stop():
+                if not told:
+                    stopping(len(running))
+                    told = True
+            else:
+                while len(running) < n:
+                    t = next(queue, None)
+                    if t is None:
+                        break
+                    with _sigint_ignored():
+                        running.add(pool.submit(run_point, t))
+            if not running:
+                break
+            finished, running = wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
+            for f in finished:
+                on_done(f.result())
+    except BrokenProcessPool:
+        pool.shutdown(wait=False, cancel_futures=True)
+        if stop():
+            return
+        raise SolverError(
+            "a worker process died (killed by a signal, or out of memory); the points finished "
+            "before it are recorded: rerun the sweep to resume"
+        ) from None
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
@@ -486,9 +589,16 @@ def _run_local(tasks: list[dict], workers: int, on_done: Callable[[dict], None])
 
 
 def _run_dask(
-    tasks: list[dict], workers: int, scheduler: str | None, on_done: Callable[[dict], None]
+    tasks: list[dict],
+    workers: int,
+    scheduler: str | None,
+    on_done: Callable[[dict], None],
+    stop: Callable[[], bool] = lambda: False,
+    stopping: Callable[[int], None] = lambda n: None,
 ) -> None:
-    """A Dask cluster: the one at ``scheduler``, or a LocalCluster of ``workers`` processes."""
+    """A Dask cluster: the one at ``scheduler``, or a LocalCluster of ``workers`` processes.
+
+    Once ``stop()`` turns true, the points not finished yet (queued or running) are cancelled."""
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError:
@@ -512,9 +622,28 @@ def _run_dask(
         raise OptnetError(f"cannot reach the Dask scheduler {scheduler!r}: {exc}") from None
     try:
         futures = [client.submit(run_point, t, pure=False, key=f"optnet-{t['key']}") for t in tasks]
+        ac = as_completed(futures)
         try:
-            for f in as_completed(futures):
-                on_done(f.result())
+            while not ac.is_empty():
+                if stop():
+                    left = [f for f in futures if not f.done()]
+                    stopping(len(left))
+                    client.cancel(left)
+                    break
+                if not ac.has_ready():
+                    time.sleep(0.1)
+                    continue
+                for f in ac.next_batch(block=False):
+                    try:
+                        result = f.result()
+                    except Exception as exc:
+                        if stop():
+                            continue
+                        raise SolverError(
+                            f"the Dask task {f.key} failed: {type(exc).__name__}: {exc}; the "
+                            "points finished before it are recorded: rerun the sweep to resume"
+                        ) from None
+                    on_done(result)
         except BaseException:
             client.cancel(futures)
             raise
@@ -525,6 +654,394 @@ def _run_dask(
 
 
 # ------------------------------------------------------------------------------------------
+# names: a spec's name becomes a folder name, nothing else from a spec becomes a path
+
+
+NAME_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
+NAME_RULE = (
+    "a plain name: letters, digits, '_', '.' and '-', at most 100, not starting with '.' or '-'"
+)
+
+
+def _name_problem(value: Any) -> str | None:
+    if isinstance(value, str) and NAME_PATTERN.fullmatch(value):
+        return None
+    shown = json.dumps(value, default=str)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return f"{shown} cannot name the output folder out/sweeps/NAME; allowed: {NAME_RULE}"
+
+
+def default_out(sweep: Sweep) -> Path:
+    """``out/sweeps/NAME``: the spec's ``name``, else its file name's stem; both must be plain
+    names (:data:`NAME_PATTERN`), so the folder is always inside ``out/sweeps``."""
+    name = sweep.spec.name
+    if name is None:
+        name = Path(sweep.spec_file).stem
+        problem = _name_problem(name)
+        if problem:
+            raise input_error(
+                sweep.spec_file,
+                "name",
+                f"the spec has no name, and its file name's stem {problem}; add a name: or "
+                "pass -o OUT",
+            )
+    elif _name_problem(name):
+        raise input_error(
+            sweep.spec_file, "name", f"{_name_problem(name)}; change it, or pass -o OUT"
+        )
+    return Path("out") / "sweeps" / name
+
+
+# ------------------------------------------------------------------------------------------
+# the store: OUT/results.jsonl and the per-point files are untrusted input
+
+STATUSES = (*STATUSES_FINAL, "solver_error", "error")
+"""Every status a row may have."""
+
+STATUSES_WITH_RESULTS = ("optimal", "time_limit", "interrupted", "feasible")
+"""Row statuses whose point has a ``results/ID.json`` (a solve that returned a plan)."""
+
+_KEY = re.compile(r"[0-9a-f]{64}")
+
+
+class SweepInterrupted(OptnetError):
+    """The user stopped the sweep (SIGINT/SIGTERM); what finished is recorded (exit 1)."""
+
+    exit_code = EXIT_FEASIBLE_NOT_PROVEN
+
+
+@dataclasses.dataclass(frozen=True)
+class Damage:
+    """A record of the store that resume does not trust: where it is and what is wrong."""
+
+    where: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.where} ({self.why})"
+
+
+@dataclasses.dataclass
+class Store:
+    """What a results.jsonl holds: its good rows and its damaged lines."""
+
+    rows: dict[str, dict[str, Any]]
+    """Good rows by point key (the last row of a key wins)."""
+    lines: list[str]
+    """The good lines, in file order (what a repaired file holds)."""
+    damage: list[Damage]
+    rewrite: bool
+    """The file must be rewritten: it has damaged lines, or its last line has no newline."""
+    raw: bytes
+
+
+def _not_a_store(name: str, detail: str) -> InputError:
+    return input_error(
+        name,
+        "",
+        f"not a sweep store: {detail}. optnet does not change or remove it (not even with "
+        "--restart): move it away, or choose another -o folder",
+    )
+
+
+def row_problem(row: Any) -> str | None:
+    """What makes parsed JSON not a sweep row, or None for a row."""
+    if not isinstance(row, dict):
+        return f"a JSON {type(row).__name__}, not an object"
+    key = row.get("key")
+    if not isinstance(key, str) or not _KEY.fullmatch(key):
+        return "no point key (64 hex digits)"
+    if "id" not in row:
+        return "no id"
+    if row["id"] != key[:12]:
+        return "its id does not match its key"
+    if "status" not in row:
+        return "no status"
+    if row["status"] not in STATUSES:
+        return f"unknown status {json.dumps(row['status'], default=str)[:30]}"
+    for field, kind, what in (
+        ("params", dict, "an object"),
+        ("jobs", dict, "an object"),
+        ("message", str, "a string"),
+    ):
+        if row.get(field) is not None and not isinstance(row[field], kind):
+            return f"{field} is not {what}"
+    return None
+
+
+def parse_store(raw: bytes, name: str, label: str = "results.jsonl") -> Store:
+    """Classify every line of a results.jsonl: a good row, or damage to repair, or refuse.
+
+    The rule (docs/sweeps.md, "Damaged stores"): a line that is not a sweep row is damage to
+    repair, unless the file does not look like a sweep store at all, which is refused with an
+    InputError naming the byte offset: a byte that is not UTF-8 (except a multi-byte character
+    cut at the very end of a torn last line), a first line that is not a row, or more than half
+    of the lines not rows. A last line without its newline that starts like a row is "torn" (an
+    interrupted write) and does not count against the file."""
+    rows: dict[str, dict[str, Any]] = {}
+    lines: list[str] = []
+    damage: list[Damage] = []
+    pieces = raw.split(b"\n")
+    tail = pieces.pop()  # after the last newline: b"" when the file ends with one
+    entries = [(p, True) for p in pieces] + ([(tail, False)] if tail else [])
+    offset = 0
+    seen = bad = 0
+    first_bad: str | None = None
+    for n, (piece, terminated) in enumerate(entries, start=1):
+        start, offset = offset, offset + len(piece) + 1
+        try:
+            text = piece.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            cut = exc.reason == "unexpected end of data" and exc.end == len(piece)
+            if not terminated and cut and piece.lstrip().startswith(b"{"):
+                damage.append(Damage(f"line {n} of {label}", "torn"))
+                continue
+            raise _not_a_store(
+                name,
+                f"byte {piece[exc.start]:#04x} at offset {start + exc.start} (line {n}) is not "
+                "UTF-8",
+            ) from None
+        if n == 1:
+            text = text.removeprefix("\ufeff")
+        if not text.strip():
+            continue
+        try:
+            row = parse_json(text, name)
+        except InputError:
+            row, why = None, "not JSON"
+            if not terminated and text.lstrip().startswith("{"):
+                why = "torn"
+            elif not text.strip("\x00"):
+                why = "zero bytes"
+        else:
+            why = row_problem(row)
+        if why is None:
+            rows[row["key"]] = row
+            lines.append(text.strip())
+            seen += 1
+            continue
+        if why == "torn":
+            damage.append(Damage(f"line {n} of {label}", why))
+            continue
+        if seen == 0:
+            raise _not_a_store(name, f"its first line (offset {start}) is not a sweep row: {why}")
+        seen += 1
+        bad += 1
+        first_bad = first_bad or f"line {n} at offset {start}: {why}"
+        damage.append(Damage(f"line {n} of {label}", why))
+    if bad * 2 > seen:
+        raise _not_a_store(name, f"{bad} of its {seen} lines are not sweep rows ({first_bad})")
+    return Store(rows, lines, damage, bool(damage) or bool(tail), raw)
+
+
+def read_store(path: str | Path, label: str = "results.jsonl") -> Store:
+    """The store at ``path`` (a missing file is an empty store); see :func:`parse_store`."""
+    path = Path(path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return Store({}, [], [], False, b"")
+    except OSError as exc:
+        raise input_error(str(path), "", f"cannot read: {os_reason(exc)}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise input_error(
+            str(path),
+            "",
+            "is a symbolic link; the sweep store's results.jsonl must be a regular file inside "
+            "its output folder",
+        )
+    raw = read_bytes(path, "a sweep store (results.jsonl, JSON lines)")
+    return parse_store(raw, str(path), label)
+
+
+def read_rows(path: str | Path) -> dict[str, dict[str, Any]]:
+    """Good rows of a results.jsonl by point key (the last row of a key wins; damaged lines are
+    skipped; a file that is not a sweep store is an InputError)."""
+    return read_store(path).rows
+
+
+def results_problem(path: Path, row: dict[str, Any]) -> str | None:
+    """What is wrong with a point's ``results/ID.json`` given its row, or None.
+
+    A missing, empty, truncated or unparsable file, or one whose objective is not the row's,
+    is damage (the point is solved again); a FIFO, device or folder there is an InputError."""
+    if not os.path.lexists(path):
+        return "missing"
+    try:
+        raw = read_bytes(path, "a point's results JSON")
+    except InputError:
+        if not path.exists():  # a dangling symbolic link
+            return "missing"
+        raise
+    if not raw.strip():
+        return "empty"
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return "truncated" if exc.reason == "unexpected end of data" else "not UTF-8"
+    try:
+        doc = parse_json(text, str(path))
+    except InputError:
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as exc:
+            if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
+                return "truncated"
+        except (ValueError, RecursionError):
+            pass
+        return "unparsable"
+    if not isinstance(doc, dict):
+        return "not a results document"
+    want = row.get("objective_us")
+    if isinstance(want, (int, float)) and not isinstance(want, bool):
+        got = doc.get("objective")
+        if isinstance(got, bool) or not isinstance(got, (int, float)):
+            return "does not match its row"
+        if not math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9):
+            return "does not match its row"
+    return None
+
+
+@contextlib.contextmanager
+def store_lock(out: Path) -> Iterator[None]:
+    """Hold ``OUT/.lock`` (``flock``, non-blocking) for the block: one sweep per store at a
+    time. The lock goes with the process (the kernel drops it on any exit, even a kill); the
+    file stays, holding the pid of the last sweep that took it."""
+    import fcntl
+
+    path = out / ".lock"
+    flags = os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except OSError as exc:
+        reason = "it is a symbolic link" if exc.errno == errno.ELOOP else os_reason(exc)
+        raise input_error(str(path), "", f"cannot open the sweep's lock file: {reason}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise input_error(str(path), "", "the sweep's lock file is not a regular file")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            pid = text if text.isdigit() else "unknown"
+            raise OptnetError(
+                f"{out} is in use by another sweep (pid {pid}); wait for it to finish, or "
+                "choose another -o folder"
+            ) from None
+        except OSError as exc:
+            raise input_error(str(path), "", f"cannot lock: {os_reason(exc)}") from None
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        except OSError:
+            pass  # the pid is only for the message of a second sweep
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+class _Appender:
+    """results.jsonl opened once for appending: a regular file, never through a link."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
+        flags |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        try:
+            self.fd = os.open(path, flags, 0o666)
+        except OSError as exc:
+            raise input_error(str(path), "", f"cannot write: {os_reason(exc)}") from None
+        if not stat.S_ISREG(os.fstat(self.fd).st_mode):
+            os.close(self.fd)
+            raise input_error(str(path), "", "is not a regular file")
+
+    def write(self, line: str) -> None:
+        data = memoryview((line + "\n").encode("utf-8"))
+        try:
+            while data:
+                data = data[os.write(self.fd, data) :]
+            os.fsync(self.fd)
+        except OSError as exc:
+            full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+            reason = "the disk is full" if full else os_reason(exc)
+            raise input_error(str(self.path), "", f"cannot write: {reason}") from None
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with NaN and infinities as None (strict JSON, which the store reader wants)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _check_folder(path: Path) -> None:
+    """``path`` is a folder of the store (created if missing), not a link out of it."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        output_dir(path)
+        return
+    except OSError as exc:
+        raise input_error(str(path), "", f"cannot use: {os_reason(exc)}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise input_error(
+            str(path), "", "is a symbolic link; the sweep writes only inside its output folder"
+        )
+    if not stat.S_ISDIR(st.st_mode):
+        raise input_error(str(path), "", "is not a folder; the sweep store keeps its files here")
+
+
+def _next_free(path: Path, suffix: str) -> Path:
+    n = 1
+    while os.path.lexists(f"{path}{suffix}{n}"):
+        n += 1
+    return Path(f"{path}{suffix}{n}")
+
+
+def _restart(out: Path, say: Callable[[str], None]) -> None:
+    """--restart: remove results.jsonl (only if it is a sweep store) and results.csv."""
+    jsonl, table = out / "results.jsonl", out / "results.csv"
+    store = read_store(jsonl)  # a file that is not a sweep store is refused, never removed
+    removed = []
+    if os.path.lexists(jsonl):
+        jsonl.unlink()
+        removed.append(f"results.jsonl ({len(store.rows)} rows)")
+    if os.path.lexists(table):
+        table.unlink()
+        removed.append("results.csv")
+    if removed:
+        say(
+            f"restart: removed {' and '.join(removed)} from {out}; the files in points/ and "
+            "results/ are replaced as the points are solved again, nothing else is removed"
+        )
+
+
+def _repair(out: Path, store: Store) -> Path | None:
+    """Rewrite results.jsonl atomically with its good rows only; keep a damaged original as
+    ``results.jsonl.damaged-N``. Returns the copy's path (None when nothing was damaged)."""
+    jsonl = out / "results.jsonl"
+    copy_path = None
+    if store.damage:
+        copy_path = _next_free(jsonl, ".damaged-")
+        write_atomic(copy_path, store.raw)
+    write_atomic(jsonl, "".join(line + "\n" for line in store.lines), force=True)
+    return copy_path
+
+
+def _say_stderr(message: str) -> None:
+    print(f"optnet: {message}", file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------------------------------
 # the sweep as a whole
 
 
@@ -532,35 +1049,19 @@ def _run_dask(
 class SweepOutcome:
     out_dir: Path
     rows: list[dict[str, Any]]
-    """One row per point of the spec, in spec order."""
+    """One row per point of the spec that has one, in spec order."""
     resumed: int
     solved: int
+    interrupted: bool = False
+    """The user stopped the sweep; the points not in ``rows`` are solved on a rerun."""
+    damage: list[Damage] = dataclasses.field(default_factory=list)
+    """Damaged records found on resume (their points were solved again)."""
 
     def counts(self) -> dict[str, int]:
         c: dict[str, int] = {}
         for r in self.rows:
             c[r["status"]] = c.get(r["status"], 0) + 1
         return c
-
-
-def read_rows(path: Path) -> dict[str, dict[str, Any]]:
-    """Rows of a results.jsonl by point key (the last row of a key wins; a torn last line from
-    an interrupted write is ignored)."""
-    rows: dict[str, dict[str, Any]] = {}
-    if not path.exists():
-        return rows
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(row, dict) and isinstance(row.get("key"), str):
-                rows[row["key"]] = row
-    return rows
 
 
 def run_sweep(
@@ -572,26 +1073,79 @@ def run_sweep(
     scheduler: str | None = None,
     restart: bool = False,
     progress: bool | None = None,
+    notify: Callable[[str], None] | None = None,
 ) -> SweepOutcome:
-    """Solve every point not yet recorded in ``out_dir`` and write the JSONL and CSV tables."""
+    """Solve every point not yet recorded in ``out_dir`` and write the JSONL and CSV tables.
+
+    Holds ``OUT/.lock`` throughout; repairs a damaged store first (``notify`` is told what was
+    repaired, removed or interrupted; default: standard error). Once
+    :func:`optnet.interrupt.requested` turns true no new point starts; the outcome then says
+    ``interrupted``."""
+    if executor not in ("local", "dask"):
+        raise OptnetError(f"unknown executor {executor!r}; expected local or dask")
+    out = output_dir(out_dir)
+    try:
+        with store_lock(out):
+            return _run_locked(
+                sweep, out, executor, workers, scheduler, restart, progress, notify or _say_stderr
+            )
+    except OSError as exc:  # anything the checks above did not name: still the user's files
+        where = exc.filename or out
+        raise input_error(str(where), "", f"cannot use the sweep store: {os_reason(exc)}") from None
+
+
+def _run_locked(
+    sweep: Sweep,
+    out: Path,
+    executor: str,
+    workers: int,
+    scheduler: str | None,
+    restart: bool,
+    progress: bool | None,
+    say: Callable[[str], None],
+) -> SweepOutcome:
     from tqdm import tqdm
 
-    out = Path(out_dir)
-    (out / "points").mkdir(parents=True, exist_ok=True)
-    (out / "results").mkdir(parents=True, exist_ok=True)
+    from optnet import interrupt
+
     jsonl = out / "results.jsonl"
-    if restart and jsonl.exists():
-        jsonl.unlink()
-    done = {k: r for k, r in read_rows(jsonl).items() if r.get("status") in STATUSES_FINAL}
+    for sub in ("points", "results"):
+        _check_folder(out / sub)
+    prepare_output(out / "results.csv", force=True)
+    if restart:
+        _restart(out, say)
+    store = read_store(jsonl)
+    copy_path = _repair(out, store) if store.rewrite else None
+    rows = dict(store.rows)
+    done = {k: r for k, r in rows.items() if r["status"] in STATUSES_FINAL}
+
+    damage = list(store.damage)
+    stale: set[str] = set()
+    """Keys whose row is good but whose results file is not: not shown until solved again."""
+    checked: set[str] = set()
+    for p in sweep.points:
+        r = done.get(p.key)
+        if r is None or p.key in checked or r["status"] not in STATUSES_WITH_RESULTS:
+            continue
+        checked.add(p.key)
+        why = results_problem(out / "results" / f"{p.id}.json", r)
+        if why:
+            damage.append(Damage(f"results/{p.id}.json", why))
+            del done[p.key]
+            stale.add(p.key)
+
     stem = sweep.instance_file.stem
+    stem = stem if NAME_PATTERN.fullmatch(stem) else "instance"
     tasks = []
     queued: set[str] = set()
     for p in sweep.points:
-        display = str(out / "points" / f"{p.id}.yaml")
+        display = out / "points" / f"{p.id}.yaml"
+        if p.key not in done and p.key not in queued:
+            prepare_output(out / "results" / f"{p.id}.json", force=True)
         params = json.dumps(p.params, default=str)
         text = f"# optnet sweep {sweep.spec_file}, point {p.index}: {params}\n"
         text += dump_yaml(p.data)
-        _write_if_changed(Path(display), text)
+        _write_if_changed(display, text)
         if p.key in done or p.key in queued:
             continue
         queued.add(p.key)
@@ -602,9 +1156,17 @@ def run_sweep(
                 "params": p.params,
                 "data": p.data,
                 "solve": p.solve,
-                "display": display,
+                "display": str(display),
                 "stem": stem,
             }
+        )
+    if damage:
+        shown = ", ".join(str(d) for d in damage[:10])
+        more = f" and {len(damage) - 10} more" if len(damage) > 10 else ""
+        kept = f"; the damaged original is kept as {copy_path}" if copy_path else ""
+        say(
+            f"resume: {len(damage)} damaged record{'s' if len(damage) != 1 else ''} repaired: "
+            f"{shown}{more}{kept}; {len(tasks)} of {len(sweep.points)} points to solve"
         )
 
     class _Bar(tqdm):
@@ -619,59 +1181,65 @@ def run_sweep(
         dynamic_ncols=True,
     )
     solved = 0
+    wanted = {t["key"] for t in tasks}
 
     def on_done(result: dict[str, Any]) -> None:
         nonlocal solved
-        row = result["row"]
+        row = _finite(result["row"])
+        key = row.get("key")
+        if key not in wanted:  # not a point this sweep started: never a path from elsewhere
+            return
         if result.get("results"):
-            _write_if_changed(out / "results" / f"{row['id']}.json", result["results"])
-        _append_line(jsonl, json.dumps(row, default=str, sort_keys=False))
-        done[row["key"]] = row
+            _write_if_changed(out / "results" / f"{key[:12]}.json", result["results"])
+        appender.write(json.dumps(row, default=str, sort_keys=False))
+        rows[key] = done[key] = row
+        stale.discard(key)
         solved += 1
         bar.set_postfix_str(f"{row['id']} {row['status']}", refresh=False)
         bar.update(1)
 
+    def stopping(running: int) -> None:
+        bar.clear()
+        if running:
+            say(
+                f"interrupt: no new point starts; waiting for the {running} running "
+                f"point{'s' if running != 1 else ''} to finish (Ctrl-C again stops at once; the "
+                "store stays valid)"
+            )
+        else:
+            say("interrupt: no new point starts")
+
+    appender = _Appender(jsonl)
     try:
         if tasks:
             if executor == "dask":
-                _run_dask(tasks, workers, scheduler, on_done)
-            elif executor == "local":
-                _run_local(tasks, workers, on_done)
+                _run_dask(tasks, workers, scheduler, on_done, interrupt.requested, stopping)
             else:
-                raise OptnetError(f"unknown executor {executor!r}; expected local or dask")
+                _run_local(tasks, workers, on_done, interrupt.requested, stopping)
     finally:
+        appender.close()
         bar.close()
-        rows = []
-        latest = read_rows(jsonl)
+        shown_rows = []
         for p in sweep.points:
-            r = latest.get(p.key)
-            if r is not None:
-                r = dict(r, point=p.index, params=p.params)
-                rows.append(r)
-        write_csv(out / "results.csv", rows, sweep.param_names)
+            r = rows.get(p.key)
+            if r is not None and p.key not in stale:
+                shown_rows.append(dict(r, point=p.index, params=p.params))
+        write_csv(out / "results.csv", shown_rows, sweep.param_names)
     resumed = sum(1 for p in sweep.points if p.key in done and p.key not in queued)
-    return SweepOutcome(out, rows, resumed, solved)
+    interrupted = interrupt.requested() and any(t["key"] not in done for t in tasks)
+    return SweepOutcome(out, shown_rows, resumed, solved, interrupted, damage)
 
 
-def _append_line(path: Path, line: str) -> None:
-    """Append one line and fsync; a torn last line (an interrupted write) is closed first."""
-    torn = False
-    if path.exists() and path.stat().st_size:
-        with open(path, "rb") as f:
-            f.seek(-1, os.SEEK_END)
-            torn = f.read(1) != b"\n"
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(("\n" if torn else "") + line + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def _write_if_changed(path: Path, text: str) -> None:
-    if path.exists() and path.read_text(encoding="utf-8") == text:
-        return
-    from optnet.safeio import write_atomic
-
-    write_atomic(path, text, force=True)
+def _write_if_changed(path: Path, text: str | bytes) -> None:
+    """Write a file of the store unless it already holds ``text``; a FIFO, device or folder
+    where the file belongs is an InputError (never read, never replaced)."""
+    prepare_output(path, force=True)
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    if os.path.lexists(path):
+        with contextlib.suppress(InputError):
+            if read_bytes(path) == data:
+                return
+    write_atomic(path, data, force=True)
 
 
 CSV_FIXED = ("status", "objective_us", "bound_us", "gap", "comm_gap", "feasible", "wall_s")
@@ -703,8 +1271,6 @@ def csv_text(rows: Iterable[dict[str, Any]], param_names: list[str]) -> str:
 
 
 def write_csv(path: Path, rows: list[dict[str, Any]], param_names: list[str]) -> None:
-    from optnet.safeio import write_atomic
-
     write_atomic(path, csv_text(rows, param_names), force=True)
 
 

@@ -213,7 +213,7 @@ def test_sweep_errors_are_retried_and_reported(tmp_path):
     fake = {
         **dict.fromkeys(["objective_us", "gap"]),
         "key": sw.points[0].key,
-        "id": "x",
+        "id": sw.points[0].id,
         "point": 0,
         "params": {},
         "status": "error",

@@ -352,7 +352,7 @@ def report(result, fmt, plots_dir, out, force) -> None:
     if plots_dir:
         from optnet.plots import write_plots
 
-        paths = write_plots(data, plots_dir)
+        paths = write_plots(data, plots_dir, force=force)
     if fmt == "json":
         text = json.dumps(data, indent=2) + "\n"
     else:

@@ -228,7 +228,7 @@ def test_reports_of_an_empty_infeasible_document():
     text = text_report(res)
     assert "INFEASIBLE decisions:" in text and "(none)" in text
     md = markdown_report(res)
-    assert "x \\| y <b>" in md and "_none_" in md
+    assert "x \\| y \\<b>" in md and "_none_" in md
     page = html_report(res)
     assert "x | y &lt;b&gt;" in page and "<b>" not in page
     assert "<svg" in page  # the empty plots still render, saying what is missing

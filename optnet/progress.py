@@ -4,6 +4,11 @@ HiGHS fires ``cbMipInterrupt`` many thousand times a second; we print at most ``
 per second (elapsed, incumbent, bound, gap; from the first second on, so quick solves stay
 silent) and interrupt the solve once optnet's own deadline has
 passed (the calibration note measured HiGHS overrunning its limit by 78 s with parallel on).
+A stop request (the first Ctrl-C or SIGTERM, ``optnet.interrupt``) interrupts the solve the same
+way, from the MIP, simplex and interior-point callbacks alike (the root LP of a large model can
+take seconds): ``interrupted_by_user`` then says so and the caller reports the incumbent as
+``interrupted``. Python runs signal handlers between bytecodes of the main thread, which the
+callbacks provide while HiGHS works.
 Pyomo captures the process's stdout/stderr during a solve, so lines go to a duplicate of the
 original stderr taken before the solve (pyomo_highs.md §4).
 """
@@ -15,6 +20,8 @@ import os
 import sys
 import time
 from typing import IO
+
+from optnet import interrupt
 
 
 class Progress:
@@ -34,6 +41,10 @@ class Progress:
         self.last = -math.inf
         self.first_incumbent_s: float | None = None
         self.interrupted_by_deadline = False
+        self.interrupted_by_user = False
+        """The user asked to stop (``optnet.interrupt``) and this solve was interrupted for it."""
+        self.active = True
+        """False once the search is over: the polish LP after it must run to the end."""
         self.stop_at = stop_at
         self.reached_target = False
         self.stream: IO[str] | None = None
@@ -48,7 +59,14 @@ class Progress:
 
     def attach(self, highs) -> None:
         highs.cbMipInterrupt.subscribe(self._on_interrupt)
+        highs.cbSimplexInterrupt.subscribe(self._on_lp_interrupt)
+        highs.cbIpmInterrupt.subscribe(self._on_lp_interrupt)
         highs.cbMipImprovingSolution.subscribe(self._on_improving)
+
+    def finish(self) -> None:
+        """The search is over: stop interrupting (the polish LP that follows is short and must
+        complete so that the objective is exactly the decisions' value)."""
+        self.active = False
 
     def close(self) -> None:
         if self.stream is not None:
@@ -64,7 +82,18 @@ class Progress:
         if self.first_incumbent_s is None:
             self.first_incumbent_s = self.elapsed()
 
+    def _on_lp_interrupt(self, e) -> None:
+        """An LP (the root node's, or a pure LP) stops on a stop request too."""
+        if self.active and interrupt.requested():
+            self.interrupted_by_user = True
+            e.interrupt()
+
     def _on_interrupt(self, e) -> None:
+        if not self.active:
+            return
+        if interrupt.requested():
+            self.interrupted_by_user = True
+            e.interrupt()
         t = self.elapsed()
         if self.deadline_s is not None and t >= self.deadline_s:
             self.interrupted_by_deadline = True

@@ -181,6 +181,7 @@ def solve_instance(
     except Exception as exc:  # HiGHS or interface failure: report, never a traceback
         raise SolverError(f"HiGHS failed: {type(exc).__name__}: {exc}") from None
     finally:
+        progress.finish()
         progress.close()
     t_total = time.perf_counter() - t2
     t_transfer = _timer_total(timer, "set_instance")
@@ -192,7 +193,10 @@ def solve_instance(
         "solve_s": t_solve if t_solve else t_total - t_transfer,
     }
     status = _STATUS.get(res.termination_condition, "error")
-    if progress.interrupted_by_deadline and status in ("interrupted", "error"):
+    stopped = ("interrupted", "error", "time_limit")
+    if progress.interrupted_by_user and status in stopped:
+        status = "interrupted"  # the user asked to stop (Ctrl-C, SIGTERM): optnet.interrupt
+    elif progress.interrupted_by_deadline and status in ("interrupted", "error"):
         status = "time_limit"  # optnet's own deadline interrupted HiGHS
     elif progress.reached_target and status in ("interrupted", "error"):
         status = "target"  # stopped at --stop-at: good enough for the caller
@@ -200,7 +204,7 @@ def solve_instance(
         SolutionStatus.feasible,
         SolutionStatus.optimal,
     ):
-        status = "interrupted"  # HiGHS kInterrupt (Ctrl-C), which Pyomo does not map
+        status = "interrupted"  # HiGHS kInterrupt not asked for by optnet: report it as such
     bound = res.objective_bound
     bound = float(bound) if bound is not None and math.isfinite(bound) else None
     if floor > 0 and md.objective_scale == 1.0:  # the closed forms are proven too
@@ -218,7 +222,14 @@ def solve_instance(
     if status == "infeasible":
         return SolveResult("infeasible", None, bound, None, None, timings, size, info)
     if res.solution_status not in (SolutionStatus.optimal, SolutionStatus.feasible):
-        if status in ("time_limit", "interrupted", "target"):
+        if status == "interrupted":
+            err = NoIncumbentError(
+                f"interrupted after {t_total:.1f} s, before HiGHS found a feasible solution: "
+                "nothing to write"
+            )
+            err.bound = bound
+            raise err
+        if status in ("time_limit", "target"):
             err = NoIncumbentError(
                 f"HiGHS stopped ({status}) after {t_total:.1f} s without a feasible solution; "
                 "raise --time-limit"
@@ -244,7 +255,7 @@ def solve_instance(
         objective *= md.objective_scale
         bound = bound * md.objective_scale if bound is not None else None
     gap = relative_gap(objective, bound)
-    if status == "time_limit" and gap is not None and gap <= o.mip_gap:
+    if status in ("time_limit", "interrupted") and gap is not None and gap <= o.mip_gap:
         status = "optimal"  # within the gap of the floors: proven, though HiGHS was not done
     return SolveResult(status, objective, bound, gap, decisions, timings, size, info)
 

@@ -280,9 +280,11 @@ def improved_plan(
 ) -> Decisions | None:
     """The constructive plan, then coordinate descent over the collectives' algorithms (see the
     module docstring) while it improves and ``budget_s`` lasts. Deterministic: collectives and
-    options in index order; only strict improvements are kept."""
+    options in index order; only strict improvements are kept. A stop request
+    (``optnet.interrupt``) ends the descent like the budget running out."""
     import time
 
+    from optnet import interrupt
     from optnet.evaluate import evaluate
 
     cands = cands if cands is not None else all_candidates(inst)
@@ -301,11 +303,11 @@ def improved_plan(
         return greedy_plan(inst, slot_rack, cands)
     keys = [(j, ci) for j, jc in enumerate(cands) for ci in range(len(jc.collectives))]
     improved = True
-    while improved and time.perf_counter() < deadline:
+    while improved and time.perf_counter() < deadline and not interrupt.requested():
         improved = False
         for j, ci in keys:
             for opt in cands[j].collectives[ci].options:
-                if time.perf_counter() >= deadline:
+                if time.perf_counter() >= deadline or interrupt.requested():
                     break
                 if opt.algorithm == best[1].algorithms.get((j, ci)):
                     continue

@@ -13,6 +13,12 @@
 * ``solve_auto``: small instances get the exact MILP, warm-started from the decomposition, with
   the better of its bound and the relaxation bound; large ones get the decomposition and the
   relaxation bound. The gap reported is always against a proven bound.
+
+A stop request (Ctrl-C, SIGTERM: ``optnet.interrupt``) acts like the deadline arriving: every
+loop here stops between its steps (the HiGHS solve running stops through its callback), blocks
+not yet solved keep their constructive plans, and ``solve_auto`` returns the best complete plan
+with status ``interrupted`` (``optimal`` only if it is proven within the gap), or raises
+``NoIncumbentError`` when there is none.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import math
 import time
 from dataclasses import replace
 
+from optnet import interrupt
 from optnet.bounds import (
     closed_form_bound,
     closed_form_targets,
@@ -124,7 +131,7 @@ def relaxation_bound(
     order = sorted(range(len(inst.jobs)), key=lambda j: (-floors[j], j))
     _relaxation_pass(inst, o, order, per_job, upper, merged_cluster, t0, until, targets, first)
     spent = dict.fromkeys(order, first)
-    while time.perf_counter() - t0 < until:
+    while time.perf_counter() - t0 < until and not interrupt.requested():
         todo = _open_relaxations(o, per_job, upper, floors)
         if not todo:
             break
@@ -174,7 +181,7 @@ def _relaxation_pass(
     for n, j in enumerate(order):
         job = inst.jobs[j]
         left = until_s - (time.perf_counter() - t0)
-        if left <= 0:
+        if left <= 0 or interrupt.requested():
             return
         budget = min(left, budget_s) if budget_s else max(0.5, left / (len(order) - n))
         relaxed = replace(builder(inst, job.slots), jobs=(job,), tenants=())
@@ -598,7 +605,7 @@ def solve_decomposed(
         "cycles": cycle_assignment(inst, priority),
     }
     for name, blocks in variants.items():
-        if blocks is None:
+        if blocks is None or (chosen is not None and interrupt.requested()):
             continue
         blocks.sort(key=lambda b: -max(priority[j] for j in b[1]))
         joined, scored = Decisions(), True
@@ -635,7 +642,7 @@ def solve_decomposed(
         # first the neighbourhood with that placement fixed (finds a plan fast), then the
         # whole block warm-started from the best plan so far
         too_big = model_size_estimate(sub) > MAX_BLOCK_VARIABLES
-        too_late = time.perf_counter() > deadline - 1.0
+        too_late = time.perf_counter() > deadline - 1.0 or interrupt.requested()
         if too_big or too_late:  # keep the constructive plan: a MILP this size would not pay
             res = SolveResult("heuristic", None, None, None, None)
         else:
@@ -644,7 +651,7 @@ def solve_decomposed(
             )
         if start is not None and (res.decisions is None or score < res.objective - 1e-9):
             res = SolveResult("heuristic", score, None, None, start)
-        if not (too_big or too_late):
+        if not (too_big or too_late or interrupt.requested()):
             full = _try(sub, replace(bo, time_limit_s=0.6 * budget), warm_start=res.decisions)
             if full.decisions is not None and (
                 res.decisions is None or full.objective <= res.objective + 1e-9
@@ -699,7 +706,11 @@ def _improve_critical(
     MILP with the time left, warm-started from the current plan; repeat while it helps."""
     rounds = 0
     tried: set[int] = set()
-    while time.perf_counter() < until - 2 and relative_gap(objective, lb) > o.mip_gap:
+    while (
+        time.perf_counter() < until - 2
+        and relative_gap(objective, lb) > o.mip_gap
+        and not interrupt.requested()
+    ):
         ev = evaluate(inst, d, o.objective)
         crit = max(range(len(inst.jobs)), key=lambda j: ev.jobs[j]["iteration_time_us"])
         bi = next((i for i, (_r, js) in enumerate(blocks) if crit in js), None)
@@ -740,7 +751,7 @@ def _tighten_critical_bound(
     of it for that one job: its bound is the one that can close the gap. Returns the new bound
     (``max`` of ``per_job``, raised in place)."""
     left = until - time.perf_counter()
-    if left > 1.0:
+    if left > 1.0 and not interrupt.requested():
         ev = evaluate(inst, d, o.objective)
         crit = max(range(len(inst.jobs)), key=lambda j: ev.jobs[j]["iteration_time_us"])
         if per_job[crit] < ev.jobs[crit]["iteration_time_us"] * (1 - o.mip_gap):
@@ -788,6 +799,11 @@ def _splice(
     for (jl, ci), alg in sd.algorithms.items():
         out.algorithms[(jobs[jl], ci)] = alg
     return out.canonical()
+
+
+def _stopped() -> str:
+    """The status of a plan not proven optimal: ``interrupted`` once the user asked to stop."""
+    return "interrupted" if interrupt.requested() else "time_limit"
 
 
 def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
@@ -840,7 +856,11 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
             targets=(targets, closed_form_targets(inst)),
         )
     except NoIncumbentError:
-        if small:  # the whole joint model decides (and proves infeasibility if so)
+        if interrupt.requested() and first is None:
+            msg = "interrupted before any plan was found: nothing to write"
+            raise NoIncumbentError(msg) from None
+        if small and not interrupt.requested():
+            # the whole joint model decides (and proves infeasibility if so)
             res = solve_instance(inst, replace(o, time_limit_s=max(1.0, deadline - t_bound)))
             if res.bound is not None:
                 res.bound = max(res.bound, lb)
@@ -867,7 +887,7 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
         info["critical_rounds"] = rounds
         lb = _tighten_critical_bound(inst, o, decisions, per_job, t0 + 0.95 * deadline)
         bound = lb
-    status = "optimal" if relative_gap(objective, lb) <= o.mip_gap else "time_limit"
+    status = "optimal" if relative_gap(objective, lb) <= o.mip_gap else _stopped()
     timings = {
         "bound_s": t_bound,
         "decomposition_s": info["decomposition_s"],
@@ -885,8 +905,11 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
     }
     size: dict = {}
     left = deadline - (time.perf_counter() - t0)
-    if status != "optimal" and small and left > 1:
-        res = solve_instance(inst, replace(o, time_limit_s=left), warm_start=d)
+    if status != "optimal" and small and left > 1 and not interrupt.requested():
+        try:
+            res = solve_instance(inst, replace(o, time_limit_s=left), warm_start=d)
+        except NoIncumbentError:  # interrupted before HiGHS took the warm start: ours stands
+            res = SolveResult("interrupted", None, None, None, None)
         for key, v in res.timings.items():
             timings[key] = timings.get(key, 0.0) + v
         size = res.model_size
@@ -897,7 +920,7 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
             bound = max(bound, res.bound)
         if res.status == "optimal":
             bound = max(bound, min(objective, res.bound if res.bound is not None else objective))
-        status = "optimal" if relative_gap(objective, bound) <= o.mip_gap else "time_limit"
+        status = "optimal" if relative_gap(objective, bound) <= o.mip_gap else _stopped()
     gap = relative_gap(objective, bound)
     timings["total_s"] = time.perf_counter() - t0
     return SolveResult(status, objective, bound, gap, decisions, timings, size, solver)

@@ -8,25 +8,36 @@ objective on the links that are left. It reuses the joint model's families with 
 
 ``explain_infeasible``: what cannot fit, found by solving each job alone and by relaxing one
 resource family at a time.
+
+A stop request (Ctrl-C, SIGTERM: ``optnet.interrupt``) stops the stage running (HiGHS through
+``optnet.progress``); every stage's solution is a complete plan of the joint model, so the plan
+of the last stage with a solution is polished and returned as ``interrupted``; a stage stopped
+before any solution raises ``NoIncumbentError``. ``explain_infeasible`` stops between its
+solves and reports what it found so far.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 
 import pyomo.environ as pyo
 from pyomo.contrib.solver.common.factory import SolverFactory
 from pyomo.contrib.solver.common.results import SolutionStatus
 
+from optnet import interrupt
 from optnet.candidates import all_candidates
 from optnet.decode import decode
-from optnet.errors import SolverError
+from optnet.errors import NoIncumbentError, SolverError
 from optnet.instance import Instance
 from optnet.model import build_model, model_data
+from optnet.progress import Progress
 from optnet.solve import SolveOptions, SolveResult, _options, _polish, solve_instance
 
 
-def _stage(m, opt, o: SolveOptions, expr, sense=pyo.minimize) -> None:
+def _stage(m, opt, o: SolveOptions, expr, sense=pyo.minimize, progress=None) -> None:
+    if progress is not None:
+        progress.active = True
     m.obj.deactivate()
     if hasattr(m, "stage_obj"):
         m.del_component(m.stage_obj)
@@ -40,7 +51,13 @@ def _stage(m, opt, o: SolveOptions, expr, sense=pyo.minimize) -> None:
         load_solutions=False,
         raise_exception_on_nonoptimal_result=False,
     )
+    if progress is not None:
+        progress.finish()
     if res.solution_status not in (SolutionStatus.optimal, SolutionStatus.feasible):
+        if interrupt.requested():
+            raise NoIncumbentError(
+                "interrupted before the sequential stage found a solution: nothing to write"
+            )
         raise SolverError(f"sequential stage ended with {res.termination_condition.name}")
     res.solution_loader.load_vars()
     m.del_component(m.stage_obj)
@@ -55,23 +72,32 @@ def solve_sequential(inst: Instance, options: SolveOptions | None = None) -> Sol
     md = model_data(inst, cands, o.objective)
     m, _ = build_model(md)
     opt = SolverFactory("highs")
+    logging.getLogger("pyomo.contrib.solver").setLevel(logging.ERROR)  # as solve_instance
+    progress = Progress(None)  # the stages keep HiGHS's own time limit; this stops on request
+    try:
+        opt.set_instance(m)
+        progress.attach(opt._solver_model)  # highspy callbacks (pyomo_highs.md §4)
+    except Exception:  # noqa: BLE001 - without callbacks, a stop waits for the stage's end
+        progress = None
     cross = sum(m.w[p + rs] for p in md.pairs for rs in md.rack_pairs if rs[0] != rs[1])
-    _stage(m, opt, o, cross)
-    for v in m.y.values():
-        v.fix(round(pyo.value(v)))
-    lightpaths = sum(m.n[p + (k,)] for p in md.pairs for k in md.ocs)
-    phased = (m.c_ph, m.n_ph, m.z_ph) if md.H > 1 else ()
-    if md.H > 1:  # every phase's lightpaths, blind to the reconfiguration they cost
-        lightpaths = lightpaths + sum(m.n_ph.values())
-    _stage(m, opt, o, lightpaths, pyo.maximize)
-    for comp in (m.c, m.n, m.z, *phased):
-        for v in comp.values():
+    _stage(m, opt, o, cross, progress=progress)
+    if not interrupt.requested():  # else: the placement stage's plan is complete: keep it
+        for v in m.y.values():
             v.fix(round(pyo.value(v)))
-    _stage(m, opt, o, m.obj.expr)
+        lightpaths = sum(m.n[p + (k,)] for p in md.pairs for k in md.ocs)
+        phased = (m.c_ph, m.n_ph, m.z_ph) if md.H > 1 else ()
+        if md.H > 1:  # every phase's lightpaths, blind to the reconfiguration they cost
+            lightpaths = lightpaths + sum(m.n_ph.values())
+        _stage(m, opt, o, lightpaths, pyo.maximize, progress)
+        if not interrupt.requested():
+            for comp in (m.c, m.n, m.z, *phased):
+                for v in comp.values():
+                    v.fix(round(pyo.value(v)))
+            _stage(m, opt, o, m.obj.expr, progress=progress)
     decisions = decode(m, md)
     objective = _polish(m, opt, o)
     return SolveResult(
-        "feasible",
+        "interrupted" if interrupt.requested() else "feasible",
         objective,
         None,
         None,
@@ -94,27 +120,50 @@ def explain_infeasible(inst: Instance, options: SolveOptions | None = None) -> l
     }
     from dataclasses import replace
 
+    stopped = "(interrupted: the diagnosis stopped here, the reasons above may be incomplete)"
+
+    def fits(i: Instance, relax: frozenset[str] = frozenset()) -> bool | None:
+        """True/False: the solve (not) proved infeasible; None: stopped by a stop request."""
+        if interrupt.requested():
+            return None
+        try:
+            status = solve_instance(i, replace(o, relax=relax) if relax else o).status
+        except NoIncumbentError:
+            if interrupt.requested():
+                return None
+            raise
+        return status != "infeasible"  # an incumbent, even one interrupted, proves it fits
+
     for ji, job in enumerate(inst.jobs):
         alone = replace(inst, jobs=(job,))
-        if solve_instance(alone, o).status != "infeasible":
+        ok = fits(alone)
+        if ok is None:
+            return reasons + [stopped]
+        if ok:
             continue
-        helped = [
-            label
-            for fam, label in families.items()
-            if solve_instance(alone, replace(o, relax=frozenset({fam}))).status != "infeasible"
-        ]
+        helped = []
+        for fam, label in families.items():
+            ok = fits(alone, frozenset({fam}))
+            if ok is None:
+                break
+            if ok:
+                helped.append(label)
         needs = _needs(inst, ji)
         msg = f"job {job.name} cannot run even alone on the cluster: {needs}"
         if helped:
             msg += "; it would fit with more " + " or more ".join(helped)
         reasons.append(msg)
+        if interrupt.requested():
+            return reasons + [stopped]
     if reasons:
         return reasons
-    helped = [
-        label
-        for fam, label in families.items()
-        if solve_instance(inst, replace(o, relax=frozenset({fam}))).status != "infeasible"
-    ]
+    helped = []
+    for fam, label in families.items():
+        ok = fits(inst, frozenset({fam}))
+        if ok is None:
+            return ["each job fits alone, but the jobs together do not; " + stopped.strip("()")]
+        if ok:
+            helped.append(label)
     names = ", ".join(j.name for j in inst.jobs)
     if helped:
         reasons.append(

@@ -23,6 +23,11 @@ values; it branches on which slot takes the most peripheral free server, with or
 the fabric's automorphisms; a node with few completions is enumerated. The incumbent starts from a
 multi-start 2-opt local search. ``method="milp"`` hands the same MILP whole to HiGHS's MIP solver
 (fine for small instances).
+
+A stop request (Ctrl-C, SIGTERM: ``optnet.interrupt``) ends the local search and the
+branch-and-bound between steps (a node LP running stops through HiGHS's interior-point
+callback): the incumbent is returned with status ``interrupted`` and the lowest bound of the open
+nodes, still valid; worker processes ignore SIGINT and are shut down by the parent.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from optnet import interrupt
 from optnet.direct import DirectFabric, automorphisms
 from optnet.errors import InputError, Problem, SolverError
 from optnet.evaluate import TRAFFIC_OBJECTIVES
@@ -231,6 +237,8 @@ def multistart(q: TrafficProblem, starts: int = 256, seed: int = 0) -> tuple[lis
         sol = local_search(q, c)
         if best is None or sol[1] < best[1] - 1e-12:
             best = sol
+        if interrupt.requested():  # the best start so far is a complete assignment
+            break
     assert best is not None
     return best
 
@@ -285,6 +293,8 @@ class Relaxation:
             lp.index.astype(np.int32),
             lp.value,
         )
+        h.cbIpmInterrupt.subscribe(_stop_on_request)
+        h.cbSimplexInterrupt.subscribe(_stop_on_request)
         self.h = h
         ends = np.append(lp.starts[1:], len(lp.index))
         self.row_of_nz = np.repeat(np.arange(lp.n_rows), ends - lp.starts)
@@ -344,6 +354,12 @@ class Relaxation:
         return self.lagrangian(np.asarray(sol.row_dual, dtype=float), lo, hi), x
 
 
+def _stop_on_request(e) -> None:
+    """HiGHS callback: stop the LP once the user asked to stop (its bound is then not used)."""
+    if interrupt.requested():
+        e.interrupt()
+
+
 _WORKER: Relaxation | None = None
 
 
@@ -367,6 +383,9 @@ def _main_module_hidden():
 
 def _init_worker(lp, seed: int) -> None:
     global _WORKER
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which decides
     _WORKER = Relaxation(lp, seed)
 
 
@@ -388,7 +407,7 @@ class BnbResult:
     value: float
     bound: float
     status: str
-    """optimal (search complete) or time_limit."""
+    """optimal (search complete), time_limit or interrupted (a stop request)."""
     stats: dict = field(default_factory=dict)
 
 
@@ -548,7 +567,7 @@ def branch_and_bound(
     try:
         stack.append((*bounds([root])[0][:1], root, None))
         while stack:
-            if time.perf_counter() > deadline:
+            if time.perf_counter() > deadline or interrupt.requested():
                 timed_out = True
                 break
             bound, node, x = stack.pop()
@@ -572,6 +591,8 @@ def branch_and_bound(
                 continue
             kids = [k for k in children(q, node) if _assignable(q, k)]
             results = bounds(kids)
+            if interrupt.requested():  # LPs stopped early: a child is bounded by its parent
+                results = [(max(b, bound), xk) for b, xk in results]
             open_kids = [(b, k, xk) for k, (b, xk) in zip(kids, results)]
             open_kids.sort(key=lambda t: -t[0])  # the lowest bound is explored first
             stack.extend(open_kids)
@@ -589,7 +610,8 @@ def branch_and_bound(
     stats["time_s"] = time.perf_counter() - t0
     if timed_out:
         low = min([b for b, _n, _x in stack] + [pruned_min, best_v])
-        return BnbResult(best_s, best_v, low, "time_limit", stats)
+        status = "interrupted" if interrupt.requested() else "time_limit"
+        return BnbResult(best_s, best_v, low, status, stats)
     bound = min(best_v, math.ceil(pruned_min) if q.integral else pruned_min)
     return BnbResult(best_s, best_v, bound, "optimal", stats)
 
@@ -720,11 +742,12 @@ def solve_traffic(inst: Instance, options=None, method: str = "bnb", workers: in
         "variables": int(res.stats.get("lp_cols", 0)),
         "constraints": int(res.stats.get("lp_rows", 0)),
     }
+    bound = res.bound if math.isfinite(res.bound) else None  # e.g. stopped in the root LP
     return SolveResult(
         res.status,
         res.value,
-        res.bound,
-        relative_gap(res.value, res.bound),
+        bound,
+        relative_gap(res.value, bound),
         d.canonical(),
         timings,
         size,

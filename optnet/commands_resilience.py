@@ -144,9 +144,10 @@ def resilience(
     Each case fails one OCS, trunk fibre, server or transceiver and re-solves the joint MILP
     (warm-started from the base plan where it still holds); rows where the jobs can no longer
     run come first, then the largest slowdowns. Exit code 1 when the base or some case was not
-    solved to optimality.
+    solved to optimality, or on Ctrl-C/SIGTERM (the cases finished are reported, the rest
+    listed in a note).
     """
-    from optnet import errors
+    from optnet import errors, interrupt
     from optnet.instance import load_instance
     from optnet.resilience import resilience_document, run_resilience, solve_base, text_report
     from optnet.results import dumps
@@ -174,9 +175,26 @@ def resilience(
             f"optnet: [{done}/{total}] {spec}: {what} ({res.get('solve_s', 0):.1f} s)", err=True
         )
 
+    unsolved: list[str] = []
     rows = run_resilience(
-        inst, opts, workers=workers, classes=classes, base=base, progress=progress
+        inst,
+        opts,
+        workers=workers,
+        classes=classes,
+        base=base,
+        progress=progress,
+        unsolved=unsolved,
     )
+    stopped = interrupt.requested()
+    if stopped:
+        what = f"the base plan ({base.status})"
+        notes.append(
+            f"interrupted ({interrupt.signal_name()}): {what} and the {len(rows)} cases finished "
+            f"are reported; {len(unsolved)} not solved"
+            + (f": {', '.join(unsolved)}" if unsolved else "")
+        )
+        if not quiet:
+            click.echo(f"optnet: {notes[-1]}", err=True)
     doc = resilience_document(inst, base, rows, opts, workers, classes, notes)
     text = dumps(doc) if fmt == "json" else text_report(doc)
     if out:
@@ -185,5 +203,5 @@ def resilience(
         click.echo(text, nl=False)
     if any(r["status"] == "error" for r in rows):
         sys.exit(errors.EXIT_SOLVER)
-    proven = base.status == "optimal" and all(r["proven"] for r in rows)
+    proven = base.status == "optimal" and all(r["proven"] for r in rows) and not stopped
     sys.exit(errors.EXIT_OK if proven else errors.EXIT_FEASIBLE_NOT_PROVEN)

@@ -21,18 +21,26 @@ when those are feasible.
 
 Rows are sorted worst first: cases where the jobs can no longer run, then cases without an
 answer (time limit without incumbent), then by decreasing slowdown (objective / base objective).
+
+A stop request (Ctrl-C, SIGTERM: ``optnet.interrupt``) starts no new case: the workers, which
+ignore SIGINT so that the parent decides, are told with SIGTERM to stop their solves (they keep
+their incumbents, status ``interrupted``), the pool is shut down, and the cases not finished are
+left out of the rows and listed in ``unsolved``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+import os
+import signal
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, replace
 from typing import Any
 
-from optnet import __version__
+from optnet import __version__, interrupt
 from optnet.decisions import Decisions
 from optnet.errors import InfeasibleError, NoIncumbentError, OptnetError, SolverError
 from optnet.evaluate import evaluate
@@ -232,6 +240,44 @@ def _solve_case(degraded: Instance, options: SolveOptions, warm: Decisions | Non
     return out
 
 
+def _init_case_worker() -> None:
+    """Pool initializer: SIGINT is the parent's to decide (a terminal sends Ctrl-C to the whole
+    process group); SIGTERM from the parent asks the solve to stop and keep its incumbent; and
+    the worker dies with the parent (Linux), so a parent that exits at once leaves no orphan."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda signum, frame: interrupt.request(signum))
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    # started with both blocked (``_signals_blocked``): a SIGTERM sent meanwhile arrives now
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+@contextlib.contextmanager
+def _signals_blocked():
+    """While worker processes start, SIGINT and SIGTERM are blocked: the workers inherit the
+    mask, so neither reaches them before their initializer has set them up, and the parent
+    receives any that arrived meanwhile when the block ends."""
+    sigs = {signal.SIGINT, signal.SIGTERM}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _stop_workers(pool: ProcessPoolExecutor, signum: int = signal.SIGTERM) -> None:
+    """Tell every worker to stop its solve (SIGTERM: their initializer made it a request)."""
+    for p in list((getattr(pool, "_processes", None) or {}).values()):
+        with contextlib.suppress(OSError, AttributeError, TypeError):
+            os.kill(p.pid, signum)
+
+
+#: After a stop request, how long the parent waits for the workers' interrupted solves.
+STOP_WAIT_S = 20.0
+
+
 def run_resilience(
     inst: Instance,
     options: SolveOptions | None = None,
@@ -239,12 +285,15 @@ def run_resilience(
     classes: Iterable[str] = CLASSES,
     base: BaseSolution | None = None,
     progress: Callable[[int, int, str, dict], None] | None = None,
+    unsolved: list[str] | None = None,
 ) -> list[dict]:
     """Re-plan for every single failure of ``classes``; rows sorted worst first.
 
     ``options.time_limit_s`` is per case; cases run with one HiGHS thread each in ``workers``
     processes (``workers <= 1``: in this process). ``base`` is solved when not given.
     ``progress(done, total, failure, result)`` is called as each solved case finishes.
+    After a stop request (``optnet.interrupt``) no new case starts; the cases not finished are
+    left out of the rows and appended to ``unsolved``.
     """
     o = options or SolveOptions()
     base = base if base is not None else solve_base(inst, o)
@@ -283,23 +332,63 @@ def run_resilience(
         if progress is not None:
             progress(done, total, " = ".join(specs), results[specs[0]])
 
+    def kept(solved: dict) -> bool:
+        """A case stopped by the request without any plan is not finished."""
+        return not (interrupt.requested() and solved.get("status") == "no_incumbent")
+
     if tasks and workers <= 1:
         for specs, degraded, warm in tasks:
-            finish(specs, _solve_case(degraded, case_opts, warm))
-    elif tasks:
+            if interrupt.requested():
+                break
+            solved = _solve_case(degraded, case_opts, warm)
+            if kept(solved):
+                finish(specs, solved)
+    elif tasks and not interrupt.requested():
         ctx = multiprocessing.get_context("spawn")
-        pool = ProcessPoolExecutor(max_workers=min(workers, total), mp_context=ctx)
+        pool = ProcessPoolExecutor(
+            max_workers=min(workers, total), mp_context=ctx, initializer=_init_case_worker
+        )
         try:
-            futures = {
-                pool.submit(_solve_case, degraded, case_opts, warm): specs
-                for specs, degraded, warm in tasks
-            }
-            for fut in as_completed(futures):
-                finish(futures[fut], fut.result())
+            with _signals_blocked():
+                futures = {
+                    pool.submit(_solve_case, degraded, case_opts, warm): specs
+                    for specs, degraded, warm in tasks
+                }
+            todo, told = set(futures), None
+            while todo:
+                if interrupt.requested() and told is None:  # no new case; stop those running
+                    for fut in todo:
+                        fut.cancel()
+                    _stop_workers(pool)
+                    told = time.perf_counter()
+                todo = {f for f in todo if not f.cancelled()}
+                if told is not None and time.perf_counter() - told > STOP_WAIT_S:
+                    _stop_workers(pool, signal.SIGKILL)  # a worker deaf to the request
+                    break
+                done_now, todo = wait(todo, timeout=0.1, return_when=FIRST_COMPLETED)
+                for fut in done_now:
+                    if fut.cancelled():
+                        continue
+                    try:
+                        solved = fut.result()
+                    except Exception:  # a worker stopped by the request before it was ready
+                        if interrupt.requested():
+                            continue
+                        raise
+                    if kept(solved):
+                        finish(futures[fut], solved)
         except BaseException:
+            _stop_workers(pool)
             pool.shutdown(wait=False, cancel_futures=True)
             raise
-        pool.shutdown()
+        if interrupt.requested():
+            _stop_workers(pool)  # workers started late, or idle: stop and shut them down
+        pool.shutdown(wait=True, cancel_futures=True)
+    if interrupt.requested():
+        left_out = [spec for _cls, spec in cases if spec not in results]
+        if unsolved is not None:
+            unsolved.extend(left_out)
+        cases = [(cls, spec) for cls, spec in cases if spec in results]
     rows = [_row(inst, cls, spec, base, results, o.mip_gap) for cls, spec in cases]
     rows.sort(key=_worst_first)
     return rows

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from optnet import errors, physics
+from optnet import errors, interrupt, physics
 from optnet.candidates import JobCandidates, all_candidates
 from optnet.decisions import Circuit, Decisions, Lightpath, from_json
 from optnet.evaluate import evaluate
@@ -920,7 +920,14 @@ def _solve(inst: Instance, objective: str, o: ExplainOptions, warm: Decisions):
         seed=o.seed,
         quiet=True,
     )
-    return solve_instance(inst, opts, warm_start=warm)
+    try:
+        return solve_instance(inst, opts, warm_start=warm)
+    except errors.NoIncumbentError:
+        if not interrupt.requested():
+            raise
+        from optnet.solve import SolveResult
+
+        return SolveResult("interrupted", None, None, None, None)  # stopped before a plan
 
 
 def explain(
@@ -986,7 +993,7 @@ def explain_plan(
             to_confirm.setdefault(u.key, u)
     confirmed: dict[str, dict[str, Any]] = {}
     baseline: dict[str, Any] | None = None
-    n_solves = 0
+    n_solves = skipped = 0
     if to_confirm:
         if proven_gap is not None and proven_gap <= o.mip_gap:
             base_obj, base_status, base_iter = ex.plan_objective, "optimal", ex.iteration
@@ -1017,7 +1024,11 @@ def explain_plan(
                 continue
             glob = ex.evaluate_unit(u, all_jobs)
             canon = _canonical(inst, u)
-            if canon not in solved:
+            if canon not in solved and interrupt.requested():  # a stop request: no new solve
+                solved[canon] = {"saving_us": None, "status": "interrupted", "same_as": None}
+                solved[canon]["_first"] = key
+                skipped += 1
+            elif canon not in solved:
                 inst2, cands2 = ex.modified(u)
                 res = _solve(inst2, objective, o, glob.decisions or d)
                 n_solves += 1
@@ -1100,7 +1111,7 @@ def explain_plan(
         "resources": sorted(
             resources.values(), key=lambda r: (-(r["confirmed_saving_us"] or 0.0), r["key"])
         ),
-        "notes": _notes(ex, baseline),
+        "notes": _notes(ex, baseline) + _interrupted_notes(skipped),
         "timings": {
             "duals_s": round(t_lp, 6),
             "units_s": round(t1 - t0 - t_lp, 6),
@@ -1199,6 +1210,15 @@ def _pairs_json(ex: Explainer, j: int) -> list[dict[str, Any]]:
         )
     out.sort(key=lambda x: -x["one_more_lightpath_us"])
     return out
+
+
+def _interrupted_notes(skipped: int) -> list[str]:
+    if not interrupt.requested():
+        return []
+    return [
+        f"interrupted ({interrupt.signal_name()}): the confirming re-solve running kept its "
+        f"incumbent and {skipped} were not started (status interrupted, saving unconfirmed)"
+    ]
 
 
 def _notes(ex: Explainer, baseline: dict | None) -> list[str]:

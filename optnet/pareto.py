@@ -3,19 +3,33 @@
 1. min max-iteration -> T*;  2. min energy with no budget -> (T_E, E_min);
 3. for budgets B between T* and T_E: min energy s.t. every iter_j <= B.
 Every point is a joint MILP solve, scored by the evaluator; dominated points are dropped.
+
+A stop request (Ctrl-C, SIGTERM: ``optnet.interrupt``) starts no new point: the point being
+solved keeps its incumbent (status ``interrupted``; none if it had none) and the front of the
+points finished so far is returned (``interrupted_note`` says what was left out); with no point
+at all, ``NoIncumbentError``.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from optnet import interrupt
+from optnet.errors import NoIncumbentError
 from optnet.evaluate import evaluate
 from optnet.instance import Instance
 from optnet.solve import SolveOptions, solve_instance
 
 
 def _point(inst: Instance, o: SolveOptions, budget: float | None, objective: str) -> dict | None:
-    res = solve_instance(inst, replace(o, objective=objective, iteration_budget_us=budget))
+    if interrupt.requested():
+        return None
+    try:
+        res = solve_instance(inst, replace(o, objective=objective, iteration_budget_us=budget))
+    except NoIncumbentError:
+        if interrupt.requested():  # stopped before this point had a plan
+            return None
+        raise
     if res.decisions is None:
         return None
     ev = evaluate(inst, res.decisions, "energy")
@@ -37,11 +51,19 @@ def pareto_front(inst: Instance, o: SolveOptions, points: int = 6) -> list[dict]
     fast = _point(inst, o, None, "max-iteration")
     lean = _point(inst, o, None, "energy")
     if fast is None or lean is None:
-        return []
+        if not interrupt.requested():
+            return []
+        if fast is None and lean is None:
+            raise NoIncumbentError(
+                "interrupted before the first point of the front was solved: nothing to write"
+            )
+        return [p for p in (fast, lean) if p is not None]
     rows = [fast, lean]
     t0, t1 = fast["max_iteration_us"], lean["max_iteration_us"]
     if t1 > t0 * (1 + 1e-9):
         for i in range(points):
+            if interrupt.requested():
+                break
             b = t0 + (t1 - t0) * i / max(1, points - 1)
             p = _point(inst, o, b * (1 + 1e-9), "energy")
             if p is not None:
@@ -52,6 +74,17 @@ def pareto_front(inst: Instance, o: SolveOptions, points: int = 6) -> list[dict]
         if not front or r["energy_j_per_iteration"] < front[-1]["energy_j_per_iteration"] - 1e-9:
             front.append(r)
     return front
+
+
+def interrupted_note(front: list[dict]) -> str | None:
+    """What a stop request left out of ``front`` (for the command to print), or None."""
+    if not interrupt.requested():
+        return None
+    cut = sum(1 for r in front if r["status"] == "interrupted")
+    return (
+        f"interrupted ({interrupt.signal_name()}): the front of the {len(front)} points finished "
+        f"so far ({cut} stopped early, status interrupted); points not started are left out"
+    )
 
 
 def plot_front(front: list[dict], path: str) -> None:

@@ -1,13 +1,17 @@
 """One solve, end to end, as ``optnet solve`` and ``optnet sweep`` both run it: choose the
 strategy, solve, explain infeasibility, evaluate independently, assemble the results, and check
-that the MILP's objective equals the evaluator's."""
+that the MILP's objective equals the evaluator's.
+
+After a stop request (Ctrl-C, SIGTERM: ``optnet.interrupt``) every strategy returns its best
+complete plan with status ``interrupted`` (or raises ``NoIncumbentError``); it is evaluated and
+checked like any other, so what the command writes is a plan the evaluator accepts."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Any
 
-from optnet import errors
+from optnet import errors, interrupt, streams
 from optnet.evaluate import TRAFFIC_OBJECTIVES, Evaluation, evaluate
 from optnet.instance import Instance
 from optnet.results import build_results
@@ -87,6 +91,7 @@ def run(
         res = solve_auto(inst, o)
     if res.status == "infeasible":
         raise errors.InfeasibleError(explain_infeasible(inst, o))
+    _say_interrupted(res)
     ev = evaluate(
         inst,
         res.decisions,
@@ -116,10 +121,19 @@ def _run_traffic(inst: Instance, o: SolveOptions, reproducible: bool) -> Outcome
     from optnet.qap import solve_traffic
 
     res = solve_traffic(inst, o)
+    _say_interrupted(res)
     ev = evaluate_traffic(inst, res.decisions, o.objective)
     results = _results(inst, o, res, ev, reproducible)
     results["strategy"] = res.solver["method"]
     return Outcome(res, ev, results, res.solver["method"], ev.objective_us)
+
+
+def _say_interrupted(res: SolveResult) -> None:
+    if res.status == "interrupted" and interrupt.requested():
+        streams.say(
+            f"optnet: interrupted ({interrupt.signal_name()}): keeping the best plan found "
+            "(status interrupted)"
+        )
 
 
 def _results(

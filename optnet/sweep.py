@@ -19,6 +19,13 @@ whatever order the spec lists them in. The varied instance of each point is writ
 
 Points run in worker processes: a local process pool by default, or a Dask cluster
 (``executor="dask"``: a ``LocalCluster`` when no scheduler address is given).
+
+The output folder is untrusted input (docs/sweeps.md, "Resume and repair"): a rerun checks every
+row and every per-point results file, solves the points of damaged records again, rewrites a
+damaged ``results.jsonl`` atomically (keeping the original as ``results.jsonl.damaged-N``), and
+refuses a file that is not a sweep store. One sweep at a time holds ``OUT/.lock``. The first
+SIGINT/SIGTERM (:func:`optnet.interrupt.requested`) starts no new point; what finished is
+recorded.
 """
 
 from __future__ import annotations
@@ -772,12 +779,12 @@ def row_problem(row: Any) -> str | None:
 def parse_store(raw: bytes, name: str, label: str = "results.jsonl") -> Store:
     """Classify every line of a results.jsonl: a good row, or damage to repair, or refuse.
 
-    The rule (docs/sweeps.md, "Damaged stores"): a line that is not a sweep row is damage to
-    repair, unless the file does not look like a sweep store at all, which is refused with an
-    InputError naming the byte offset: a byte that is not UTF-8 (except a multi-byte character
-    cut at the very end of a torn last line), a first line that is not a row, or more than half
-    of the lines not rows. A last line without its newline that starts like a row is "torn" (an
-    interrupted write) and does not count against the file."""
+    The rule (docs/sweeps.md, "Damaged stores"): a line that is not a sweep row (not UTF-8, not
+    strict JSON, or JSON that is not a row) is damage to repair, unless the file does not look
+    like a sweep store at all, which is refused with an InputError naming the first bad line and
+    its byte offset: no line is a row, or more than half of its lines are not rows. A last line
+    without its newline that starts like a row is "torn" (an interrupted write) and does not
+    count against the file."""
     rows: dict[str, dict[str, Any]] = {}
     lines: list[str] = []
     damage: list[Damage] = []
@@ -789,32 +796,30 @@ def parse_store(raw: bytes, name: str, label: str = "results.jsonl") -> Store:
     first_bad: str | None = None
     for n, (piece, terminated) in enumerate(entries, start=1):
         start, offset = offset, offset + len(piece) + 1
+        row: Any = None
         try:
             text = piece.decode("utf-8")
         except UnicodeDecodeError as exc:
             cut = exc.reason == "unexpected end of data" and exc.end == len(piece)
             if not terminated and cut and piece.lstrip().startswith(b"{"):
-                damage.append(Damage(f"line {n} of {label}", "torn"))
-                continue
-            raise _not_a_store(
-                name,
-                f"byte {piece[exc.start]:#04x} at offset {start + exc.start} (line {n}) is not "
-                "UTF-8",
-            ) from None
-        if n == 1:
-            text = text.removeprefix("\ufeff")
-        if not text.strip():
-            continue
-        try:
-            row = parse_json(text, name)
-        except InputError:
-            row, why = None, "not JSON"
-            if not terminated and text.lstrip().startswith("{"):
                 why = "torn"
-            elif not text.strip("\x00"):
-                why = "zero bytes"
+            else:
+                why = f"byte {piece[exc.start]:#04x} at offset {start + exc.start} is not UTF-8"
         else:
-            why = row_problem(row)
+            if n == 1:
+                text = text.removeprefix("\ufeff")
+            if not text.strip():
+                continue
+            try:
+                row = parse_json(text, name)
+            except InputError:
+                why = "not JSON"
+                if not terminated and text.lstrip().startswith("{"):
+                    why = "torn"
+                elif not text.strip("\x00"):
+                    why = "zero bytes"
+            else:
+                why = row_problem(row)
         if why is None:
             rows[row["key"]] = row
             lines.append(text.strip())
@@ -823,14 +828,16 @@ def parse_store(raw: bytes, name: str, label: str = "results.jsonl") -> Store:
         if why == "torn":
             damage.append(Damage(f"line {n} of {label}", why))
             continue
-        if seen == 0:
-            raise _not_a_store(name, f"its first line (offset {start}) is not a sweep row: {why}")
         seen += 1
         bad += 1
         first_bad = first_bad or f"line {n} at offset {start}: {why}"
         damage.append(Damage(f"line {n} of {label}", why))
+    if bad and bad == seen:
+        raise _not_a_store(name, f"none of its lines is a sweep row ({first_bad})")
     if bad * 2 > seen:
-        raise _not_a_store(name, f"{bad} of its {seen} lines are not sweep rows ({first_bad})")
+        raise _not_a_store(
+            name, f"{bad} of its {seen} lines are not sweep rows (the first: {first_bad})"
+        )
     return Store(rows, lines, damage, bool(damage) or bool(tail), raw)
 
 
@@ -1037,6 +1044,14 @@ def _repair(out: Path, store: Store) -> Path | None:
     return copy_path
 
 
+def _printable(text: str) -> str:
+    """``text`` as is, or JSON-quoted when it holds a control character (a newline in a file
+    name must not end the comment it is written in, nor an escape sequence reach a terminal)."""
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in text):
+        return json.dumps(text)
+    return text
+
+
 def _say_stderr(message: str) -> None:
     print(f"optnet: {message}", file=sys.stderr, flush=True)
 
@@ -1143,7 +1158,7 @@ def _run_locked(
         if p.key not in done and p.key not in queued:
             prepare_output(out / "results" / f"{p.id}.json", force=True)
         params = json.dumps(p.params, default=str)
-        text = f"# optnet sweep {sweep.spec_file}, point {p.index}: {params}\n"
+        text = f"# optnet sweep {_printable(sweep.spec_file)}, point {p.index}: {params}\n"
         text += dump_yaml(p.data)
         _write_if_changed(display, text)
         if p.key in done or p.key in queued:
@@ -1175,7 +1190,7 @@ def _run_locked(
     bar = _Bar(
         total=len(sweep.points),
         initial=sum(1 for p in sweep.points if p.key in done),
-        desc=f"sweep {sweep.spec.name or Path(sweep.spec_file).stem}",
+        desc=f"sweep {_printable(sweep.spec.name or Path(sweep.spec_file).stem)}",
         unit="point",
         disable=(not progress) if progress is not None else None,
         dynamic_ncols=True,

@@ -182,6 +182,11 @@ TEXT_DAMAGE = {
         "line 2 of results.jsonl (not JSON)",
         1,
     ),
+    "a byte not UTF-8 (bit rot)": (
+        lambda ls: ls[:3] + [ls[3][:10] + b"\xff" + ls[3][11:]] + ls[4:],
+        "line 4 of results.jsonl (byte 0xff at offset OFFSET is not UTF-8)",
+        1,
+    ),
     "zero bytes after a crash": (
         lambda ls: ls[:5] + [b"\0" * 300],
         "line 6 of results.jsonl (zero bytes)",
@@ -198,6 +203,7 @@ TEXT_DAMAGE = {
 @pytest.mark.parametrize("case", list(TEXT_DAMAGE), ids=list(TEXT_DAMAGE))
 def test_damaged_lines_are_repaired_and_kept(store, fast, case):
     make, where, again = TEXT_DAMAGE[case]
+    where = where.replace("OFFSET", str(sum(len(x) for x in lines(store)[:3]) + 10))
     damaged = b"".join(make(lines(store)))
     put(store, damaged)
     r = cli("-o", str(store))
@@ -310,13 +316,16 @@ def test_a_changed_point_instance_is_rewritten(store, fast):
 # ---------------------------------------------------------------------------- refusals
 
 GARBAGE = {
-    "random bytes": (bytes(range(128, 256)) * 4, "byte 0x80 at offset 0 (line 1) is not UTF-8"),
-    "a binary": (Path(sys.executable).resolve().read_bytes()[:4096], ""),
-    "a UTF-16 file": ('{"key": "x"}\n'.encode("utf-16"), "byte 0xff at offset 0 (line 1)"),
-    "text, not JSON": (b"hello\nworld\n", "its first line (offset 0) is not a sweep row"),
-    "a CSV table": (b"point,id,status\n0,abc,optimal\n", "its first line (offset 0)"),
-    "first line JSON, not a row": (b'{"a": 1}\n', "its first line (offset 0) is not a sweep row"),
-    "one garbage line, no newline": (b"garbage", "its first line (offset 0) is not a sweep row"),
+    "random bytes": (
+        bytes(range(128, 256)) * 4,
+        "none of its lines is a sweep row (line 1 at offset 0: byte 0x80 at offset 0 is not UTF-8)",
+    ),
+    "a binary": (Path(sys.executable).resolve().read_bytes()[:4096], "none of its lines"),
+    "a UTF-16 file": ('{"key": "x"}\n'.encode("utf-16"), "byte 0xff at offset 0 is not UTF-8"),
+    "text, not JSON": (b"hello\nworld\n", "none of its lines is a sweep row (line 1 at offset 0"),
+    "a CSV table": (b"point,id,status\n0,abc,optimal\n", "line 1 at offset 0: not JSON"),
+    "JSON, not rows": (b'{"a": 1}\n[]\n', "line 1 at offset 0: no point key"),
+    "one garbage line, no newline": (b"garbage", "none of its lines is a sweep row"),
 }
 
 
@@ -339,13 +348,14 @@ def test_a_store_mostly_damaged_is_refused(store, fast):
     put(store, [ls[0], b"x\n", b"y\n", b"z\n"])
     r = cli("-o", str(store))
     assert r.exit_code == errors.EXIT_INPUT
-    assert "3 of its 4 lines are not sweep rows (line 2 at offset" in r.output
-    ls[3] = ls[3][:10] + b"\xff" + ls[3][11:]
-    put(store, ls)
-    offset = sum(len(x) for x in ls[:3]) + 10
+    assert "3 of its 4 lines are not sweep rows (the first: line 2 at offset" in r.output
+    put(store, [ls[0], b"x\n", ls[1], b"y\n", ls[2], b"\xff\n", b"z\n"])
     r = cli("-o", str(store))
     assert r.exit_code == errors.EXIT_INPUT
-    assert f"byte 0xff at offset {offset} (line 4) is not UTF-8" in r.output
+    assert "4 of its 7 lines are not sweep rows (the first: line 2 at offset" in r.output
+    put(store, [ls[0], b"x\n", ls[1], b"y\n", *ls[2:]])  # 2 of 8: repaired
+    assert cli("-o", str(store)).exit_code == 0
+    assert_complete(store)
 
 
 def _fifo(p: Path) -> None:
@@ -690,3 +700,40 @@ def test_resume_repairs_or_refuses_any_damage(solved, target, where, byte):
             assert_complete(out)
         else:
             assert "not a sweep store" in r.output
+
+
+def test_an_interrupt_on_dask_cancels_the_rest(tmp_path, monkeypatch):
+    """On Dask, the points not finished when the interrupt comes are cancelled."""
+    pytest.importorskip("dask.distributed")
+    spec = tmp_path / "big.yaml"
+    spec.write_text(BIG.format(tiny=INSTANCES / "tiny.yaml"))
+    write = sweep_mod._Appender.write
+
+    def write_then_interrupt(self, line):
+        write(self, line)
+        interrupt.request()
+
+    monkeypatch.setattr(sweep_mod._Appender, "write", write_then_interrupt)
+    told = []
+    outcome = run_sweep(
+        load_spec(spec),
+        tmp_path / "o",
+        executor="dask",
+        workers=1,
+        progress=False,
+        notify=told.append,
+    )
+    assert outcome.interrupted and 1 <= len(outcome.rows) < 8
+    assert told and told[-1].startswith("interrupt: no new point starts")
+    assert read_store(tmp_path / "o" / "results.jsonl").rows.keys() == {
+        r["key"] for r in outcome.rows
+    }
+
+
+def test_a_spec_file_name_with_a_newline_stays_in_its_comment(tmp_path, fast):
+    spec = _spec(tmp_path, "ok", "x\ntopology: {}\n\x1b[2J.yaml")
+    r = cli("-o", str(tmp_path / "o"), spec=spec)
+    assert r.exit_code == 0, r.output
+    for p in (tmp_path / "o" / "points").iterdir():
+        head = p.read_text().splitlines()[0]
+        assert head.startswith('# optnet sweep "') and "\\n" in head and "\x1b" not in head

@@ -496,15 +496,20 @@ def _worker_init(parent: int) -> None:
     """Set up a local pool worker: Ctrl-C is its parent's to handle, and it dies with it.
 
     A terminal sends SIGINT to the whole process group; the worker ignores it (no traceback of
-    an interrupted worker), the parent decides. On Linux the worker also asks for SIGTERM when
-    its parent dies (a second Ctrl-C exits the parent at once), so no orphan keeps solving."""
+    an interrupted worker), the parent decides. SIGTERM (sent to the group, e.g. by a service
+    manager) asks the worker's solve to stop as ``optnet solve`` does; the parent then does not
+    record that point. On Linux the worker is killed when its parent dies (a second Ctrl-C exits
+    the parent at once), so no orphan keeps solving."""
+    from optnet import interrupt
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda signum, frame: interrupt.request(signum))
     if sys.platform.startswith("linux"):
         with contextlib.suppress(Exception):
             import ctypes
 
             libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(ctypes.c_int(1), ctypes.c_ulong(signal.SIGTERM), 0, 0, 0)  # PDEATHSIG
+            libc.prctl(ctypes.c_int(1), ctypes.c_ulong(signal.SIGKILL), 0, 0, 0)  # PDEATHSIG
     if os.getppid() != parent:  # the parent died before prctl took effect
         os._exit(1)
 
@@ -525,8 +530,8 @@ def _sigint_ignored():
 
 
 _STOPPED_EARLY = ("interrupted", "no_incumbent")
-"""Statuses an in-process solve may end with because the user interrupted it; such a point is
-not recorded (it is solved again on resume)."""
+"""Statuses a solve may end with because the user interrupted it (in this process, or a worker
+sent SIGTERM); once a stop is requested such a point is not recorded (a rerun solves it)."""
 
 
 def _run_local(
@@ -580,7 +585,10 @@ def _run_local(
                 break
             finished, running = wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
             for f in finished:
-                on_done(f.result())
+                result = f.result()
+                if stop() and result["row"]["status"] in _STOPPED_EARLY:
+                    continue  # a worker told to stop (SIGTERM to the group): not an outcome
+                on_done(result)
     except BrokenProcessPool:
         pool.shutdown(wait=False, cancel_futures=True)
         if stop():

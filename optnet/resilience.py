@@ -240,7 +240,7 @@ def _solve_case(degraded: Instance, options: SolveOptions, warm: Decisions | Non
     return out
 
 
-def _init_case_worker() -> None:
+def _init_case_worker(parent: int | None = None) -> None:
     """Pool initializer: SIGINT is the parent's to decide (a terminal sends Ctrl-C to the whole
     process group); SIGTERM from the parent asks the solve to stop and keep its incumbent; and
     the worker dies with the parent (Linux), so a parent that exits at once leaves no orphan."""
@@ -250,6 +250,8 @@ def _init_case_worker() -> None:
         import ctypes
 
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if parent is not None and os.getppid() != parent:  # the parent exited while this started
+        os._exit(0)
     # started with both blocked (``_signals_blocked``): a SIGTERM sent meanwhile arrives now
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
 
@@ -346,7 +348,10 @@ def run_resilience(
     elif tasks and not interrupt.requested():
         ctx = multiprocessing.get_context("spawn")
         pool = ProcessPoolExecutor(
-            max_workers=min(workers, total), mp_context=ctx, initializer=_init_case_worker
+            max_workers=min(workers, total),
+            mp_context=ctx,
+            initializer=_init_case_worker,
+            initargs=(os.getpid(),),
         )
         try:
             with _signals_blocked():

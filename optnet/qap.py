@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import math
 import multiprocessing
 import sys
@@ -46,7 +47,7 @@ import numpy as np
 
 from optnet import interrupt
 from optnet.direct import DirectFabric, automorphisms
-from optnet.errors import InputError, Problem, SolverError
+from optnet.errors import InputError, NoIncumbentError, Problem, SolverError
 from optnet.evaluate import TRAFFIC_OBJECTIVES
 from optnet.instance import Instance
 
@@ -651,6 +652,16 @@ def solve_milp(
             for s in range(q.n_servers):
                 m.x[i, s].set_value(1 if s == r else 0)
     opt = SolverFactory("highs")
+    progress = None
+    try:  # a stop request interrupts HiGHS through its callbacks (optnet.progress)
+        from optnet.progress import Progress
+
+        logging.getLogger("pyomo.contrib.solver").setLevel(logging.ERROR)  # as solve_instance
+        opt.set_instance(m)
+        progress = Progress(None)
+        progress.attach(opt._solver_model)
+    except Exception:  # noqa: BLE001 - without callbacks the solve runs to its limit
+        progress = None
     opts = {
         "random_seed": seed,
         "parallel": "off" if threads <= 1 else "on",
@@ -666,7 +677,14 @@ def solve_milp(
         load_solutions=False,
         raise_exception_on_nonoptimal_result=False,
     )
+    if progress is not None:
+        progress.finish()
+    stopped = interrupt.requested() and progress is not None and progress.interrupted_by_user
     if res.solution_status not in (SolutionStatus.optimal, SolutionStatus.feasible):
+        if incumbent is not None and stopped:  # the multistart's plan stands
+            return BnbResult(list(incumbent[0]), float(incumbent[1]), -math.inf, "interrupted")
+        if stopped:
+            raise NoIncumbentError("interrupted before HiGHS found a placement: nothing to write")
         raise SolverError(f"HiGHS ended with {res.termination_condition.name} and no solution")
     res.solution_loader.load_vars()
     servers = [
@@ -677,7 +695,9 @@ def solve_milp(
     optimal = res.termination_condition == TerminationCondition.convergenceCriteriaSatisfied
     if optimal and q.integral:
         bound = min(value, math.ceil(bound - 1e-9 * max(1.0, abs(bound))))
-    status = "optimal" if optimal else "time_limit"
+    status = "optimal" if optimal else ("interrupted" if stopped else "time_limit")
+    if stopped and incumbent is not None and incumbent[1] < value:  # the multistart's is better
+        servers, value = list(incumbent[0]), float(incumbent[1])
     stats = {"time_s": time.perf_counter() - t0}
     return BnbResult(servers, value, min(bound, value), status, stats)
 

@@ -908,8 +908,8 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
     if status != "optimal" and small and left > 1 and not interrupt.requested():
         try:
             res = solve_instance(inst, replace(o, time_limit_s=left), warm_start=d)
-        except NoIncumbentError:  # interrupted before HiGHS took the warm start: ours stands
-            res = SolveResult("interrupted", None, None, None, None)
+        except NoIncumbentError:  # stopped before HiGHS took the warm start: ours stands
+            res = SolveResult(_stopped(), None, None, None, None)
         for key, v in res.timings.items():
             timings[key] = timings.get(key, 0.0) + v
         size = res.model_size

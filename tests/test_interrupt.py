@@ -207,6 +207,15 @@ def test_qap_interrupted_in_the_branch_and_bound_keeps_a_valid_bound(monkeypatch
         assert res.bound <= full.objective + 1e-6  # still a valid lower bound
 
 
+def test_qap_milp_interrupted_keeps_the_multistart_plan():
+    inst = load_instance(TORUS)
+    interrupt.request()
+    o = SolveOptions(objective="traffic-hops", time_limit_s=60)
+    res = qap.solve_traffic(inst, o, method="milp")
+    assert res.status in ("interrupted", "optimal")
+    assert evaluate_traffic(inst, res.decisions, "traffic-hops").feasible
+
+
 # --------------------------------------------------------------------------- unit: loops
 
 

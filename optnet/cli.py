@@ -393,7 +393,7 @@ def schema(part) -> None:
 def pareto(instance, workload, points, time_limit, out, plot_path, force) -> None:
     """Trace the latency-energy Pareto front (epsilon-constraint, each point a joint MILP)."""
     from optnet.instance import load_instance
-    from optnet.pareto import pareto_front, plot_front
+    from optnet.pareto import interrupted_note, pareto_front, plot_front
     from optnet.safeio import write_atomic
     from optnet.solve import SolveOptions
 
@@ -413,7 +413,11 @@ def pareto(instance, workload, points, time_limit, out, plot_path, force) -> Non
     if out:
         write_atomic(out, "\n".join(lines) + "\n", force=force)
     if plot_path:
-        plot_front(front, plot_path)
+        plot_front(front, plot_path, force=force)
+    note = interrupted_note(front)
+    if note:  # a stop request ended the front early: what was left out, and exit 1
+        streams.say(f"optnet: {note}")
+        sys.exit(errors.EXIT_FEASIBLE_NOT_PROVEN)
 
 
 from optnet.commands import calibrate, export_cmd, sweep  # noqa: E402

@@ -87,9 +87,13 @@ def interrupted_note(front: list[dict]) -> str | None:
     )
 
 
-def plot_front(front: list[dict], path: str) -> None:
-    """Write the front as an SVG or PNG (by extension)."""
+def plot_front(front: list[dict], path: str, force: bool = False) -> None:
+    """Write the front as an SVG or PNG (by extension), atomically (``safeio.write_atomic``)."""
+    import io
+
     import matplotlib
+
+    from optnet.safeio import write_atomic
 
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
@@ -108,4 +112,7 @@ def plot_front(front: list[dict], path: str) -> None:
     ax.set_title("latency-energy Pareto front")
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, metadata={"Date": None} if path.endswith(".svg") else None)
+    fmt = path.rsplit(".", 1)[-1].lower() if "." in path else "png"
+    buf = io.BytesIO()
+    fig.savefig(buf, format=fmt, metadata={"Date": None} if fmt == "svg" else None)
+    write_atomic(path, buf.getvalue(), force=force)

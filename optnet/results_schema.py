@@ -22,12 +22,21 @@ def _whole(x: Any) -> Any:
     return x
 
 
-Whole = Annotated[int, BeforeValidator(_whole)]
-Count = Annotated[int, BeforeValidator(_whole), Field(ge=0)]
-Num = float | None
-"""A number the writer maps to null when it is not finite."""
+def _count(le: int) -> Any:
+    """A whole number in ``0..le`` (the instance schema's bounds: a reader that sizes a table or
+    a plot by it can never be made to allocate without limit)."""
+    return Annotated[int, BeforeValidator(_whole), Field(ge=0, le=le)]
+
+
+Count = _count(10**12)
+Channel = _count(1023)
+"""A wavelength (the instance schema allows 1024 per fibre) or a transceiver index."""
+Port = _count(100_000)
+Num = Annotated[float, Field(ge=-1e30, le=1e30)] | None
+"""A number the writer maps to null when it is not finite; |x| <= 1e30 (far above any time,
+energy or byte count optnet writes, far below where sums overflow)."""
 Pair = Annotated[list[str], Field(min_length=2, max_length=2)]
-IntPair = Annotated[list[Count], Field(min_length=2, max_length=2)]
+IntPair = Annotated[list[Channel], Field(min_length=2, max_length=2)]
 
 
 class _Open(BaseModel):
@@ -44,7 +53,7 @@ class InstanceInfo(_Open):
 class Rank(_Open):
     rank: Count
     server: str
-    gpu: Count
+    gpu: _count(1023)
 
 
 class JobPlacement(_Open):
@@ -55,7 +64,7 @@ class JobPlacement(_Open):
 
 class CircuitOut(_Open):
     ocs: str
-    ports: IntPair
+    ports: Annotated[list[Port], Field(min_length=2, max_length=2)]
     racks: Pair
     attaches: list[str] = []
     loopback: bool
@@ -148,6 +157,8 @@ class JobOut(_Open):
 class Link(_Open):
     link: str
     type: str
+    wavelengths: _count(1024) | None = None
+    wavelengths_used: _count(1024) | None = None
 
 
 class EnergyJob(_Open):
@@ -173,15 +184,15 @@ class Relay(_Open):
 
 class WsPair(_Open):
     servers: Pair
-    slots_per_cycle: Count | None = None
+    slots_per_cycle: _count(64) | None = None
 
 
 class WsSlotOut(_Open):
-    slot: Count
-    transceiver: Count
+    slot: _count(63)
+    transceiver: Channel
     from_: str = Field(alias="from")
     to: str
-    wavelength: Count
+    wavelength: Channel
 
 
 class WavelengthSwitched(_Open):

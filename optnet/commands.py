@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from optnet import errors
+from optnet import errors, streams
 from optnet.cli import _handle_errors
 from optnet.clitypes import Finite
 from optnet.safeio import prepare_output
@@ -83,7 +83,7 @@ def sweep(spec, out, workers, executor, scheduler, time_limit, restart, dry_run,
         scheduler=scheduler,
         restart=restart,
         progress=progress,
-        notify=lambda message: click.echo(f"optnet: {message}", err=True),
+        notify=lambda message: streams.say(f"optnet: {message}"),
     )
     counts = ", ".join(f"{k} {v}" for k, v in sorted(result.counts().items()))
     click.echo(
@@ -164,7 +164,7 @@ def export_cmd(
     for p in paths:
         click.echo(str(p))
     for n in notes:
-        click.echo(f"optnet: note: {n}", err=True)
+        streams.say(f"optnet: note: {n}")
 
 
 @click.command()

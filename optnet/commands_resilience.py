@@ -12,6 +12,7 @@ import sys
 
 import click
 
+from optnet import streams
 from optnet.clitypes import Finite
 from optnet.safeio import prepare_output
 
@@ -37,7 +38,7 @@ def apply_cli_failures(inst, fail_strings, quiet: bool = False):
     inst, notes = apply_failures(inst, list(fail_strings), file="--fail")
     if not quiet:
         for n in notes:
-            click.echo(f"optnet: failure {n}", err=True)
+            streams.say(f"optnet: failure {n}")
     return inst
 
 
@@ -194,7 +195,7 @@ def resilience(
             + (f": {', '.join(unsolved)}" if unsolved else "")
         )
         if not quiet:
-            click.echo(f"optnet: {notes[-1]}", err=True)
+            streams.say(f"optnet: {notes[-1]}")
     doc = resilience_document(inst, base, rows, opts, workers, classes, notes)
     text = dumps(doc) if fmt == "json" else text_report(doc)
     if out:

@@ -45,10 +45,15 @@ def reset() -> None:
     _received.clear()
 
 
+def exit_at_once(signum: int, frame: object) -> None:
+    """Leave now with 128 + ``signum``, removing temporary files first (no partial file)."""
+    remove_temporaries()
+    os._exit(128 + signum)
+
+
 def _handler(signum: int, frame: object) -> None:
-    if _received:  # the second signal: stop now, leaving no partial file
-        remove_temporaries()
-        os._exit(128 + signum)
+    if _received:  # the second signal: stop now
+        exit_at_once(signum, frame)
     _received.append(signum)
 
 

@@ -15,6 +15,7 @@ original stderr taken before the solve (pyomo_highs.md §4).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
@@ -69,10 +70,23 @@ class Progress:
         self.active = False
 
     def close(self) -> None:
+        if self.last > -math.inf:
+            self._write("\n")
         if self.stream is not None:
-            if self.last > -math.inf:
-                self.stream.write("\n")
-            self.stream.close()
+            with contextlib.suppress(OSError):
+                self.stream.close()
+            self.stream = None
+
+    def _write(self, text: str) -> None:
+        """Progress is a courtesy: a closed or broken stderr silences it, never the solve."""
+        if self.stream is None:
+            return
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):
+            with contextlib.suppress(OSError, ValueError):
+                self.stream.close()
             self.stream = None
 
     def elapsed(self) -> float:
@@ -109,7 +123,6 @@ class Progress:
             inc_s = f"{inc:,.1f} us" if math.isfinite(inc) and abs(inc) < 1e29 else "none"
             bnd_s = f"{bnd:,.1f} us" if math.isfinite(bnd) and abs(bnd) < 1e29 else "none"
             gap_s = f"{100 * gap:.3f} %" if math.isfinite(gap) and gap < 1e29 else "-"
-            self.stream.write(
+            self._write(
                 f"\r[optnet] {t:7.1f} s  incumbent {inc_s:>16}  bound {bnd_s:>16}  gap {gap_s:>9}"
             )
-            self.stream.flush()

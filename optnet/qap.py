@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from optnet import interrupt
+from optnet import interrupt, streams
 from optnet.direct import DirectFabric, automorphisms
 from optnet.errors import InputError, NoIncumbentError, Problem, SolverError
 from optnet.evaluate import TRAFFIC_OBJECTIVES
@@ -600,10 +600,9 @@ def branch_and_bound(
             if not quiet and time.perf_counter() - last_report > 2.0:
                 last_report = time.perf_counter()
                 low = min([b for b, _n, _x in stack] + [best_v])
-                print(
+                streams.say(
                     f"optnet: {time.perf_counter() - t0:7.1f} s  nodes {stats['nodes']}  "
-                    f"LPs {stats['lps']}  incumbent {best_v:.10g}  bound {low:.10g}",
-                    file=sys.stderr,
+                    f"LPs {stats['lps']}  incumbent {best_v:.10g}  bound {low:.10g}"
                 )
     finally:
         if pool is not None:

@@ -1061,7 +1061,9 @@ def _printable(text: str) -> str:
 
 
 def _say_stderr(message: str) -> None:
-    print(f"optnet: {message}", file=sys.stderr, flush=True)
+    from optnet import streams
+
+    streams.say(f"optnet: {message}")
 
 
 # ------------------------------------------------------------------------------------------

@@ -488,3 +488,40 @@ def test_broken_pipe_is_quiet(results, tmp_path, fmt):
     err = p.stderr.read().decode()
     assert p.wait(timeout=120) == 141, err
     assert err == ""
+
+
+def test_broken_stderr_keeps_the_plan(tmp_path):
+    """The reader of stderr went away: progress falls silent, the solve and its file stand."""
+    out = tmp_path / "r.json"
+    p = subprocess.Popen(
+        [sys.executable, "-m", "optnet", "solve", str(INSTANCES / "realistic.yaml")]
+        + ["--strategy", "joint", "--time-limit", "3", "-o", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    p.stderr.close()
+    assert p.wait(timeout=120) in (0, 1)
+    assert json.loads(out.read_text())["status"] in ("optimal", "time_limit")
+
+
+def test_signal_while_starting_is_quiet(tmp_path):
+    """A signal after optnet's entry point starts but before the command runs (here: as the
+    CLI module is imported) ends it at once: 130, no traceback, nothing written."""
+    out = tmp_path / "r.json"
+    script = tmp_path / "start.py"
+    script.write_text(
+        "import builtins, os, signal, sys\n"
+        "real = builtins.__import__\n"
+        "def imp(name, *a, **k):\n"
+        "    if name == 'optnet.cli':\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "    return real(name, *a, **k)\n"
+        "builtins.__import__ = imp\n"
+        "from optnet.__main__ import main\n"
+        f"sys.argv = ['optnet', 'solve', {TINY!r}, '-o', {str(out)!r}]\n"
+        "main()\n"
+    )
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 130, p.stderr
+    assert p.stderr == ""
+    assert not out.exists()

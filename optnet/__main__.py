@@ -8,6 +8,7 @@ a KeyboardInterrupt traceback from the middle of an import.
 from __future__ import annotations
 
 import signal
+import sys
 
 
 def main() -> None:
@@ -16,8 +17,16 @@ def main() -> None:
     for s in (signal.SIGINT, signal.SIGTERM):
         signal.signal(s, exit_at_once)
     from optnet.cli import main as cli
+    from optnet.streams import EXIT_BROKEN_PIPE
 
-    cli()
+    try:
+        cli()
+    except SystemExit as exc:
+        # click ends a broken pipe in its own output (--help, --version, usage errors) with
+        # exit 1 after wrapping stdout in PacifyFlushWrapper; optnet's convention is 141
+        if exc.code == 1 and type(sys.stdout).__name__.lstrip("_") == "PacifyFlushWrapper":
+            raise SystemExit(EXIT_BROKEN_PIPE) from None
+        raise
 
 
 if __name__ == "__main__":

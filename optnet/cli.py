@@ -367,6 +367,7 @@ def report(result, fmt, plots_dir, out, force) -> None:
 @click.argument(
     "part", type=click.Choice(["instance", "topology", "workload", "results"]), default="instance"
 )
+@_handle_errors
 def schema(part) -> None:
     """Print the JSON Schema of the input format (or of the results)."""
     from optnet import schema as s
@@ -378,7 +379,7 @@ def schema(part) -> None:
         "workload": s.Workload,
         "results": Results,
     }[part]
-    click.echo(json.dumps(model.model_json_schema(), indent=2))
+    streams.write_stdout(json.dumps(model.model_json_schema(), indent=2) + "\n")
 
 
 @main.command()

@@ -70,23 +70,23 @@ class CircuitOut(_Open):
     loopback: bool
 
 
-class LightpathOut(_Open):
+class PhaseLightpath(_Open):
+    """A lightpath as a phase plan lists it (the decision alone)."""
+
     ocs: str
     servers: Pair
     transceivers: IntPair
     wavelengths: IntPair
+
+
+class LightpathOut(PhaseLightpath):
+    """A lightpath of the plan with what the evaluator measured of it."""
+
     fibres: list[str] = []
     circuit: list[str] = []
     latency_us: Num = None
     loss_db: Num = None
     utilisation: Num = None
-
-
-class PhaseLightpath(_Open):
-    ocs: str
-    servers: Pair
-    transceivers: IntPair
-    wavelengths: IntPair
 
 
 class PhasePlanOut(_Open):

@@ -22,6 +22,32 @@ def tiny():
     return load_instance(INSTANCES / "tiny.yaml")
 
 
+@pytest.fixture(autouse=True)
+def _no_stop_request():
+    """No test inherits a stop request (``optnet.interrupt``) from another."""
+    from optnet import interrupt
+
+    interrupt.reset()
+    yield
+    interrupt.reset()
+
+
+@pytest.fixture(scope="session")
+def tiny_results(tmp_path_factory) -> Path:
+    """A results file of the tiny instance: its hand-made solution, evaluated."""
+    from click.testing import CliRunner
+
+    from optnet.cli import main
+
+    out = tmp_path_factory.mktemp("tiny-results") / "tiny.json"
+    solution = INSTANCES / "tiny.solution.json"
+    r = CliRunner().invoke(
+        main, ["evaluate", str(INSTANCES / "tiny.yaml"), str(solution), "-o", str(out)]
+    )
+    assert r.exit_code == 0, r.output
+    return out
+
+
 def tiny_variant(tmp_path, name: str, old: str, new: str):
     """instances/tiny.yaml with one piece of text replaced, loaded."""
     from optnet.instance import load_instance

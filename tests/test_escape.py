@@ -80,18 +80,8 @@ def _renamer(mapping: dict[str, str]):
 
 
 @pytest.fixture(scope="module")
-def benign(tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("benign")
-    out = d / "tiny.json"
-    r = run(
-        "evaluate",
-        str(INSTANCES / "tiny.yaml"),
-        str(INSTANCES / "tiny.solution.json"),
-        "-o",
-        str(out),
-    )
-    assert r.exit_code == 0, r.output
-    return out
+def benign(tiny_results) -> Path:
+    return tiny_results
 
 
 @pytest.fixture(scope="module")

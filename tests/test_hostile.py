@@ -474,13 +474,25 @@ def test_full_disk_behind_stdout():
     assert "Traceback" not in p.stderr
 
 
-@pytest.mark.parametrize("fmt", ["text", "html"])
-def test_broken_pipe_is_quiet(results, tmp_path, fmt):
-    """``optnet report | head -c 1``: exit 141 (SIGPIPE's convention), nothing on stderr."""
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["report", "{R}"],
+        ["report", "{R}", "--format", "html"],
+        ["schema", "results"],
+        ["validate", TINY],
+        ["--help"],
+        ["solve", "--help"],
+        ["--version"],
+    ],
+    ids=lambda a: " ".join(a).replace("{R}", "r.json"),
+)
+def test_broken_pipe_is_quiet(results, tmp_path, argv):
+    """``optnet ... | head -c 1``: exit 141 (SIGPIPE's convention), nothing on stderr."""
     r_json = tmp_path / "r.json"
     r_json.write_text(json.dumps(results))
     p = subprocess.Popen(
-        [sys.executable, "-m", "optnet", "report", str(r_json), "--format", fmt],
+        [sys.executable, "-m", "optnet", *[str(r_json) if a == "{R}" else a for a in argv]],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )

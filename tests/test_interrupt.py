@@ -38,13 +38,6 @@ REALISTIC = INSTANCES / "realistic.yaml"
 TORUS = INSTANCES / "torus.yaml"
 
 
-@pytest.fixture(autouse=True)
-def _no_request():
-    interrupt.reset()
-    yield
-    interrupt.reset()
-
-
 @pytest.fixture(scope="module")
 def realistic():
     return load_instance(REALISTIC)

@@ -38,13 +38,6 @@ SPEC = INSTANCES / "sweeps" / "tiny-optics.yaml"
 OPTNET = Path(sys.executable).parent / "optnet"
 
 
-@pytest.fixture(autouse=True)
-def _no_interrupt_left():
-    interrupt.reset()
-    yield
-    interrupt.reset()
-
-
 @pytest.fixture(scope="module")
 def solved(tmp_path_factory):
     """The tiny-optics sweep solved once for real: (folder, {key: run_point's answer})."""

@@ -618,7 +618,7 @@ def calibrate(
             changes += apply_link(data, inst, t, v["latency_us"], v["rate_gbps"], v["source"])
         if output:
             instance_from_data(data, str(output), Path(instance).stem)  # the loader must accept it
-            from optnet.report import text_safe
+            from optnet.printable import text_safe
 
             # file names in the comments are shown with text_safe, so a newline in one cannot
             # end the comment and forge YAML

@@ -45,7 +45,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Circle, FancyArrowPatch, Patch, Rectangle
 
 from optnet.errors import OptnetError
-from optnet.report import lightpath_jobs, text_safe
+from optnet.printable import text_safe
+from optnet.report import lightpath_jobs
 from optnet.safeio import output_dir, prepare_output, write_atomic
 
 RC = {

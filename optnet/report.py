@@ -17,40 +17,18 @@ from __future__ import annotations
 import html
 import os
 import re
-import unicodedata
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from optnet.printable import text_safe
+
 FORMATS = ("text", "markdown", "html")
 
 
 # --------------------------------------------------------------------------- escaping
-
-_INVISIBLE = frozenset(("Cc", "Cf", "Cs", "Zl", "Zp"))
-"""Unicode categories shown as escapes: controls (newline, ESC), format characters (bidi
-overrides, zero-width), lone surrogates (not encodable) and line/paragraph separators."""
-_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _visible_char(ch: str) -> str:
-    if ch in _NAMED:
-        return _NAMED[ch]
-    o = ord(ch)
-    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
-
-
-def text_safe(x: Any) -> str:
-    """``x`` as one line of printable text: every control or format character, line break and
-    lone surrogate as a visible escape (``\\n``, ``\\x1b``, ``\\u202e``). The base of
-    every format's escaping."""
-    s = str(x)
-    if s.isprintable():
-        return s
-    return "".join(_visible_char(ch) if unicodedata.category(ch) in _INVISIBLE else ch for ch in s)
-
 
 _MD_ALWAYS = frozenset("\\`*[]<|~&$#@!")
 """Characters backslash-escaped wherever they are (CommonMark allows a backslash before any ASCII

@@ -17,6 +17,7 @@ import signal
 import sys
 
 from optnet.errors import EXIT_INPUT, input_error
+from optnet.printable import text_safe
 
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 """141: what a shell reports for a process killed by SIGPIPE."""
@@ -50,11 +51,14 @@ def stdout_closed() -> bool:
 
 
 def say(message: str) -> None:
-    """One line on stderr, unless stderr is closed or broken."""
+    """A message on stderr, unless stderr is closed or broken. Each of its lines is shown with
+    control characters as visible escapes (``printable.text_safe``): a name from a hostile file
+    cannot reach the terminal as an escape sequence."""
     if 2 in _closed:
         return
+    text = "\n".join(text_safe(line) for line in message.split("\n"))
     try:
-        sys.stderr.write(message + "\n")
+        sys.stderr.write(text + "\n")
         sys.stderr.flush()
     except (OSError, ValueError):
         _closed.add(2)

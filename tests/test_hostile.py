@@ -537,3 +537,20 @@ def test_signal_while_starting_is_quiet(tmp_path):
     assert p.returncode == 130, p.stderr
     assert p.stderr == ""
     assert not out.exists()
+
+
+def test_messages_show_control_characters_as_escapes(tmp_path):
+    """A hostile name in a file never reaches the terminal as an escape sequence."""
+    doc = json.loads((INSTANCES / "tiny.solution.json").read_text())
+    doc["placement"]["\x1b[2J\x1b]0;owned\x07"] = doc["placement"].pop("train")
+    bad = tmp_path / "esc.json"
+    bad.write_text(json.dumps(doc))
+    p = subprocess.run(
+        [sys.executable, "-m", "optnet", "evaluate", TINY, str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == errors.EXIT_INPUT, p.stderr
+    assert "\x1b" not in p.stderr and "\x07" not in p.stderr
+    assert "\\x1b[2J" in p.stderr

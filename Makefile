@@ -37,11 +37,11 @@ $(GNPY_STAMP):
 	.venv-gnpy/bin/pip install --quiet gnpy
 	touch $(GNPY_STAMP)
 
-## test: lint, format check, the whole test suite
+## test: lint, format check, the whole test suite (pytest-xdist, one worker per core)
 test: $(STAMP) browser $(GNPY_STAMP)
 	$(BIN)/ruff check optnet tests bench
 	$(BIN)/ruff format --check optnet tests bench
-	OPTNET_GNPY_PYTHON=$(CURDIR)/.venv-gnpy/bin/python $(BIN)/python -m pytest
+	OPTNET_GNPY_PYTHON=$(CURDIR)/.venv-gnpy/bin/python $(BIN)/python -m pytest -n auto
 
 ## fuzz: the fuzzing tier at length (hypothesis mutates results files and sweep stores; ~10 min)
 fuzz: $(STAMP)

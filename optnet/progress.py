@@ -10,7 +10,7 @@ take seconds): ``interrupted_by_user`` then says so and the caller reports the i
 ``interrupted``. Python runs signal handlers between bytecodes of the main thread, which the
 callbacks provide while HiGHS works.
 Pyomo captures the process's stdout/stderr during a solve, so lines go to a duplicate of the
-original stderr taken before the solve (pyomo_highs.md §4).
+original stderr taken before the solve (Pyomo's capture_output redirects the descriptors).
 """
 
 from __future__ import annotations

@@ -163,7 +163,7 @@ def solve_instance(
         timer.start("set_instance")
         opt.set_instance(m)
         timer.stop("set_instance")
-        progress.attach(opt._solver_model)  # highspy callbacks (pyomo_highs.md §4)
+        progress.attach(opt._solver_model)  # highspy callbacks (HiGHS docs: Callbacks)
         if warm_start is not None:
             _set_warm_start(opt, m, encode(m, md, warm_start))
         progress.start()

@@ -76,7 +76,7 @@ def solve_sequential(inst: Instance, options: SolveOptions | None = None) -> Sol
     progress = Progress(None)  # the stages keep HiGHS's own time limit; this stops on request
     try:
         opt.set_instance(m)
-        progress.attach(opt._solver_model)  # highspy callbacks (pyomo_highs.md §4)
+        progress.attach(opt._solver_model)  # highspy callbacks (HiGHS docs: Callbacks)
     except Exception:  # noqa: BLE001 - without callbacks, a stop waits for the stage's end
         progress = None
     cross = sum(m.w[p + rs] for p in md.pairs for rs in md.rack_pairs if rs[0] != rs[1])

@@ -57,3 +57,23 @@ def tiny_variant(tmp_path, name: str, old: str, new: str):
     path = tmp_path / f"{name}.yaml"
     path.write_text(text.replace(old, new))
     return load_instance(path)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _devices_stay_devices():
+    """The suite runs as root in CI and writes at /dev/null and /dev/full on purpose: prove
+    at the end that no test replaced a device by a regular file."""
+    import os
+    import stat
+
+    def devices() -> dict[str, bool]:
+        return {
+            p: os.path.exists(p) and stat.S_ISCHR(os.lstat(p).st_mode)
+            for p in ("/dev/null", "/dev/full", "/dev/zero")
+        }
+
+    before = devices()
+    yield
+    after = devices()
+    broken = [p for p in before if before[p] and not after[p]]
+    assert not broken, f"a test replaced {broken} by something that is not a device"

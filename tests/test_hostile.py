@@ -10,9 +10,11 @@ alarm, so a read that blocked would fail the test instead of hanging the suite.
 from __future__ import annotations
 
 import copy
+import errno
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +27,28 @@ from optnet import errors
 from optnet.cli import main
 
 TINY = str(INSTANCES / "tiny.yaml")
+
+
+def char_device(*names: str) -> Path:
+    """A real character device of this machine. A test machine whose /dev/null was replaced
+    by a regular file (it happens to shared machines where something ran as root) would turn
+    a device test into a regular-file test, so the precondition is checked, not assumed."""
+    for name in names or ("/dev/zero", "/dev/null", "/dev/urandom", "/dev/random"):
+        if os.path.exists(name) and stat.S_ISCHR(os.stat(name).st_mode):
+            return Path(name)
+    pytest.skip(f"this machine has no character device among {names}")
+
+
+def full_device() -> Path:
+    """/dev/full, checked to be the device that answers every write with ENOSPC."""
+    path = char_device("/dev/full")
+    try:
+        with open(path, "wb", buffering=0) as f:
+            f.write(b"x")
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            return path
+    pytest.skip("this machine's /dev/full does not answer writes with ENOSPC")
 
 
 @pytest.fixture(autouse=True)
@@ -285,7 +309,7 @@ def _special(tmp_path: Path, kind: str) -> Path:
         os.mkfifo(tmp_path / "f")
         (tmp_path / "link.json").symlink_to(tmp_path / "f")
         return tmp_path / "link.json"
-    return Path({"device": "/dev/zero", "tty-like": "/dev/null"}[kind])
+    return char_device() if kind == "device" else char_device("/dev/null")
 
 
 SPECIAL = ["fifo", "folder", "missing", "below a file", "symlink to fifo", "device", "tty-like"]
@@ -370,8 +394,8 @@ def _targets(tmp_path: Path) -> dict[str, Path]:
     below = tmp_path / "plain"
     below.write_text("x")
     return {
-        "device": Path("/dev/null"),
-        "full device": Path("/dev/full"),
+        "device": char_device(),
+        "full device": full_device(),
         "fifo": fifo,
         "folder": folder,
         "below a file": below / "r.json",
@@ -461,7 +485,7 @@ def test_closed_stdout_with_output_file(tmp_path):
 
 
 def test_full_disk_behind_stdout():
-    with open("/dev/full", "w") as full:
+    with open(full_device(), "w") as full:
         p = subprocess.run(
             [sys.executable, "-m", "optnet", "solve", TINY, "-q"],
             stdout=full,

@@ -1,59 +1,77 @@
 """Physical and software constants: every default optnet uses, each with its source.
 
 All values can be overridden in an instance file (``constants:`` and the cluster fields).
-Sources are the research notes in ``shared/research`` (tags as there: [P] primary, [S] secondary).
+Each value names its public source. Tags: [P] the primary source (paper, datasheet, code) was read,
+[S] only a secondary report of it was read, [U] unverified or optnet's own assumption.
 Units are in the names: ``_us`` microseconds, ``_km`` kilometres, ``_gbps`` gigabits per second.
 """
 
 from __future__ import annotations
 
 #: Propagation delay of standard single-mode fibre (group index ~1.468 -> 4.90 us/km).
-#: Source: optical.md §3/§5, Net2Plan default 5.0 us/km, Shen et al. JLT 2020 [P].
+#: Source: 1/c = 3.336 us/km times the group index of G.652 fibre at 1550 nm (1.467-1.469 in
+#: fibre datasheets) [P]; Shen et al., JLT 38(15) 2020, imply ~4.85 us/km (see HCF below) [P].
 SMF_DELAY_US_PER_KM = 4.9
 
 #: Propagation delay of hollow-core fibre (~31 % below SMF; vacuum is 3.336 us/km).
-#: Source: optical.md §3/§5, Shen et al. JLT 2020 (1.5 us/km saving) [P].
+#: Source: Shen et al., "Low-Latency and High-Speed Hollow-Core Fiber Optical Interconnection at
+#: 2-Micron Waveband", JLT 38(15) 2020, doi:10.1109/JLT.2020.2982971: HCF cuts latency by
+#: 30.95 %, 1.5 us per km, against solid-core fibre [P, abstract].
 HCF_DELAY_US_PER_KM = 3.35
 
 #: Per-message software overhead of a network send (the alpha of the alpha-beta model that
-#: is not wire latency). Source: NCCL tuning.cc ``netOverhead`` = 1 us on Intel hosts
-#: (collectives.md §2) [P].
+#: is not wire latency). Source: NVIDIA/nccl ``src/graph/tuning.cc``, ``getNetOverhead()``:
+#: 1.0 us on Intel x86 hosts (2.0 on AMD; env ``NCCL_NET_OVERHEAD``) [P].
 MESSAGE_OVERHEAD_US = 1.0
 
 #: One transceiver's serialiser/deserialiser latency (each end of a lightpath adds one).
-#: Convention of optnet (no primary figure found), small next to FEC; see optical.md §5.
+#: Convention of optnet (no primary figure found), small next to FEC [U].
 TRANSCEIVER_LATENCY_US = 0.01
 
-#: KP4 RS(544,514) forward error correction, per link. Source: optical.md §5 (~100 ns, [U]:
-#: codeword accumulation alone is 51 ns at 106.25 Gb/s, derived there).
+#: KP4 RS(544,514) forward error correction (IEEE 802.3, 544 10-bit symbols), per link: ~100 ns [U].
+#: Derived: a 5440-bit codeword takes 5440 / 106.25 Gb/s = 51 ns just to accumulate, plus
+#: decoding; Sella, Moore & Zilberman, "FEC Killed the Cut-Through Switch", NEAT'18 (SIGCOMM 2018
+#: workshop), show FEC latency of the order of a cut-through switch traversal [P].
 FEC_LATENCY_US = 0.1
 
-#: Data-path latency of an OCS hop (a mirror: light passes through). Source: optical.md §6.4
-#: ("an OCS hop adds about 0 ns in the data path").
+#: Data-path latency of an OCS hop (a mirror: light passes through). Derived: the free-space
+#: path inside a MEMS switch is centimetres long, well under 1 ns, so it is taken as 0 [U].
 OCS_LATENCY_US = 0.0
 
-#: Reconfiguration delay of a 3D-MEMS OCS. Source: optical.md §5, Glimmerglass 10 ms [P].
+#: Reconfiguration delay of a 3D-MEMS OCS. Source: the Glimmerglass 80x80 3D-MEMS switch
+#: "can switch signals within 10 ms" (Electronic Design, "3D MEMS-Based Optical Switch Handles
+#: 80-By-80 Fibers", 27 Oct 2003) [P, vendor article].
 MEMS_RECONFIG_DELAY_US = 10_000.0
 
-#: OCS insertion loss. Source: optical.md §5, Palomar <2 dB [S], Glimmerglass 2±1 dB [P].
+#: OCS insertion loss. Source: Glimmerglass "insertion loss of 2 dB ±1 dB" (same article) [P];
+#: Google's Palomar OCS < 2 dB (Urata et al., arXiv:2208.10041, as summarised secondhand) [S].
 OCS_INSERTION_LOSS_DB = 2.0
 
-#: OCS power (Palomar ~108 W vs ~3 kW for an electrical packet switch). Source: optical.md §2 [S].
+#: OCS power (Palomar ~108 W vs ~3 kW for an electrical packet switch). Source: Google's Palomar
+#: OCS (Urata et al., "Mission Apollo", arXiv:2208.10041, 2022), as reported secondhand and not
+#: checked against the paper's text [S].
 OCS_POWER_W = 108.0
 
-#: Cut-through electrical packet switch hop. Source: optical.md §5, Sella et al. 2018 (~300 ns) [P].
+#: Cut-through electrical packet switch hop. Source: Sella, Moore & Zilberman, NEAT'18: switch
+#: traversal latency has gone "down from 10-30 us to 300 ns" [P].
 PACKET_HOP_LATENCY_US = 0.3
 
 #: NVLink (H100 SXM) effective bandwidth per GPU per direction: 370 GB/s = 2960 Gb/s as NCCL
-#: achieves (line rate 450 GB/s). Source: collectives.md §2/§6, nccl-tests#212 [P].
+#: achieves (line rate 450 GB/s). Source: NVIDIA's Sylvain Jeaugey in
+#: https://github.com/NVIDIA/nccl-tests/issues/212 ("450GB/s is the line rate. With the protocol
+#: overhead (~20%) NCCL can get an effective NVLink bandwidth of 370GB/s"); it matches NCCL's
+#: model, 18 links x SM90_NVLINK_BW 20.6 GB/s = 370.8 (NVIDIA/nccl ``src/graph/topo.h``) [P].
 NVLINK_RATE_GBPS = 2960.0
 
-#: NVSwitch hop latency, ASTRA-sim's validated HGX-H100 value 936.25 ns (collectives.md §6) [P].
+#: NVSwitch hop latency, ASTRA-sim's validated HGX-H100 value 936.25 ns (astra-sim/astra-sim
+#: ``examples/network/analytical/HGX-H100-validated.yml``) [P].
 NVLINK_LATENCY_US = 0.93625
 
 #: Local reduction rate (gamma = 1 / rate): H100 HBM3 3.35 TB/s read by the reduction kernel,
 #: three bytes moved per reduced byte (two reads, one write) -> 3350/3 GB/s ~ 8933 Gb/s.
-#: Source: collectives.md §6 (HBM bandwidth, ASTRA-sim local-mem-bw 3350) [P]; the /3 is optnet's.
+#: Source: H100 SXM5 HBM3 bandwidth 3.35 TB/s (NVIDIA H100 datasheet; ASTRA-sim's
+#: ``examples/system/native_collectives/HGX-H100-validated.json`` has local-mem-bw 3350) [P];
+#: the /3 is optnet's.
 REDUCE_RATE_GBPS = 3350.0 * 8.0 / 3.0
 
 #: 1 Gb/s expressed in bytes per microsecond (1e9 bit/s / 8 / 1e6).
@@ -69,12 +87,12 @@ def inverse_rate_us_per_byte(rate_gbps: float) -> float:
     return 1.0 / (rate_gbps * BYTES_PER_US_PER_GBPS)
 
 
-#: GPU power while computing: NVIDIA H100 SXM5 maximum TDP 700 W (NVIDIA's datasheet; not in the
-#: research notes: [U] until checked there).
+#: GPU power while computing: NVIDIA H100 SXM5 maximum thermal design power "up to 700W"
+#: (NVIDIA H100 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-center/h100/) [S].
 GPU_BUSY_W = 700.0
 
 #: GPU power while it waits on communication: kernels stalled, HBM and NVLink idle-ish. optnet's
-#: convention (30 % of TDP); no measured source in the research notes.
+#: convention (30 % of TDP); no measured source found [U].
 GPU_WAIT_W = 210.0
 
 #: Transceiver power per Gb/s of line rate: ~3.5 W for a 100G QSFP28, ~12 W for a 400G QSFP-DD
@@ -82,14 +100,16 @@ GPU_WAIT_W = 210.0
 TRANSCEIVER_W_PER_GBPS = 0.035
 
 #: An electrical packet switch of OCS-like radix draws ~3 kW against ~108 W for a MEMS OCS.
-#: Source: optical.md §2 (Apollo/Palomar row) [S].
+#: Source: the Palomar comparison of OCS_POWER_W above [S].
 PACKET_SWITCH_W = 3000.0
 
-#: Attenuation of SMF: best ultra-low-loss SMF 0.16-0.2 dB/km (optical.md §3 [S]); 0.2 is the
+#: Attenuation of SMF at 1550 nm: ultra-low-loss SMF reaches 0.17 dB/km maximum (Corning SMF-28
+#: ULL product information) and GNPy's example networks use 0.2 dB/km [P]; 0.2 is the
 #: conservative end.
 SMF_LOSS_DB_PER_KM = 0.2
 
-#: Attenuation of hollow-core fibre: the DNANF record is 0.091 dB/km (optical.md §3 [S]);
+#: Attenuation of hollow-core fibre: the DNANF record is 0.091 dB/km at 1550 nm (Nature Photonics,
+#: 2025, https://www.nature.com/articles/s41566-025-01747-5) [S];
 #: deployed HCF is worse, so optnet assumes 0.2 dB/km like SMF unless told otherwise.
 HCF_LOSS_DB_PER_KM = 0.2
 
@@ -105,30 +125,34 @@ CONNECTOR_LOSS_DB = 0.5
 # docs/model.md §5.7). Its guard time per slot is laser tuning + clock recovery + twice the
 # synchronisation error bound + the thermal delay drift of the fibres.
 
-#: Line rate of one tunable channel. Source: Sirius, 50 Gb/s channels (optical.md §2/§5) [P].
+#: Line rate of one tunable channel. Source: Sirius (Ballani et al., "Sirius: A Flat Datacenter
+#: Network with Nanosecond Optical Switching", SIGCOMM'20, doi:10.1145/3387514.3406221),
+#: 50 Gb/s channels [P, abstract].
 WS_RATE_GBPS = 50.0
 
-#: Tunable laser switching time. Source: Sirius, laser tunes in < 912 ps (optical.md §2) [P].
+#: Tunable laser switching time. Source: Sirius (SIGCOMM'20), laser tunes in < 912 ps [P, abstract].
 WS_LASER_TUNING_US = 0.000912
 
 #: Clock and data recovery lock after a switch. Source: Clark et al. (UCL), < 625 ps CDR locking
-#: in optically switched links over hollow-core fibre (optical.md §3/§5) [P].
+#: in optically switched links over hollow-core fibre ("Low thermal sensitivity hollow core fiber
+#: for optically-switched data centers", abstract) [P].
 WS_CLOCK_RECOVERY_US = 0.000625
 
 #: Bound on the clock synchronisation error between any two nodes (the guard is widened by twice
-#: it: one node early, the other late). No figure in the research notes: [U]. Derived so that with
+#: it: one node early, the other late). No published figure found: [U]. Derived so that with
 #: zero thermal drift the guard equals Sirius's measured 3.84 ns end-to-end reconfiguration
-#: (optical.md §2 [P]): (3.84 - 0.912 - 0.625) / 2 = 1.1515 ns.
+#: (SIGCOMM'20 abstract [P]): (3.84 - 0.912 - 0.625) / 2 = 1.1515 ns.
 WS_SYNC_ERROR_US = 0.0011515
 
 #: Synchronisation error once the fabric's clock synchronisation is lost and the nodes fall back
 #: to packet-based synchronisation: NOS, 28 ns accuracy in a 192-ToR setting (Lei et al.,
 #: "Nanosecond Precision Time Synchronization for Optical Data Center Networks", arXiv
-#: 2410.17012, 2024, abstract) [P, found by optnet's search, not in optical.md].
+#: 2410.17012, 2024, abstract) [P].
 WS_SYNC_LOSS_ERROR_US = 0.028
 
-#: Time slot length. No slot length in the research notes: [U]; the order of PULSE's 120 ns epochs
-#: (optical.md §5 [P]).
+#: Time slot length: assumed [U], of the order of PULSE's 120 ns epochs (Benjamin et al., "PULSE:
+#: Optical Circuit Switched Data Center Architecture Operating at Nanosecond Timescales", JLT
+#: 2020) [P, abstract].
 WS_SLOT_US = 0.12
 
 #: Slots in one cycle of the schedule (each server's transceiver picks one destination per slot).
@@ -136,12 +160,15 @@ WS_SLOT_US = 0.12
 WS_SLOTS_PER_CYCLE = 8
 
 #: Thermal coefficient of delay of SMF: 6.7 ppm/K of 4.9 us/km = 33 ps/km/K (Bergman, Eng and
-#: Johnston, Electronics Letters 19(21) 1983, loose-tube cable; an OTDR calibration note gives
-#: 1 ns per 4 km per 7.6 K = 33 ps/km/K) [S, found by optnet's search, not in optical.md].
+#: Johnston, "Temperature stability of transit time delay for a single-mode fibre in a loose tube
+#: cable", Electronics Letters 19(21):865-866, 1983, doi:10.1049/el:19830587: 6.7 ppm/K [P,
+#: abstract]; the OTDR study "Characterization of an optical time domain reflectometer
+#: calibrator" reports 1 ns per 4 km per 7.6 K = 33 ps/km/K [S]).
 SMF_THERMAL_DELAY_PS_PER_KM_K = 33.0
 
 #: Thermal coefficient of delay of hollow-core fibre: 20x smaller than SMF-28 (Clark et al.,
-#: optical.md §3/§5 [P]; Sun et al. on anti-resonant HCF confirm "20 times lower") -> 33 / 20.
+#: "Low thermal sensitivity hollow core fiber for optically-switched data centers" [P, abstract];
+#: Sun et al. on anti-resonant HCF confirm "20 times lower") -> 33 / 20.
 HCF_THERMAL_DELAY_PS_PER_KM_K = SMF_THERMAL_DELAY_PS_PER_KM_K / 20.0
 
 #: Temperature swing the guard must absorb (data hall air, +-5 K): optnet's convention [U].
@@ -173,6 +200,7 @@ CONGESTION_CONTROL: dict[str, tuple[float, float]] = {
 #: lightpath hops (``topology.relay``, docs/model.md §5.4): the relay's proxy sees the first
 #: hop's receive complete and posts the second hop's send. Each hop already pays its own
 #: per-message overhead inside its alpha (MESSAGE_OVERHEAD_US), so this is the hand-off alone.
-#: No measured figure in the research notes: optnet's convention [U], set equal to NCCL's
-#: per-message ``netOverhead`` of 1 us (collectives.md §2 [P]) as one more host step.
+#: No measured figure found: optnet's convention [U], set equal to NCCL's per-message
+#: ``netOverhead`` of 1 us (``getNetOverhead()`` in NVIDIA/nccl ``src/graph/tuning.cc`` [P]) as
+#: one more host step.
 RELAY_OVERHEAD_US = 1.0

@@ -110,7 +110,8 @@ class TransformerSpec(BaseModel):
     """Bytes per parameter, gradient and activation element (2 = bf16)."""
 
     gpu_peak_tflops: float = Field(default=989.4, ge=1e-3, le=1e6, allow_inf_nan=False)
-    """Peak dense throughput per GPU in TFLOP/s (H100 SXM BF16 dense = 989.4, research note s.6)."""
+    """Peak dense throughput per GPU in TFLOP/s (H100 SXM5 BF16 dense = 989.4: NVIDIA H100 Tensor
+    Core GPU Architecture whitepaper, 2022)."""
 
     mfu: float = Field(default=0.45, ge=1e-3, le=1)
     """Achieved fraction of peak on the executed FLOPs, outside the pipeline bubble (0 < mfu <= 1).

@@ -29,8 +29,9 @@ FORMATS = ("gnpy", "astra-sim")
 
 #: Fibre attenuation exported as GNPy ``loss_coef`` (dB/km). SMF: 0.2 dB/km, the value of
 #: GNPy's own example networks (gnpy/example-data/edfa_example_network.json) and of standard
-#: SSMF at 1550 nm. HCF: no figure in optnet's research notes; 0.2 dB/km is a placeholder equal
-#: to SMF, to be replaced with the measured value of the fibre in use.
+#: SSMF at 1550 nm. HCF: deployed fibre has no standard figure (the 0.091 dB/km of Nature
+#: Photonics 2025 is a laboratory record); 0.2 dB/km is a placeholder equal to SMF (assumed), to
+#: be replaced with the measured value of the fibre in use.
 LOSS_DB_PER_KM = {"smf": 0.2, "hcf": 0.2}
 
 #: GNPy Fiber ``type_variety`` per optnet fibre type ("SSMF" is in GNPy's default equipment

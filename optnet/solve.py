@@ -289,8 +289,11 @@ def _polish(m: pyo.ConcreteModel, opt, o: SolveOptions) -> float:
 
 def _set_warm_start(opt, m: pyo.ConcreteModel, values: list[tuple]) -> None:
     """Hand HiGHS the integer values of a known solution (continuous ones at 0: HiGHS then fixes
-    the integers and solves the LP to complete it). Private Pyomo API, measured to work in
-    pyomo_highs.md §1; if it changes, the solve simply starts cold."""
+    the integers and solves the LP to complete it). Private Pyomo API: the ``_solver_model``
+    (a ``highspy.Highs``) and ``_pyomo_var_to_solver_var_map`` of Pyomo 6.10's
+    ``pyomo/contrib/solver/solvers/highs.py``, then highspy's ``Highs.setSolution``; HiGHS logs
+    "MIP start solution is feasible" when it takes it. If that API changes, the solve simply
+    starts cold."""
     try:
         import highspy
 

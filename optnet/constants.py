@@ -150,9 +150,9 @@ WS_SYNC_ERROR_US = 0.0011515
 #: 2410.17012, 2024, abstract) [P].
 WS_SYNC_LOSS_ERROR_US = 0.028
 
-#: Time slot length: assumed [U], of the order of PULSE's 120 ns epochs (Benjamin et al., "PULSE:
-#: Optical Circuit Switched Data Center Architecture Operating at Nanosecond Timescales", JLT
-#: 2020) [P, abstract].
+#: Time slot length: assumed [U], of the order of PULSE's 120 ns epochs (Benjamin, Gerard, Lavery,
+#: Bayvel & Zervas, "PULSE: Optical Circuit Switched Data Center Architecture Operating at
+#: Nanosecond Timescales") [P, abstract].
 WS_SLOT_US = 0.12
 
 #: Slots in one cycle of the schedule (each server's transceiver picks one destination per slot).

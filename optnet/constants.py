@@ -88,7 +88,7 @@ def inverse_rate_us_per_byte(rate_gbps: float) -> float:
 
 
 #: GPU power while computing: NVIDIA H100 SXM5 maximum thermal design power "up to 700W"
-#: (NVIDIA H100 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-center/h100/) [S].
+#: (NVIDIA's H100 specifications, https://www.nvidia.com/en-us/data-center/h100/) [S].
 GPU_BUSY_W = 700.0
 
 #: GPU power while it waits on communication: kernels stalled, HBM and NVLink idle-ish. optnet's

@@ -393,7 +393,7 @@ MAX_PHASED_ENUMERATION = 30_000
 MAX_PHASED_RAW = 100_000
 
 #: Reconfiguration delays drawn for the OCSes of a phased instance: 10 ms MEMS and a 10 us fast
-#: switch (optical.md §5: Glimmerglass 10 ms [P]; Mordia 11.5 us, microsecond OCS 10-20 us [P]).
+#: switch (Glimmerglass MEMS OCS, 10 ms; Mordia, Porter et al., SIGCOMM'13, 11.5 us).
 SLOW_US, FAST_US = 10_000.0, 10.0
 
 

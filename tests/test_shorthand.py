@@ -22,7 +22,8 @@ from optnet.shorthand import (
     pp_p2p_count,
 )
 
-# GPT-3 175B as in the research note (section 6).
+# GPT-3 175B (Brown et al. 2020, Table 2.1; global batch 1536 as in Megatron-LM's
+# examples/gpt3/train_gpt3_175b_distributed.sh).
 GPT3 = dict(layers=96, hidden=12288, heads=96, seq_len=2048, vocab=50257, global_batch=1536)
 
 

@@ -930,6 +930,96 @@ def _solve(inst: Instance, objective: str, o: ExplainOptions, warm: Decisions):
         return SolveResult("interrupted", None, None, None, None)  # stopped before a plan
 
 
+#: What explain reads, field by field of :class:`Instance`: the duals and blockers of §2-§3
+#: cover lightpaths (OCSes, circuits, transceivers, wavelengths, power budget, trunk lengths),
+#: a plain packet fabric, NVLink and the jobs' compute, reduction and collectives.
+READ_FIELDS = frozenset(
+    {
+        "name", "input_hash", "files", "racks", "ocses", "transceiver_ocs",
+        "transceiver_rate_gbps", "transceiver_latency_us", "transceiver_wavelengths",
+        "transceiver_power_budget_db", "wavelengths_per_fibre", "gpus_per_server",
+        "nvlink_rate_gbps", "nvlink_latency_us", "reduce_rate_gbps", "constants", "jobs", "raw",
+    }
+)  # fmt: skip
+#: Fields only the energy and carbon objectives read; explain refuses those objectives.
+OBJECTIVE_ONLY_FIELDS = frozenset({"power", "carbon"})
+#: Fields explain reads only when they hold their plain form; ``_unread_features`` refuses
+#: the rest (a wavelength-switched fabric, relays, dead transceivers, a hybrid packet fabric...).
+SCOPED_FIELDS = frozenset(
+    {"wavelength_switched", "relay_overhead_us", "tenants", "direct", "phases",
+     "real_rack_sizes", "servers", "packet"}
+)  # fmt: skip
+
+
+def _unread_features(inst: Instance) -> dict[str, tuple[str, str]]:
+    """Per field explain does not read (or reads only in part): (instance field, what the
+    refusal names) when the instance uses it, else absent."""
+    out: dict[str, tuple[str, str]] = {}
+    ws = inst.ws
+    if ws is not None:
+        out["wavelength_switched"] = (
+            "topology.wavelength_switched",
+            f"the wavelength-switched fabric {ws.name!r}: explain reads only the lightpath and "
+            "packet rows, not the slot channels, so a pair's serialisation over the fabric "
+            "would be attributed to no resource",
+        )
+    if inst.relay:
+        out["relay_overhead_us"] = (
+            "topology.relay",
+            "relays through a third server (two-hop transfers)",
+        )
+    if inst.tenants:
+        out["tenants"] = ("tenants", "tenant guarantees (their rows carry duals explain ignores)")
+    if inst.direct is not None:
+        out["direct"] = ("topology.direct", "a direct-connect fabric")
+    if inst.n_phases > 1:
+        out["phases"] = ("workload.phases", "communication phases (per-phase matchings)")
+    if inst.real_rack_sizes:
+        out["real_rack_sizes"] = ("topology.racks", "a relaxed cluster (real_rack_sizes)")
+    dead = [s.name for s in inst.servers if s.dead_transceivers]
+    if dead:
+        out["servers"] = (
+            "failures",
+            "servers with failed transceivers (" + ", ".join(dead[:3])
+            + (", ..." if len(dead) > 3 else "") + "): the blockers count every server's "
+            "transceivers as intact",
+        )  # fmt: skip
+    pk = inst.packet
+    if pk is not None and (pk.hybrid or pk.congestion_control not in (None, "none")):
+        out["packet"] = (
+            "topology.packet_fabric",
+            "striped pairs or shared packet links (hybrid / congestion_control)",
+        )
+    return out
+
+
+def check_scope(inst: Instance, source: str | None = None) -> None:
+    """Refuse (InputError, exit 2) an instance that uses a feature explain does not read, so no
+    job is ever explained by the families explain reads while its time comes from another."""
+    from optnet.errors import InputError, Problem
+
+    known = READ_FIELDS | OBJECTIVE_ONLY_FIELDS | SCOPED_FIELDS
+    unknown = sorted(f.name for f in dataclasses.fields(inst) if f.name not in known)
+    unread = _unread_features(inst)
+    default = type(inst).__dataclass_fields__
+    for name in unknown:  # a field explain was never taught about, in use: refuse it too
+        fld = default[name]
+        empty = fld.default if fld.default is not dataclasses.MISSING else None
+        if name not in unread and getattr(inst, name) not in (empty, (), None, False):
+            unread[name] = (name, f"the instance field {name!r}, which explain does not read")
+    if unread:
+        raise InputError(
+            [
+                Problem(
+                    source or "instance",
+                    where,
+                    f"explain does not support {what}; solve, evaluate and report do",
+                )
+                for where, what in unread.values()
+            ]
+        )
+
+
 def explain(
     result: str | Path,
     instance: str | Path | None = None,
@@ -968,6 +1058,7 @@ def explain_plan(
             "remove the phases to explain the static plan",
         )
     t0 = t0 if t0 is not None else time.perf_counter()
+    check_scope(inst, source)
     if inst.packet is not None and (inst.packet.hybrid or inst.packet.congestion_control):
         raise errors.input_error(
             source or "instance",

@@ -48,6 +48,9 @@ from optnet.safeio import prepare_output
 LINK_TYPES = ("nvlink", "lightpath", "packet")
 """Link types that map onto instance fields (other labels can be fitted, not applied)."""
 
+RMS_WARN_PCT = 10.0
+"""A fit whose RMS relative error exceeds this is warned about (stderr and the JSON)."""
+
 #: nccl-tests program name (without ``_perf``/``_perf_mpi``) -> optnet collective kind.
 NCCL_TESTS = {
     "reduce_scatter": "reduce_scatter",
@@ -79,6 +82,8 @@ DTYPES = {
 }
 
 _RANK = re.compile(r"#\s*Rank\s+(\d+)\s+Group\s+\d+\s+Pid")
+_RANK_HOST = re.compile(r"#\s*Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)")
+_TYPE_IN_NAME = re.compile(r"(?<![a-z])(nvlink|lightpath|packet)(?![a-z])")
 _PROGRAM = re.compile(r"Collective test starting:\s*(\S+)")
 
 
@@ -102,6 +107,8 @@ class NcclTable:
     ranks: int
     rows: list[Measurement]
     link_type: str = "lightpath"
+    hosts: tuple[str, ...] = ()
+    """The host of every '#  Rank' line, in order (empty when the output has none)."""
 
 
 # ------------------------------------------------------------------------------------------
@@ -128,6 +135,7 @@ def parse_nccl_tests(
     header: list[str] | None = None
     program = None
     rank_ids: set[int] = set()
+    hosts: list[str] = []
     rows: list[Measurement] = []
     for line in lines:
         m = _PROGRAM.search(line)
@@ -136,6 +144,9 @@ def parse_nccl_tests(
         m = _RANK.search(line)
         if m:
             rank_ids.add(int(m.group(1)))
+        m = _RANK_HOST.search(line)
+        if m:
+            hosts.append(m.group(1))
         if "#" in line:
             tail = line[line.index("#") + 1 :].split()
             if header is None and "size" in tail and "busbw" in tail:
@@ -184,7 +195,29 @@ def parse_nccl_tests(
             )
     if ranks < 2:
         raise input_error(file, "", f"{ranks} rank(s): a collective needs at least 2")
-    return NcclTable(file, kind, ranks, rows)
+    return NcclTable(file, kind, ranks, rows, hosts=tuple(hosts))
+
+
+def measured_link(tab: NcclTable) -> tuple[str | None, str]:
+    """The link type a file measured, as far as it says, and the evidence: a link type in its
+    file name (``..._nvlink.txt``), else its ranks' hosts (all on one server: NVLink; on
+    several: a network, ``lightpath`` or ``packet``, which the output cannot tell apart).
+    (None, "") when it says nothing."""
+    named = _TYPE_IN_NAME.findall(Path(tab.file).name.lower())
+    hosts = set(tab.hosts)
+    on = f"ranks on {len(hosts)} host{'s' if len(hosts) != 1 else ''}" if hosts else ""
+    if len(set(named)) == 1:
+        return named[0], "file name" + (f"; {on}" if on else "")
+    if len(hosts) == 1 and tab.ranks > 1:
+        return "nvlink", on
+    if len(hosts) > 1:
+        return "network", on
+    return None, ""
+
+
+def _clash(a: str, b: str) -> bool:
+    """Two measured link types that cannot share one parameter set."""
+    return not (a == b or ("network" in (a, b) and "nvlink" not in (a, b)))
 
 
 def _row(tokens: list[str], header: list[str]) -> Measurement | None:
@@ -521,6 +554,7 @@ class Calibration:
     rows: list[dict[str, Any]]
     telemetry: dict[str, dict[str, Any]]
     changes: list[dict[str, Any]]
+    warnings: list[str] = dataclasses.field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -537,6 +571,7 @@ class Calibration:
             "comparison": self.rows,
             "telemetry": self.telemetry,
             "changes": self.changes,
+            "warnings": self.warnings,
         }
 
 
@@ -569,20 +604,26 @@ def calibrate(
             f"--link-type given {len(link_types)} times for {len(files)} files: give it once "
             "(for every file) or once per file, in the same order"
         )
-    labels = list(link_types) * len(files) if len(link_types) == 1 else list(link_types)
-    labels = labels or ["lightpath"] * len(files)
+    given = list(link_types) * len(files) if len(link_types) == 1 else list(link_types)
     tables: dict[str, list[NcclTable]] = {}
     problems: list[Problem] = []
-    for f, label in zip(files, labels):
+    for i, f in enumerate(files):
         try:
             tab = read_nccl_tests(f, kind, ranks)
         except InputError as err:
             problems.extend(err.problems)
             continue
+        if given:
+            label = given[i]
+        else:  # each file's own link type: files of different types are fitted apart
+            measured = measured_link(tab)[0]
+            label = measured if measured in LINK_TYPES else "lightpath"
         tab.link_type = label
         tables.setdefault(label, []).append(tab)
     if problems:
         raise InputError(problems)
+    for label, tabs in tables.items():
+        _one_link_type(label, tabs)
     fits, rows = [], []
     for label, tabs in tables.items():
         fit = fit_link(tabs, label)
@@ -593,6 +634,19 @@ def calibrate(
             )
         fits.append(fit)
         rows.extend(comparison(tabs, fit))
+    warnings = []
+    for fit in fits:
+        rms = _rms([r["error_pct"] for r in rows if r["link_type"] == fit.link_type])
+        if rms is not None and rms > RMS_WARN_PCT:
+            warnings.append(
+                f"link type {fit.link_type}: the fit's RMS error is {rms:.1f} % (over "
+                f"{RMS_WARN_PCT:g} %): alpha-beta does not describe {', '.join(fit.files)} "
+                "well; check that they measured one link type and one kind of run"
+            )
+    from optnet import streams
+
+    for w in warnings:
+        streams.say(f"optnet: warning: {w}")
     tel = read_telemetry(telemetry) if telemetry else {}
     changes: list[dict[str, Any]] = []
     if instance:
@@ -630,7 +684,27 @@ def calibrate(
                 ),
             ]
             write_atomic(output, "\n".join(head) + "\n" + dump_yaml(data), force=force)
-    return Calibration(fits, rows, tel, changes)
+    return Calibration(fits, rows, tel, changes, warnings)
+
+
+def _one_link_type(label: str, tabs: list[NcclTable]) -> None:
+    """Refuse (exit 2) to fit files that measured different link types into one set."""
+    seen = [(tab.file, *measured_link(tab)) for tab in tabs]
+    known = [(f, t) for f, t, _ in seen if t]
+    if not any(_clash(a, b) for _, a in known for _, b in known):
+        return
+    each = "; ".join(f"{f}: {t or 'unknown'}{f' ({why})' if why else ''}" for f, t, why in seen)
+    raise InputError(
+        [
+            Problem(
+                "--link-type",
+                label,
+                f"would fit files of different link types into one parameter set ({each}); "
+                "fit each link type separately: omit --link-type (each file's type is then "
+                "read from its name or its ranks' hosts) or give --link-type once per file",
+            )
+        ]
+    )
 
 
 def _order(link_type: str) -> int:

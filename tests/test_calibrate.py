@@ -267,3 +267,70 @@ def test_calibrate_errors(tmp_path):
     assert r.exit_code == 0 and "link type ib:" in r.output
     r = run("calibrate", str(tmp_path / "none.txt"))
     assert r.exit_code == errors.EXIT_INPUT and "file not found" in r.output
+
+
+# ------------------------------------------------------------------------------------------
+# one parameter set per link type (issue 22)
+
+
+def test_the_readme_command_fits_each_link_type_apart(tmp_path):
+    """`optnet calibrate tests/data/*.txt` once fitted NVLink and lightpath into one set (56 %
+    RMS error); each file's link type now comes from its name or its ranks' hosts."""
+    rep = tmp_path / "cal.json"
+    r = run("calibrate", *sorted(str(p) for p in DATA.glob("*.txt")), "--json", str(rep))
+    assert r.exit_code == 0, r.output
+    fits = {f["link_type"]: f for f in json.loads(rep.read_text())["fits"]}
+    assert set(fits) == {"nvlink", "lightpath"}
+    assert fits["nvlink"]["files"] == [str(AG)] and fits["lightpath"]["files"] == [str(AR)]
+    assert fits["nvlink"]["alpha_us"] == pytest.approx(0.9, rel=0.05)
+    assert fits["lightpath"]["rate_gbps"] == pytest.approx(96.0, rel=0.05)
+    assert all(f["rms_error_pct"] < 3 for f in fits.values())
+    assert json.loads(rep.read_text())["warnings"] == [] and "warning" not in r.output
+
+
+def test_forcing_one_set_over_link_types_is_refused():
+    r = run("calibrate", str(AR), str(AG), "--link-type", "lightpath")
+    assert r.exit_code == errors.EXIT_INPUT
+    assert "different link types into one parameter set" in r.output
+    assert f"{AG}: nvlink (file name; ranks on 1 host)" in r.output
+    assert f"{AR}: lightpath (file name; ranks on 8 hosts)" in r.output
+    # once per file, each type in its own set, is fine
+    r = run("calibrate", str(AR), str(AG), "--link-type", "lightpath", "--link-type", "nvlink")
+    assert r.exit_code == 0, r.output
+
+
+def _anonymous(src: Path, dst: Path, keep_hosts: bool) -> Path:
+    """``src`` under a name without a link type, with or without its '#  Rank' lines."""
+    lines = src.read_text().splitlines(keepends=True)
+    dst.write_text("".join(ln for ln in lines if keep_hosts or "Rank" not in ln))
+    return dst
+
+
+def test_hosts_tell_nvlink_from_a_network(tmp_path):
+    """Without a link type in the names, the ranks' hosts still tell NVLink (one host) from a
+    network: fitted apart by default, refused in one forced set."""
+    a = _anonymous(AG, tmp_path / "run1.txt", keep_hosts=True)
+    b = _anonymous(AR, tmp_path / "run2.txt", keep_hosts=True)
+    r = run("calibrate", str(a), str(b))
+    assert r.exit_code == 0, r.output
+    assert "link type nvlink:" in r.output and "link type lightpath:" in r.output
+    r = run("calibrate", str(a), str(b), "--link-type", "packet")
+    assert r.exit_code == errors.EXIT_INPUT
+    assert f"{a}: nvlink (ranks on 1 host)" in r.output
+    assert f"{b}: network (ranks on 8 hosts)" in r.output
+
+
+def test_a_poor_fit_is_warned_about(tmp_path):
+    """Files that say nothing of their link type are fitted together, as before, but a fit
+    whose RMS error exceeds 10 % is warned about on stderr and in the JSON (exit 0)."""
+    a = _anonymous(AG, tmp_path / "run1.txt", keep_hosts=False)
+    b = _anonymous(AR, tmp_path / "run2.txt", keep_hosts=False)
+    rep = tmp_path / "cal.json"
+    r = CliRunner().invoke(main, ["calibrate", str(a), str(b), "--ranks", "8", "--json", str(rep)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(rep.read_text())
+    assert len(doc["fits"]) == 1 and doc["fits"][0]["rms_error_pct"] > 10
+    (w,) = doc["warnings"]
+    assert "link type lightpath: the fit's RMS error is" in w and "(over 10 %)" in w
+    assert f"optnet: warning: {w}" in r.stderr
+    assert "optnet: warning" not in r.stdout

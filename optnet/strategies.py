@@ -6,8 +6,8 @@ topology-aware scheduler does), (2) circuits and lightpaths maximising the light
 those pairs (demand-oblivious topology engineering), (3) algorithms minimising the real
 objective on the links that are left. It reuses the joint model's families with other objectives.
 
-``explain_infeasible``: what cannot fit, found by solving each job alone and by relaxing one
-resource family at a time.
+``explain_infeasible``: what cannot fit, from the constraint families that bind
+(``optnet.infeasibility``: a deletion filter over them).
 
 A stop request (Ctrl-C, SIGTERM: ``optnet.interrupt``) stops the stage running (HiGHS through
 ``optnet.progress``); every stage's solution is a complete plan of the joint model, so the plan
@@ -32,7 +32,7 @@ from optnet.errors import NoIncumbentError, SolverError
 from optnet.instance import Instance
 from optnet.model import build_model, model_data
 from optnet.progress import Progress
-from optnet.solve import SolveOptions, SolveResult, _options, _polish, solve_instance
+from optnet.solve import SolveOptions, SolveResult, _options, _polish
 
 
 def _stage(m, opt, o: SolveOptions, expr, sense=pyo.minimize, progress=None) -> None:
@@ -109,87 +109,8 @@ def solve_sequential(inst: Instance, options: SolveOptions | None = None) -> Sol
 
 
 def explain_infeasible(inst: Instance, options: SolveOptions | None = None) -> list[str]:
-    """Reasons the instance cannot be satisfied, most specific first."""
-    o = options or SolveOptions()
-    reasons: list[str] = []
-    families = {
-        "wavelengths": "wavelengths per trunk fibre",
-        "transceivers": "transceivers per server",
-        "ports": "OCS port matchings (one circuit per trunk)",
-        "power_budget": "optical power budget (lightpaths losing too much)",
-    }
-    from dataclasses import replace
+    """Reasons the instance cannot be satisfied: the constraint families that bind, found by a
+    deletion filter over them (``optnet.infeasibility``), each named with its numbers."""
+    from optnet.infeasibility import explain
 
-    stopped = "(interrupted: the diagnosis stopped here, the reasons above may be incomplete)"
-
-    def fits(i: Instance, relax: frozenset[str] = frozenset()) -> bool | None:
-        """True/False: the solve (not) proved infeasible; None: stopped by a stop request."""
-        if interrupt.requested():
-            return None
-        try:
-            status = solve_instance(i, replace(o, relax=relax) if relax else o).status
-        except NoIncumbentError:
-            if interrupt.requested():
-                return None
-            raise
-        return status != "infeasible"  # an incumbent, even one interrupted, proves it fits
-
-    for ji, job in enumerate(inst.jobs):
-        alone = replace(inst, jobs=(job,))
-        ok = fits(alone)
-        if ok is None:
-            return reasons + [stopped]
-        if ok:
-            continue
-        helped = []
-        for fam, label in families.items():
-            ok = fits(alone, frozenset({fam}))
-            if ok is None:
-                break
-            if ok:
-                helped.append(label)
-        needs = _needs(inst, ji)
-        msg = f"job {job.name} cannot run even alone on the cluster: {needs}"
-        if helped:
-            msg += "; it would fit with more " + " or more ".join(helped)
-        reasons.append(msg)
-        if interrupt.requested():
-            return reasons + [stopped]
-    if reasons:
-        return reasons
-    helped = []
-    for fam, label in families.items():
-        ok = fits(inst, frozenset({fam}))
-        if ok is None:
-            return ["each job fits alone, but the jobs together do not; " + stopped.strip("()")]
-        if ok:
-            helped.append(label)
-    names = ", ".join(j.name for j in inst.jobs)
-    if helped:
-        reasons.append(
-            f"each job fits alone, but jobs {names} together exceed the " + " or the ".join(helped)
-        )
-    else:
-        reasons.append(
-            f"each job fits alone, but jobs {names} together cannot be connected with the "
-            "available circuits, transceivers and wavelengths combined"
-        )
-    return reasons
-
-
-def _needs(inst: Instance, ji: int) -> str:
-    job = inst.jobs[ji]
-    jc = all_candidates(inst)[ji]
-    parts = []
-    for cc in jc.collectives:
-        if cc.span_slots > 1:
-            algs = ", ".join(o.algorithm for o in cc.options)
-            parts.append(f"{cc.spec.name} spans {cc.span_slots} servers (algorithms: {algs})")
-    live = sum(1 for k in inst.transceiver_ocs if k >= 0)
-    base = (
-        f"no packet fabric, {job.slots} servers, {live} transceivers per "
-        f"server, {inst.wavelengths_per_fibre} wavelengths per fibre"
-        if inst.packet is None
-        else f"{job.slots} servers"
-    )
-    return base + ("; " + "; ".join(parts) if parts else "")
+    return explain(inst, options)

@@ -143,16 +143,42 @@ def generate(size: str, density: str, seed: int = 0) -> dict:
     }
 
 
-if __name__ == "__main__":
-    import sys
+def main(argv: list[str] | None = None) -> None:
+    import argparse
     from pathlib import Path
 
     import yaml
 
-    out = Path(sys.argv[1] if len(sys.argv) > 1 else "bench/instances")
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.generate",
+        description="Write the generated benchmark instances (every size, moderate and dense) as "
+        "YAML, one file per instance: OUT/SIZE-DENSITY.yaml.",
+    )
+    ap.add_argument(
+        "out",
+        nargs="?",
+        default="bench/instances",
+        help="Folder to write them to, created if missing (default: bench/instances).",
+    )
+    ap.add_argument(
+        "--seed", type=int, default=0, help="Seed of the generator (default: 0, the scale table's)."
+    )
+    ap.add_argument(
+        "--size",
+        choices=list(SIZES),
+        action="append",
+        help="Only this size (repeatable; default: all).",
+    )
+    args = ap.parse_args(argv)
+    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for size in SIZES:
+    suffix = f"-s{args.seed}" if args.seed else ""
+    for size in args.size or SIZES:
         for density in ("moderate", "dense"):
-            path = out / f"{size}-{density}.yaml"
-            path.write_text(yaml.safe_dump(generate(size, density), sort_keys=False))
+            path = out / f"{size}-{density}{suffix}.yaml"
+            path.write_text(yaml.safe_dump(generate(size, density, args.seed), sort_keys=False))
             print(path)
+
+
+if __name__ == "__main__":
+    main()

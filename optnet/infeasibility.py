@@ -86,9 +86,10 @@ def intact_instance(inst: Instance) -> Instance | None:
         intact = instance_from_data({"name": inst.name, **raw}, "intact", "intact")
     except Exception:  # noqa: BLE001 - without it failures are context, not a droppable family
         return None
-    if len(intact.servers) != len(inst.servers) or len(intact.jobs) != len(inst.jobs):
+    if len(intact.servers) != len(inst.servers):
         return None
-    return intact
+    # failures change the cluster, never the jobs: keep inst's (one job alone, no tenants)
+    return replace(intact, jobs=inst.jobs, tenants=inst.tenants)
 
 
 def roomy(inst: Instance, dropped: frozenset[str]) -> Instance:
@@ -398,7 +399,8 @@ def _messages(inst: Instance, o, t: _Tester, kept: list[str]) -> list[str]:
     if not names:
         return [_unconnectable(inst)]
     if len(names) == 1:
-        head = f"infeasible because of {names[0]}: without it the instance is feasible"
+        them = "them" if kept == ["failures"] and len(fails) > 1 else "it"
+        head = f"infeasible because of {names[0]}: without {them} the instance is feasible"
     else:
         head = (
             f"infeasible because of {', '.join(names[:-1])} and {names[-1]} together: "

@@ -140,7 +140,7 @@ def test_iteration_budget(tmp_path):
 def test_failures(tmp_path):
     path = _write(tmp_path, "f")
     out = _solve(str(path), "--fail", "ocs:ocs0", "--fail", "ocs:ocs1")
-    assert "infeasible because of the failures ocs:ocs0, ocs:ocs1: without it" in out
+    assert "infeasible because of the failures ocs:ocs0, ocs:ocs1: without them" in out
     assert "the intact cluster satisfies every other limit" in out
 
 
@@ -219,3 +219,14 @@ def test_interrupted_before_the_first_solve(tmp_path):
     interrupt.request()
     d = diagnose(inst, SolveOptions(time_limit_s=60))
     assert "interrupted" in d.reasons[-1]
+
+
+def test_max_slowdown_blames_the_failures_that_stop_a_job_alone(tmp_path):
+    out = _solve(
+        str(_write(tmp_path, "msf")), "--objective", "max-slowdown",
+        "--fail", "ocs:ocs0", "--fail", "ocs:ocs1",
+    )  # fmt: skip
+    assert (
+        "job train cannot run alone on the cluster: infeasible because of the failures "
+        "ocs:ocs0, ocs:ocs1: without them the instance is feasible"
+    ) in out

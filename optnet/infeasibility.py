@@ -207,7 +207,7 @@ def diagnose(inst: Instance, o=None) -> Diagnosis:
 
     o = o or SolveOptions()
     t0 = time.perf_counter()
-    cheap = _too_few_servers(inst)
+    cheap = too_few_servers(inst)
     if cheap:
         return Diagnosis(["servers"], cheap, True)
     t = _Tester(inst, o, t0 + max(1.0, o.time_limit_s))
@@ -264,7 +264,9 @@ def _usable(inst: Instance) -> int:
     return sum(len(r.servers) for r in inst.racks)
 
 
-def _too_few_servers(inst: Instance) -> list[str]:
+def too_few_servers(inst: Instance) -> list[str]:
+    """The closed-form proof that the jobs need more servers than remain usable (a reason, or
+    [] when they fit): cheap enough to run before any solve."""
     need, have = _slots(inst), _usable(inst)
     if need <= have:
         return []

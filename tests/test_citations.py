@@ -35,9 +35,9 @@ def _files() -> list[Path]:
             out.append(top)
             continue
         for p in sorted(top.rglob("*")):
-            if p.is_file() and p.suffix in TEXT_SUFFIXES and "__pycache__" not in p.parts:
-                if p != Path(__file__).resolve():  # this file spells the patterns out
-                    out.append(p)
+            wanted = p.suffix in TEXT_SUFFIXES and "__pycache__" not in p.parts
+            if wanted and p.is_file() and p != Path(__file__).resolve():  # it spells them out
+                out.append(p)
     return out
 
 

@@ -1,8 +1,9 @@
 """The docs and the code cite public sources only (issue 22, "self-contained docs").
 
-No file of docs/, optnet/, bench/, tests/ or README.md may point at a private research or calibration
-note: a reader outside the project cannot follow such a citation. And every URL the docs give
-must at least be a well-formed http(s) URL with a host, so that it can be followed at all.
+No file of docs/, optnet/, bench/, tests/ or README.md may point at a private research or
+calibration note: a reader outside the project cannot follow such a citation. And every URL
+the docs give must at least be a well-formed http(s) URL with a host, so that it can be
+followed at all.
 """
 
 from __future__ import annotations

@@ -367,7 +367,7 @@ def test_bundled_hybrid_instance_end_to_end(tmp_path):
     inst = load_instance(INSTANCES / "hybrid.yaml")
     ev = evaluate(inst, from_json(inst, res))
     assert ev.objective_us == pytest.approx(res["objective"], rel=1e-6)
-    # the README's comparison: striping beats either fabric alone
+    # the comparison in docs/case-studies.md: striping beats either fabric alone
     no_stripe = dataclasses.replace(inst, packet=inst.packet.model_copy(update={"hybrid": False}))
     other = solve_instance(no_stripe, SolveOptions(mip_gap=1e-4, time_limit_s=120))
     assert res["objective"] < other.objective * 0.9

@@ -39,7 +39,7 @@ from optnet.solve import SolveOptions, solve_instance
 REL = 1e-6
 PS_SEEDS = tuple(range(40))
 #: instances/ps.yaml: the joint optimum (PS in a near rack), the same job without PS servers, and
-#: the best plan with the PS in rack `far` (README "Dedicated parameter servers").
+#: the best plan with the PS in rack `far` (docs/case-studies.md, "Dedicated parameter servers").
 JOINT_PS_US, NO_PS_US, FAR_PS_US = 46352.657, 54174.382, 50253.057
 
 

@@ -244,7 +244,7 @@ def test_local_search_moves_to_free_servers():
 
 
 def test_bundled_torus_result():
-    """The README's example: traffic-hops and traffic-latency optima, proved."""
+    """The example of docs/case-studies.md: traffic-hops and traffic-latency optima, proved."""
     inst = load_instance(ROOT / "instances" / "torus.yaml")
     hops = solve_traffic(inst, SolveOptions(objective="traffic-hops", time_limit_s=120))
     assert hops.status == "optimal" and hops.objective == 640_000_000

@@ -370,7 +370,7 @@ def test_warm_start_encodes_the_relays():
 
 # --------------------------------------------------------------------------- the bundled instance
 
-#: Measured (README "Relays"): relay on / off, the same instance otherwise.
+#: Measured (docs/case-studies.md, "Relays"): relay on / off, the same instance otherwise.
 RELAY_ON_US = 90_030.080
 RELAY_OFF_US = 117_327.946
 
@@ -389,7 +389,7 @@ def test_bundled_relay_instance_end_to_end(tmp_path):
     assert "Relayed transfers" in r.output and "status: feasible" in r.output
     inst = load_instance(RELAY_YAML)
     assert evaluate(inst, from_json(inst, res)).objective_us == pytest.approx(res["objective"])
-    # the README's comparison: without relays the diagonal pairs take the packet fabric...
+    # docs/case-studies.md: without relays the diagonal pairs take the packet fabric...
     off = solve_instance(dataclasses.replace(inst, relay_overhead_us=None), SolveOptions())
     assert off.status == "optimal" and off.objective == pytest.approx(RELAY_OFF_US, rel=1e-4)
     # ... and without the packet fabric only relays connect them

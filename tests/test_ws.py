@@ -35,7 +35,7 @@ from optnet.ws_schedule import build_schedule
 ROOT = Path(__file__).resolve().parent.parent
 SIRIUS = ROOT / "instances" / "sirius.yaml"
 REL = 1e-6
-#: objective of instances/sirius.yaml (README "Wavelength-switched fabric")
+#: objective of instances/sirius.yaml (docs/case-studies.md, "Wavelength-switched fabric")
 SIRIUS_US = 71688.5188
 
 
@@ -145,7 +145,7 @@ def test_absent_fabric_changes_nothing():
     m, _ = build_model(md)
     assert not hasattr(m, "h") and not md.has_ws
     res = solve_instance(inst, SolveOptions(mip_gap=1e-9))
-    assert math.isclose(res.objective, 28025.6, rel_tol=1e-5)  # README's benchmark row
+    assert math.isclose(res.objective, 28025.6, rel_tol=1e-5)  # docs/benchmarks.md row
     assert "wavelength_switched" not in to_json(inst, res.decisions)
 
 
@@ -345,7 +345,7 @@ def test_sirius_end_to_end(tmp_path):
     assert r.exit_code == 0, r.output
     doc = json.loads(lost.read_text())
     assert doc["wavelength_switched"]["synchronised"] is False
-    assert doc["objective"] > SIRIUS_US * 1.3  # README: 117,822 us
+    assert doc["objective"] > SIRIUS_US * 1.3  # docs/case-studies.md: 117,822 us
     assert doc["instance"]["failures"] == ["sync:ws"]
 
 

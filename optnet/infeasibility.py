@@ -120,6 +120,7 @@ class _Tester:
         self.deadline = deadline
         self.intact = intact_instance(inst)
         self.timed_out = False
+        self.last_optimal = False
         logging.getLogger("pyomo.contrib.solver").setLevel(logging.ERROR)
 
     def active(self) -> list[str]:
@@ -162,6 +163,7 @@ class _Tester:
     def solve(self, m, expr) -> tuple[bool | None, float | None]:
         """(True: feasible, False: proven infeasible, None: out of time; objective bound)."""
         left = self.deadline - time.perf_counter()
+        self.last_optimal = False
         if left <= 0.05 or interrupt.requested():
             self.timed_out = True
             return None, None
@@ -180,6 +182,7 @@ class _Tester:
             raise_exception_on_nonoptimal_result=False,
         )
         tc = res.termination_condition
+        self.last_optimal = tc == TerminationCondition.convergenceCriteriaSatisfied
         if tc in (
             TerminationCondition.provenInfeasible,
             TerminationCondition.infeasibleOrUnbounded,
@@ -318,17 +321,26 @@ def _over_budget(inst: Instance) -> str:
     return f"the best lightpath between these racks loses more: {shown}{more}"
 
 
-def _min_changes(t: _Tester, kept: list[str]) -> tuple[int | None, bool]:
-    """The fewest changes any plan needs (with every other family present), proven or a bound."""
+def _min_changes(t: _Tester, kept: list[str]) -> tuple[int | None, str]:
+    """The fewest changes any plan needs without the budget, and how it is known: "minimum"
+    (proven, every other family present), "bound" (a proven lower bound: out of time, or other
+    families relaxed as the filter left them), "" (not found in time)."""
     m, _md = t.build(frozenset({"change_budget"}))
     if not hasattr(m, "changes"):
-        return None, False
+        return None, ""
     ok, bound = t.solve(m, m.changes)
-    if ok is None and bound is None:
-        return None, False
-    if ok and not t.timed_out:
-        return round(bound) if bound is not None else None, True
-    return (math.ceil(bound - 1e-6) if bound is not None else None), False
+    how = "minimum"
+    if ok is False:  # infeasible with every other family too: as the filter left them
+        m, _md = t.build(frozenset(t.active()) - frozenset(kept) | {"change_budget"})
+        ok, bound = t.solve(m, m.changes)
+        how = "bound"
+    if ok is None and t.deadline - time.perf_counter() <= 0.05:
+        how = "bound"
+    if bound is None or ok is False:
+        return None, ""
+    if ok and how == "minimum" and t.last_optimal:
+        return round(bound), how
+    return math.ceil(bound - 1e-6), "bound"
 
 
 def _messages(inst: Instance, o, t: _Tester, kept: list[str]) -> list[str]:
@@ -340,13 +352,13 @@ def _messages(inst: Instance, o, t: _Tester, kept: list[str]) -> list[str]:
     details: list[str] = []
     for fam in reversed(kept):  # the limits the user set first
         if fam == "change_budget":
-            n, proven = _min_changes(t, kept)
+            n, how = _min_changes(t, kept)
             where = f" after {failed} failed" if fails else ""
             names.append(f"the change budget --max-changes {o.max_changes}")
             if n is None:
-                need = f"no plan within it exists{where}"
+                need = f"the fewest changes a plan needs{where} was not found in time"
             else:
-                how = "its proven minimum" if proven else "a proven lower bound"
+                how = "its proven minimum" if how == "minimum" else "a proven lower bound"
                 need = f"the plan needs at least {n} changes{where} ({how})"
             details.append(f"the change budget --max-changes {o.max_changes}: {need}")
         elif fam == "failures":

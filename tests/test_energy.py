@@ -11,6 +11,7 @@ from gen import tiny_instance
 
 from optnet import schema
 from optnet.energy import energy_report, jain, mean_intensity, static_power_w, transceiver_w
+from optnet.errors import InfeasibleError
 from optnet.evaluate import evaluate
 from optnet.fairness import alone_times
 from optnet.instance import load_instance
@@ -136,3 +137,17 @@ def test_energy_report_slowdown_fields(tiny):
     assert rep["slowdown"] == pytest.approx([2.0, 1.0])
     assert rep["max_slowdown"] == pytest.approx(2.0)
     assert rep["jain_slowdown"] == pytest.approx(jain([0.5, 1.0]))
+
+
+def test_a_tenant_guarantee_of_nothing_adds_no_row_and_one_no_trunk_can_give_is_named():
+    """A tenant with the default ``min_hcf_lightpaths: 0`` on a cluster with no hollow-core
+    trunk used to build ``0 >= 0``, which Pyomo refuses (every solve exited 4)."""
+    inst = load_instance(INSTANCES / "tiny.yaml")
+    inst = replace(inst, racks=tuple(replace(r, fibre_type="smf") for r in inst.racks))
+    jobs = tuple(replace(j, tenant="acme" if j.name == "infer" else "other") for j in inst.jobs)
+    inst = replace(inst, jobs=jobs, tenants=(schema.Tenant(name="acme", min_lightpaths=1),))
+    res = solve_instance(inst, SolveOptions(mip_gap=1e-9))
+    assert res.status == "optimal" and evaluate(inst, res.decisions).feasible
+    hcf = replace(inst, tenants=(schema.Tenant(name="acme", min_hcf_lightpaths=1),))
+    with pytest.raises(InfeasibleError, match="acme: min_hcf_lightpaths"):
+        solve_instance(hcf, SolveOptions())

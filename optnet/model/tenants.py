@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pyomo.environ as pyo
 
+from optnet.errors import InfeasibleError
 from optnet.model.data import ModelData
 
 
@@ -29,21 +30,24 @@ def add_tenant_guarantees(m: pyo.ConcreteModel, md: ModelData) -> None:
     spec = {t.name: t for t in tenants}
     m.tenant_lightpaths = pyo.Constraint(
         m.TENANTS,
-        rule=lambda m, t: (
-            sum(m.n[p + (k,)] for p in pairs_of[t] for k in md.ocs) >= spec[t].min_lightpaths
+        rule=lambda m, t: _at_least(
+            [m.n[p + (k,)] for p in pairs_of[t] for k in md.ocs],
+            spec[t].min_lightpaths,
+            f"tenant {t}: min_lightpaths",
         ),
     )
     m.tenant_hcf_lightpaths = pyo.Constraint(
         m.TENANTS,
-        rule=lambda m, t: (
-            sum(
+        rule=lambda m, t: _at_least(
+            [
                 m.l[p + (k, r, s)]
                 for p in pairs_of[t]
                 for k in md.ocs
                 for r, s in md.rack_pairs
                 if r in hcf or s in hcf
-            )
-            >= spec[t].min_hcf_lightpaths
+            ],
+            spec[t].min_hcf_lightpaths,
+            f"tenant {t}: min_hcf_lightpaths (lightpaths on hollow-core trunks)",
         ),
     )
     m.TENANT_PORTS = pyo.Set(
@@ -61,7 +65,21 @@ def add_tenant_guarantees(m: pyo.ConcreteModel, md: ModelData) -> None:
     )
     m.tenant_ports = pyo.Constraint(
         m.TENANTS,
-        rule=lambda m, t: (
-            sum(m.v[t, k, r] for k in md.ocs for r in md.racks) >= spec[t].min_ocs_ports
+        rule=lambda m, t: _at_least(
+            [m.v[t, k, r] for k in md.ocs for r in md.racks],
+            spec[t].min_ocs_ports,
+            f"tenant {t}: min_ocs_ports",
         ),
     )
+
+
+def _at_least(terms: list, minimum: float, what: str):
+    """``sum(terms) >= minimum``; no row where it asks nothing (a guarantee of 0, or a tenant
+    with no such candidates: a cluster with no hollow-core trunk and the default
+    ``min_hcf_lightpaths: 0``). A positive minimum over no candidates at all cannot be a row
+    (Pyomo refuses ``0 >= m``): it is the infeasibility it is, named."""
+    if minimum <= 0:
+        return pyo.Constraint.Skip
+    if not terms:
+        raise InfeasibleError([f"{what} asks for {minimum:g}, and no candidate can provide any"])
+    return sum(terms) >= minimum

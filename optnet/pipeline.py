@@ -82,6 +82,10 @@ def run(
                 "workload.phases",
                 "--from (re-optimising a running plan) does not support phases yet",
             )
+    from optnet.infeasibility import too_few_servers
+
+    if reasons := too_few_servers(inst):  # proven before any strategy builds a model
+        raise errors.InfeasibleError(reasons)
     used = used_strategy(strategy, o, inst)
     if used == "sequential":
         res = solve_sequential(inst, o)

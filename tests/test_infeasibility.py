@@ -8,6 +8,7 @@ import json
 import time
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from optnet import errors
@@ -144,10 +145,11 @@ def test_failures(tmp_path):
     assert "the intact cluster satisfies every other limit" in out
 
 
-def test_job_sizes_are_proven_without_a_solve(tmp_path):
+@pytest.mark.parametrize("strategy", ["joint", "auto", "sequential"])
+def test_job_sizes_are_proven_without_a_solve(tmp_path, strategy):
     path = _write(tmp_path, "js")
     t0 = time.perf_counter()
-    out = _solve(str(path), "--fail", "server:r0-s0", "--strategy", "joint")
+    out = _solve(str(path), "--fail", "server:r0-s0", "--strategy", strategy)
     assert time.perf_counter() - t0 < 10
     assert "job sizes: the jobs need 4 servers (train 2, infer 2) but 3 usable servers" in out
     assert "after the failures server:r0-s0" in out

@@ -64,6 +64,11 @@ def sweep(spec, out, workers, executor, scheduler, time_limit, restart, dry_run,
     import json
     from pathlib import Path
 
+    from optnet import progress as lines
+
+    # tqdm's bar shows the points on a terminal (or with --progress); else one line per point
+    bar = progress is True or (progress is None and sys.stderr.isatty())
+    lines.for_command(progress is False or bar or dry_run, "reading sweep spec")
     from optnet.sweep import SweepInterrupted, default_out, load_spec, run_sweep
 
     if scheduler and executor != "dask":

@@ -73,8 +73,11 @@ def _handle_errors(fn):
     "-o", "--output", "out", type=click.Path(dir_okay=False), help="Write the explanation here."
 )
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 @_handle_errors
-def explain_cmd(result, instance, workload, time_limit, mip_gap, confirm, fmt, out, force) -> None:
+def explain_cmd(
+    result, instance, workload, time_limit, mip_gap, confirm, fmt, out, force, quiet
+) -> None:
     """Name, per job of RESULT, the resource that binds and what one more unit would save.
 
     Savings (us per iteration) are predicted from the duals of the LP with the plan's integer
@@ -84,6 +87,10 @@ def explain_cmd(result, instance, workload, time_limit, mip_gap, confirm, fmt, o
     """
     import json
 
+    from optnet import progress
+
+    rep = progress.for_command(quiet, "reading plan and duals")
+    rep.count_solves = "confirming re-solve"  # each joint MILP explain solves is counted
     from optnet.explain import ExplainOptions, explain, text_report
     from optnet.safeio import write_atomic
 
@@ -95,6 +102,7 @@ def explain_cmd(result, instance, workload, time_limit, mip_gap, confirm, fmt, o
         workload,
         ExplainOptions(time_limit_s=time_limit, mip_gap=mip_gap, confirm=confirm),
     )
+    rep.phase("writing explanation")
     text = json.dumps(doc, indent=2) + "\n" if fmt == "json" else text_report(doc)
     if out:
         write_atomic(out, text, force=force)

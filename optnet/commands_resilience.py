@@ -148,6 +148,9 @@ def resilience(
     solved to optimality, or on Ctrl-C/SIGTERM (the cases finished are reported, the rest
     listed in a note).
     """
+    from optnet import progress as progress_lines
+
+    rep = progress_lines.for_command(quiet, "loading instance")
     from optnet import errors, interrupt
     from optnet.instance import load_instance
     from optnet.resilience import resilience_document, run_resilience, solve_base, text_report
@@ -164,17 +167,15 @@ def resilience(
 
         inst, notes = apply_failures(inst, list(fail), file="--fail")
     opts = SolveOptions(objective, time_limit, mip_gap, 1, seed, quiet=quiet)
+    rep.phase("base plan")
     base = solve_base(inst, opts)
+    rep.phase("failure cases", f"base {base.status}, {base.objective_us:,.1f} us")
 
     def progress(done: int, total: int, spec: str, res: dict) -> None:
-        if quiet:
-            return
         what = res["status"]
         if res.get("objective_us") is not None:
             what += f", {res['objective_us']:,.1f} us"
-        click.echo(
-            f"optnet: [{done}/{total}] {spec}: {what} ({res.get('solve_s', 0):.1f} s)", err=True
-        )
+        rep.phase(f"case {done}/{total}", f"{spec}: {what}, {res.get('solve_s', 0):.1f} s")
 
     unsolved: list[str] = []
     rows = run_resilience(
@@ -196,6 +197,7 @@ def resilience(
         )
         if not quiet:
             streams.say(f"optnet: {notes[-1]}")
+    rep.phase("writing report")
     doc = resilience_document(inst, base, rows, opts, workers, classes, notes)
     text = dumps(doc) if fmt == "json" else text_report(doc)
     if out:

@@ -18,6 +18,7 @@ from optnet import interrupt
 from optnet.errors import NoIncumbentError
 from optnet.evaluate import evaluate
 from optnet.instance import Instance
+from optnet.progress import current
 from optnet.solve import SolveOptions, solve_instance
 
 
@@ -48,7 +49,10 @@ def _point(inst: Instance, o: SolveOptions, budget: float | None, objective: str
 
 def pareto_front(inst: Instance, o: SolveOptions, points: int = 6) -> list[dict]:
     """Non-dominated (max iteration time, energy per iteration) points, fastest first."""
+    rep = current()
+    rep.phase(f"point 1/{points + 2}", "fastest plan")
     fast = _point(inst, o, None, "max-iteration")
+    rep.phase(f"point 2/{points + 2}", "leanest plan")
     lean = _point(inst, o, None, "energy")
     if fast is None or lean is None:
         if not interrupt.requested():
@@ -65,6 +69,7 @@ def pareto_front(inst: Instance, o: SolveOptions, points: int = 6) -> list[dict]
             if interrupt.requested():
                 break
             b = t0 + (t1 - t0) * i / max(1, points - 1)
+            rep.phase(f"point {i + 3}/{points + 2}", f"budget {b:,.1f} us")
             p = _point(inst, o, b * (1 + 1e-9), "energy")
             if p is not None:
                 rows.append(p)

@@ -48,6 +48,7 @@ from optnet.heuristic import (
     interleaved,
 )
 from optnet.instance import Instance, Server
+from optnet.progress import current
 from optnet.solve import SolveOptions, SolveResult, relative_gap, solve_instance
 
 EXACT_MAX_SERVERS = 32
@@ -129,7 +130,22 @@ def relaxation_bound(
     until = 0.85 * o.time_limit_s
     first = max(0.5, 0.25 * until / max(1, len(inst.jobs)))
     order = sorted(range(len(inst.jobs)), key=lambda j: (-floors[j], j))
-    _relaxation_pass(inst, o, order, per_job, upper, merged_cluster, t0, until, targets, first)
+    rep = current()
+
+    def proven() -> float:
+        if o.objective == "weighted-sum":
+            return sum(j.weight * b for j, b in zip(inst.jobs, per_job))
+        return max(per_job)
+
+    def report(done: int, total: int) -> None:  # every per_job entry is proven at all times
+        rep.offer(inst, bound=proven())
+        if rep.is_target(inst):
+            rep.note(f"relaxation {done}/{total}" if total > 1 else "a hard relaxation again")
+
+    report(0, len(order))
+    _relaxation_pass(
+        inst, o, order, per_job, upper, merged_cluster, t0, until, targets, first, report
+    )
     spent = dict.fromkeys(order, first)
     while time.perf_counter() - t0 < until and not interrupt.requested():
         todo = _open_relaxations(o, per_job, upper, floors)
@@ -137,12 +153,14 @@ def relaxation_bound(
             break
         j = todo[0]
         spent[j] *= 2
-        _relaxation_pass(inst, o, [j], per_job, upper, merged_cluster, t0, until, targets, spent[j])
+        _relaxation_pass(
+            inst, o, [j], per_job, upper, merged_cluster, t0, until, targets, spent[j], report
+        )
     order = sorted(range(len(inst.jobs)), key=lambda j: (-per_job[j], j))
-    _relaxation_pass(inst, o, order, per_job, None, relaxed_cluster, t0, o.time_limit_s)
-    if o.objective == "weighted-sum":
-        return sum(j.weight * b for j, b in zip(inst.jobs, per_job)), per_job
-    return max(per_job), per_job
+    _relaxation_pass(
+        inst, o, order, per_job, None, relaxed_cluster, t0, o.time_limit_s, on_job=report
+    )
+    return proven(), per_job
 
 
 def _open_relaxations(
@@ -173,10 +191,13 @@ def _relaxation_pass(
     until_s: float,
     targets: dict[int, Targets] | None = None,
     budget_s: float | None = None,
+    on_job=None,
 ) -> None:
     """One pass of ``relaxation_bound`` over the jobs in ``order``, each for ``budget_s`` (default:
     the time left shared evenly), raising ``per_job`` and lowering ``upper`` (each relaxation's
-    incumbent) in place; ``targets`` takes a job's answer when its incumbent improves."""
+    incumbent) in place; ``targets`` takes a job's answer when its incumbent improves.
+    ``on_job(done, total)`` is called after each job (progress: the caller knows how the jobs'
+    bounds combine into a bound on the objective; ``o.objective`` may not say it)."""
     running = max(per_job)
     for n, j in enumerate(order):
         job = inst.jobs[j]
@@ -217,6 +238,8 @@ def _relaxation_pass(
             if targets is not None and res.targets and (better or j not in targets):
                 targets[j] = res.targets[0]
         running = max(running, per_job[j])
+        if on_job is not None:
+            on_job(n + 1, len(order))
 
 
 def _exclusive_racks(inst: Instance, order: list[int], jobs: list[int]):
@@ -599,6 +622,10 @@ def solve_decomposed(
     total_slots = sum(j.slots for j in inst.jobs) or 1
     prepared: dict = {}
     chosen: tuple[float, list, str] | None = None
+    rep = current()
+    top = rep.is_target(inst)  # the command's instance: its complete plans are incumbents
+    if top:
+        rep.phase("block starts")
     variants = {
         "packed": block_assignment(inst, priority),
         "spread": block_assignment(inst, priority, spread=True),
@@ -615,6 +642,8 @@ def solve_decomposed(
             if key not in prepared:
                 slots = sum(inst.jobs[j].slots for j in jobs)
                 budget = o.time_limit_s * slots / total_slots
+                if top:
+                    rep.note(f"{name} assignment, {len(prepared) + 1} blocks prepared")
                 prepared[key] = _block_start(inst, block, o, priority, budget, fallback, targets)
             start = prepared[key][1]
             if start is None:
@@ -622,7 +651,10 @@ def solve_decomposed(
             elif scored:
                 _sub, smap = sub_instance(inst, racks, jobs)
                 joined = _splice(joined, inst, racks, jobs, start, smap)
-        score = evaluate(inst, joined, o.objective).objective_us if scored else math.inf
+        ev_joined = evaluate(inst, joined, o.objective) if scored else None
+        score = ev_joined.objective_us if ev_joined is not None else math.inf
+        if ev_joined is not None and ev_joined.feasible:
+            rep.offer(inst, incumbent=score)  # a complete plan: the blocks' starts joined
         if chosen is None or score < chosen[0] * (1 - 1e-9):
             chosen = (score, blocks, name)
     assert chosen is not None
@@ -630,7 +662,9 @@ def solve_decomposed(
     left_slots = total_slots
     d = Decisions()
     info: dict = {"blocks": [], "timings": {}, "assignment": assignment}
-    for racks, jobs, fixed in blocks:
+    for bi, (racks, jobs, fixed) in enumerate(blocks):
+        if top:
+            rep.phase(f"block {bi + 1}/{len(blocks)}")
         sub, smap = sub_instance(inst, racks, jobs)
         slots = sum(inst.jobs[j].slots for j in jobs)
         # time left shared by the blocks left, in proportion to their size: a block that stops
@@ -665,6 +699,8 @@ def solve_decomposed(
         for key in ("candidates_s", "build_s", "transfer_s", "solve_s", "polish_s"):
             info["timings"][key] = info["timings"].get(key, 0.0) + res.timings.get(key, 0.0)
         d = _splice(d, inst, racks, jobs, res.decisions, smap)
+        if top and bi + 1 < len(blocks):  # the blocks solved so far and the others' starts
+            _offer_joined(rep, inst, o, d, blocks[bi + 1 :], prepared)
         info.setdefault("block_index", []).append((racks, jobs))
         info["blocks"].append(
             {
@@ -676,6 +712,21 @@ def solve_decomposed(
         )
     info["decomposition_s"] = time.perf_counter() - t0
     return d.canonical(), info
+
+
+def _offer_joined(rep, inst: Instance, o: SolveOptions, d: Decisions, rest, prepared) -> None:
+    """Offer the progress reporter the complete plan of ``d`` (the blocks solved) with the
+    blocks in ``rest`` on their warm starts, when every start exists and the plan is feasible."""
+    joined = d
+    for racks, jobs, fixed in rest:
+        start = prepared[_block_key((racks, jobs, fixed))][1]
+        if start is None:
+            return
+        _sub, smap = sub_instance(inst, racks, jobs)
+        joined = _splice(joined, inst, racks, jobs, start, smap)
+    ev = evaluate(inst, joined, o.objective)
+    if ev.feasible:
+        rep.offer(inst, incumbent=ev.objective_us)
 
 
 def _greedy_incumbent(
@@ -740,6 +791,7 @@ def _improve_critical(
         ev2 = evaluate(inst, trial, o.objective)
         if ev2.feasible and ev2.objective_us < objective - 1e-9:
             d, objective = trial, ev2.objective_us
+            current().offer(inst, incumbent=objective)
             tried.discard(bi)  # the critical job may now be elsewhere, or here again
     return objective, d, rounds
 
@@ -830,10 +882,17 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
     t0 = time.perf_counter()
     deadline = o.time_limit_s
     small = len(inst.servers) <= EXACT_MAX_SERVERS
+    rep = current()  # phases and global numbers (docs/progress.md)
+    top = rep.is_target(inst)
+    if top:
+        rep.phase("first plan")
     first = _greedy_incumbent(inst, o)
     t_first = time.perf_counter() - t0 if first is not None else None
     first_us = evaluate(inst, first, o.objective).objective_us if first is not None else None
+    rep.offer(inst, incumbent=first_us)  # _greedy_incumbent keeps only feasible plans
     try:
+        if top:
+            rep.phase("bound")
         targets: dict[int, Targets] = {}
         lb, per_job = relaxation_bound(
             inst, replace(o, time_limit_s=max(1.0, 0.25 * deadline)), targets
@@ -880,13 +939,19 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
         ev0 = evaluate(inst, first, o.objective)
         if ev0.objective_us < objective - 1e-9:
             objective, decisions = ev0.objective_us, first
+    rep.offer(inst, incumbent=objective, bound=lb)
     if o.objective == "max-iteration" and not small and decisions is d:
+        if top:
+            rep.phase("improve")
         objective, decisions, rounds = _improve_critical(
             inst, o, decisions, objective, info.get("block_index", []), t0 + 0.9 * deadline, lb
         )
         info["critical_rounds"] = rounds
+        if top:
+            rep.phase("tighten bound")
         lb = _tighten_critical_bound(inst, o, decisions, per_job, t0 + 0.95 * deadline)
         bound = lb
+        rep.offer(inst, bound=lb)
     status = "optimal" if relative_gap(objective, lb) <= o.mip_gap else _stopped()
     timings = {
         "bound_s": t_bound,
@@ -923,4 +988,5 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
         status = "optimal" if relative_gap(objective, bound) <= o.mip_gap else _stopped()
     gap = relative_gap(objective, bound)
     timings["total_s"] = time.perf_counter() - t0
+    rep.offer(inst, incumbent=objective, bound=bound)
     return SolveResult(status, objective, bound, gap, decisions, timings, size, solver)

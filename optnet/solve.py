@@ -28,7 +28,7 @@ from optnet.decode import decode, decode_targets, encode
 from optnet.errors import NoIncumbentError, SolverError
 from optnet.instance import Instance
 from optnet.model import build_model, model_data
-from optnet.progress import Progress
+from optnet.progress import Progress, current
 
 
 @dataclass
@@ -121,6 +121,13 @@ def solve_instance(
     (the LP with every integer decision fixed), so it is exactly a function of the decisions."""
     o = options or SolveOptions()
     t0 = time.perf_counter()
+    rep = current()
+    # the command's own instance, unrestricted: its numbers are the command's (docs/progress.md)
+    top = rep.is_target(inst) and not (o.relax or fixed_racks or available_servers)
+    if top:
+        rep.phase("building model")
+    else:
+        rep.solve_started()
     cands = cands if cands is not None else all_candidates(inst)
     t_cand = time.perf_counter() - t0
     md = model_data(inst, cands, o.objective, o.relax, available_servers)
@@ -158,7 +165,22 @@ def solve_instance(
     opt = SolverFactory("highs")
     timer = HierarchicalTimer()
     t2 = time.perf_counter()
-    progress = Progress(o.time_limit_s, quiet=o.quiet, stop_at=o.stop_at_us)
+    scale = md.objective_scale
+    proven_floor = floor if floor > 0 and scale == 1.0 else 0.0
+
+    def feed(inc: float | None, bnd: float | None) -> None:
+        """HiGHS's numbers as the command's: the incumbent is a complete plan (polishing only
+        lowers it), the dual bound holds for the whole instance, raised by the floors."""
+        rep.update(
+            None if inc is None else inc * scale,
+            None if bnd is None else max(bnd * scale, proven_floor),
+        )
+
+    if top:
+        rep.update(bound=proven_floor or None)
+    progress = Progress(
+        o.time_limit_s, quiet=o.quiet, stop_at=o.stop_at_us, feed=feed if top else None
+    )
     try:
         timer.start("set_instance")
         opt.set_instance(m)
@@ -167,6 +189,8 @@ def solve_instance(
         if warm_start is not None:
             _set_warm_start(opt, m, encode(m, md, warm_start))
         progress.start()
+        if top:
+            rep.phase("full MILP")
         logging.getLogger("pyomo.contrib.solver").setLevel(logging.ERROR)
         res = opt.solve(
             m,
@@ -247,6 +271,8 @@ def solve_instance(
     res.solution_loader.load_vars()
     decisions = decode(m, md)
     t3 = time.perf_counter()
+    if top:
+        rep.phase("polish")
     objective = _polish(m, opt, o) if o.polish else float(res.incumbent_objective)
     timings["polish_s"] = time.perf_counter() - t3
     if bound is not None and status == "optimal":
@@ -257,6 +283,8 @@ def solve_instance(
     gap = relative_gap(objective, bound)
     if status in ("time_limit", "interrupted") and gap is not None and gap <= o.mip_gap:
         status = "optimal"  # within the gap of the floors: proven, though HiGHS was not done
+    if top:
+        rep.update(objective, bound)
     return SolveResult(status, objective, bound, gap, decisions, timings, size, info)
 
 

@@ -31,7 +31,7 @@ from optnet.decode import decode
 from optnet.errors import NoIncumbentError, SolverError
 from optnet.instance import Instance
 from optnet.model import build_model, model_data
-from optnet.progress import Progress
+from optnet.progress import Progress, current
 from optnet.solve import SolveOptions, SolveResult, _options, _polish
 
 
@@ -68,6 +68,10 @@ def solve_sequential(inst: Instance, options: SolveOptions | None = None) -> Sol
     """Placement, then circuits and lightpaths, then algorithms; each stage frozen in turn."""
     o = options or SolveOptions()
     t0 = time.perf_counter()
+    rep = current()
+    top = rep.is_target(inst)
+    if top:
+        rep.phase("building model")
     cands = all_candidates(inst)
     md = model_data(inst, cands, o.objective)
     m, _ = build_model(md)
@@ -80,6 +84,8 @@ def solve_sequential(inst: Instance, options: SolveOptions | None = None) -> Sol
     except Exception:  # noqa: BLE001 - without callbacks, a stop waits for the stage's end
         progress = None
     cross = sum(m.w[p + rs] for p in md.pairs for rs in md.rack_pairs if rs[0] != rs[1])
+    if top:
+        rep.phase("stage 1/3 placement")
     _stage(m, opt, o, cross, progress=progress)
     if not interrupt.requested():  # else: the placement stage's plan is complete: keep it
         for v in m.y.values():
@@ -88,14 +94,24 @@ def solve_sequential(inst: Instance, options: SolveOptions | None = None) -> Sol
         phased = (m.c_ph, m.n_ph, m.z_ph) if md.H > 1 else ()
         if md.H > 1:  # every phase's lightpaths, blind to the reconfiguration they cost
             lightpaths = lightpaths + sum(m.n_ph.values())
+        if top:
+            rep.phase("stage 2/3 circuits")
         _stage(m, opt, o, lightpaths, pyo.maximize, progress)
         if not interrupt.requested():
             for comp in (m.c, m.n, m.z, *phased):
                 for v in comp.values():
                     v.fix(round(pyo.value(v)))
+            if top:
+                rep.phase("stage 3/3 algorithms")
+            if progress is not None and top:  # the real objective on a complete plan; its
+                # dual bound holds only with the first stages' decisions fixed: no bound
+                progress.feed = lambda inc, _bnd: rep.update(incumbent=inc)
             _stage(m, opt, o, m.obj.expr, progress=progress)
+    if top:
+        rep.phase("polish")
     decisions = decode(m, md)
     objective = _polish(m, opt, o)
+    rep.offer(inst, incumbent=objective)
     return SolveResult(
         "interrupted" if interrupt.requested() else "feasible",
         objective,
@@ -113,4 +129,5 @@ def explain_infeasible(inst: Instance, options: SolveOptions | None = None) -> l
     deletion filter over them (``optnet.infeasibility``), each named with its numbers."""
     from optnet.infeasibility import explain
 
+    current().phase("diagnosing infeasibility")  # its solves are of other instances
     return explain(inst, options)

@@ -1207,6 +1207,10 @@ def _run_locked(
     )
     solved = 0
     wanted = {t["key"] for t in tasks}
+    from optnet.progress import current
+
+    lines = current()  # the command's line reporter (quiet while the bar shows)
+    lines.phase(f"point 0/{len(tasks)}", f"{len(sweep.points) - len(tasks)} recorded earlier")
 
     def on_done(result: dict[str, Any]) -> None:
         nonlocal solved
@@ -1222,6 +1226,7 @@ def _run_locked(
         solved += 1
         bar.set_postfix_str(f"{row['id']} {row['status']}", refresh=False)
         bar.update(1)
+        lines.phase(f"point {solved}/{len(tasks)}", f"{row['id']} {row['status']}")
 
     def stopping(running: int) -> None:
         bar.clear()

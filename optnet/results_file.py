@@ -5,7 +5,8 @@ results file (:func:`load_results`); ``evaluate``, ``solve --from``, ``explain``
 read its decisions against an instance (:func:`read_plan`, then
 ``optnet.decisions.from_json``). The file must be a regular file (``optnet.safeio``), strict JSON
 and an object; a results file (one with ``schema_version``) must be of major version 1 and match
-``optnet.results_schema.Results`` (types strict, every problem reported with its field path), and
+``optnet.results_schema.Results`` (types strict, objects closed: an unknown key is refused by
+name; every problem reported with its field path), and
 its plan must be consistent in itself (a server in one job only, once; a rank on one of its job's
 servers). Every failure is an :class:`~optnet.errors.InputError` (exit 2): never an internal
 error.
@@ -26,6 +27,8 @@ from optnet.safeio import read_json
 MAX_LISTED = 20
 """Problems listed per file (the rest are counted)."""
 
+UNKNOWN_KEY = "the results schema 1.x has no such key (optnet schema results lists the keys)"
+
 
 def _field(loc: tuple[Any, ...]) -> str:
     out = ""
@@ -37,6 +40,11 @@ def _field(loc: tuple[Any, ...]) -> str:
 def _problems(name: str, exc: ValidationError) -> list[Problem]:
     out = []
     for e in exc.errors():
+        if e["type"] == "extra_forbidden":  # a closed object: name the key, not its value
+            key = repr(e["loc"][-1])
+            key = key if len(key) <= 40 else key[:37] + "..."
+            out.append(Problem(name, _field(e["loc"]), f"unknown key {key}: {UNKNOWN_KEY}"))
+            continue
         got = repr(e.get("input"))
         got = got if len(got) <= 40 else got[:37] + "..."
         msg = e["msg"][0].lower() + e["msg"][1:]
@@ -61,9 +69,28 @@ def check_results(data: Any, name: str) -> dict[str, Any]:
     try:
         Results.model_validate(data)
     except ValidationError as exc:
-        _raise(_problems(name, exc))
+        problems = _problems(name, exc)
+        hint = _newer(version)
+        if hint and any(e["type"] == "extra_forbidden" for e in exc.errors()):
+            problems.insert(0, Problem(name, "schema_version", hint))
+        _raise(problems)
     _raise_if(_plan_problems(data, name))
     return data
+
+
+def _newer(version: str) -> str | None:
+    """Why unknown keys may be a later 1.x's: ``version`` is newer than what this optnet writes."""
+    from optnet.results import SCHEMA_VERSION
+
+    def parts(v: str) -> tuple[int, ...]:
+        return tuple(int(x) if x.isdigit() else 0 for x in v.split("."))
+
+    if parts(version) <= parts(SCHEMA_VERSION):
+        return None
+    return (
+        f"{version} is newer than this optnet's {SCHEMA_VERSION}: the keys it does not know may "
+        "be that version's (upgrade optnet to read the file)"
+    )
 
 
 def _raise_if(problems: list[Problem]) -> None:

@@ -1,11 +1,20 @@
-"""The results contract as pydantic models: ``optnet schema results`` prints it, every command
-that reads a results file validates it with :class:`Results` (``optnet.results_file``), and the
-tests validate every results file optnet writes against it.
+"""The results contract as pydantic models: the one source of truth for results files.
+
+``optnet schema results`` prints the JSON Schema generated from :class:`Results`
+(``optnet.contract`` adds ``$schema`` and ``$id``), every command that reads a results file
+validates it with :class:`Results` (``optnet.results_file``), and the tests validate every
+results file optnet writes against both (tests/test_contract.py).
 
 Types are strict: a string is never a number, ``true`` is never an integer, ``null`` only where
 the writer puts it (a number that was not finite, a missing bound). An integer may be written
-as an integral float (``2.0``), as JSON writers of other languages do. Extra keys are allowed
-(forward compatible within ``schema_version`` 1.x); every key listed here is typed.
+as an integral float (``2.0``), as JSON writers of other languages do.
+
+Objects are closed (``additionalProperties: false``): an unknown key is an error naming it, at
+the top level and in every object with fixed keys. Maps keyed by names (``placement`` by job,
+``algorithms``, ``schedule``, ``timings``, ``model_size``, ``instance.files``) type their values.
+The one open object is ``solver``: diagnostics whose keys depend on the strategy that ran (its
+usual keys are typed). Keys that only some instances, objectives or options produce are
+optional. A new key means a new minor version, and a reader of an older one refuses it.
 """
 
 from __future__ import annotations
@@ -24,8 +33,10 @@ def _whole(x: Any) -> Any:
 
 def _count(le: int) -> Any:
     """A whole number in ``0..le`` (the instance schema's bounds: a reader that sizes a table or
-    a plot by it can never be made to allocate without limit)."""
-    return Annotated[int, BeforeValidator(_whole), Field(ge=0, le=le)]
+    a plot by it can never be made to allocate without limit). The bounds come before the
+    validator so that the JSON Schema says ``minimum``/``maximum`` (after it, pydantic would
+    emit its own ``ge``/``le``, which JSON Schema validators ignore)."""
+    return Annotated[int, Field(ge=0, le=le), BeforeValidator(_whole)]
 
 
 Count = _count(10**12)
@@ -39,30 +50,43 @@ Pair = Annotated[list[str], Field(min_length=2, max_length=2)]
 IntPair = Annotated[list[Channel], Field(min_length=2, max_length=2)]
 
 
+class _Closed(BaseModel):
+    """An object with fixed keys: an unknown key is an error (``additionalProperties: false``)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
 class _Open(BaseModel):
+    """An object whose known keys are typed and whose other keys are free (diagnostics)."""
+
     model_config = ConfigDict(extra="allow", strict=True)
 
 
-class InstanceInfo(_Open):
+VERSION_PATTERN = r"^1(\.[0-9]+)*$"
+"""Any 1.x version: what this optnet reads (``results_file`` says so in words first)."""
+
+
+class InstanceInfo(_Closed):
     name: str
     input_hash: str
     files: dict[str, str]
-    failures: list[Any] = []
+    """file name -> its SHA-256 (the instance file and a -w workload)."""
+    failures: list[str] = []
 
 
-class Rank(_Open):
+class Rank(_Closed):
     rank: Count
     server: str
     gpu: _count(1023)
 
 
-class JobPlacement(_Open):
+class JobPlacement(_Closed):
     servers: list[str]
     ranks: list[Rank] = []
     ps_servers: list[str] = []
 
 
-class CircuitOut(_Open):
+class CircuitOut(_Closed):
     ocs: str
     ports: Annotated[list[Port], Field(min_length=2, max_length=2)]
     racks: Pair
@@ -70,7 +94,7 @@ class CircuitOut(_Open):
     loopback: bool
 
 
-class PhaseLightpath(_Open):
+class PhaseLightpath(_Closed):
     """A lightpath as a phase plan lists it (the decision alone)."""
 
     ocs: str
@@ -89,27 +113,27 @@ class LightpathOut(PhaseLightpath):
     utilisation: Num = None
 
 
-class PhasePlanOut(_Open):
+class PhasePlanOut(_Closed):
     phase: str
     circuits: list[CircuitOut]
     lightpaths: list[PhaseLightpath]
 
 
-class OcsChange(_Open):
+class OcsChange(_Closed):
     ocs: str
     reconfig_delay_us: Num = None
-    set_up: list[list[str]] = []
-    torn_down: list[list[str]] = []
+    set_up: list[Pair] = []
+    torn_down: list[Pair] = []
 
 
-class Reconfiguration(_Open):
+class Reconfiguration(_Closed):
     boundary: str
     into_phase: str | None = None
     delay_us: Num = None
     ocs: list[OcsChange] = []
 
 
-class Breakdown(_Open):
+class Breakdown(_Closed):
     fixed_latency: Num
     propagation: Num
     serialisation: Num
@@ -118,7 +142,7 @@ class Breakdown(_Open):
     reduction: Num
 
 
-class CollectiveOut(_Open):
+class CollectiveOut(_Closed):
     job: str
     name: str
     kind: str
@@ -133,16 +157,19 @@ class CollectiveOut(_Open):
     breakdown_us: Breakdown
     algbw_gbytes_per_s: Num
     busbw_gbytes_per_s: Num
+    byte_hops: Num = None
+    """Direct-connect fabrics (``--objective traffic-*``): bytes times hops."""
+    mean_hops: Num = None
 
 
-class Phase(_Open):
+class Phase(_Closed):
     phase: str
     lane: str
     start_us: Num
     end_us: Num
 
 
-class JobOut(_Open):
+class JobOut(_Closed):
     name: str
     gpus: Count
     servers: list[str]
@@ -151,29 +178,70 @@ class JobOut(_Open):
     exposed_comm_us: Num
     gpu_utilisation: Num
     weight: Num
+    nvlink_busy_us: Num = None
     ps_servers: list[str] = []
+    reconfiguration_us: Num = None
+    """With communication phases: the job's reconfiguration time per iteration."""
+    traffic_bytes: Num = None
+    """Direct-connect fabrics (``--objective traffic-*``) from here on."""
+    byte_hops: Num = None
+    mean_hops: Num = None
+    max_hops: Count | None = None
+    traffic_latency_us: Num = None
+    objective: Num = None
 
 
-class Link(_Open):
+class Link(_Closed):
+    """A trunk fibre (``type`` fibre), an NVLink domain (nvlink) or a direct link (direct)."""
+
     link: str
     type: str
+    fibre_type: str | None = None
+    length_km: Num = None
     wavelengths: _count(1024) | None = None
     wavelengths_used: _count(1024) | None = None
+    utilisation: Num = None
+    job: str | None = None
+    rate_gbps: Num = None
+    busy_us: Num = None
+    bytes: Annotated[list[Num], Field(min_length=2, max_length=2)] | None = None
+    """A direct link: bytes each way per iteration."""
 
 
-class EnergyJob(_Open):
+class EnergyJob(_Closed):
     name: str
-
-
-class Energy(_Open):
-    jobs: list[EnergyJob] = []
+    gpu_j_per_iteration: Num = None
+    transceiver_j_per_iteration: Num = None
+    lightpaths: Count | None = None
     j_per_iteration: Num = None
     kwh_per_run: Num = None
+    gpu_hours_waiting_per_run: Num = None
+    run_hours: Num = None
     gco2e_per_iteration: Num = None
     kgco2e_per_run: Num = None
 
 
-class Relay(_Open):
+class Energy(_Closed):
+    """Energy, carbon and fairness (empty for direct-connect fabrics)."""
+
+    jobs: list[EnergyJob] = []
+    static_power_w: Num = None
+    ocs_power_w: Num = None
+    packet_switches: Count | None = None
+    transceiver_w: Num = None
+    j_per_iteration: Num = None
+    kwh_per_run: Num = None
+    gco2e_per_iteration: Num = None
+    kgco2e_per_run: Num = None
+    jain_utilisation: Num = None
+    alone_us: list[Num] | None = None
+    """``--objective max-slowdown`` from here on: each job's time alone, its slowdown."""
+    slowdown: list[Num] | None = None
+    max_slowdown: Num = None
+    jain_slowdown: Num = None
+
+
+class Relay(_Closed):
     job: str
     collective: str
     step: Count
@@ -182,12 +250,16 @@ class Relay(_Open):
     to: str
 
 
-class WsPair(_Open):
+class WsPair(_Closed):
     servers: Pair
     slots_per_cycle: _count(64) | None = None
+    rate_gbps: Num = None
+    latency_us: Num = None
+    switching_us: Num = None
+    utilisation: Num = None
 
 
-class WsSlotOut(_Open):
+class WsSlotOut(_Closed):
     slot: _count(63)
     transceiver: Channel
     from_: str = Field(alias="from")
@@ -195,15 +267,69 @@ class WsSlotOut(_Open):
     wavelength: Channel
 
 
-class WavelengthSwitched(_Open):
+class WavelengthSwitched(_Closed):
+    fabric: str | None = None
+    enabled: bool | None = None
+    synchronised: bool | None = None
+    sync_error_us: Num = None
+    thermal_drift_us: Num = None
+    guard_us: Num = None
+    slot_us: Num = None
+    slots_per_cycle: _count(64) | None = None
+    cycle_us: Num = None
+    duty_cycle: Num = None
+    transceivers_per_server: _count(1024) | None = None
+    channel_rate_gbps: Num = None
     pairs: list[WsPair] = []
     schedule: list[WsSlotOut] = []
 
 
-class Results(_Open):
+class MovedSlot(_Closed):
+    job: str
+    slot: Count
+    from_: str | None = Field(alias="from")
+    """The slot's server in the running plan (null: the job had no such slot)."""
+    to: str
+
+
+class CircuitChange(_Closed):
+    ocs: str
+    racks: Pair
+
+
+class Retuned(PhaseLightpath):
+    previous_wavelengths: IntPair
+
+
+class Changes(_Closed):
+    """``solve --from``: what changes from the running plan (the repair list)."""
+
+    moved_slots: list[MovedSlot] = []
+    circuits_added: list[CircuitChange] = []
+    circuits_removed: list[CircuitChange] = []
+    lightpaths_added: list[PhaseLightpath] = []
+    lightpaths_removed: list[PhaseLightpath] = []
+    wavelengths_retuned: list[Retuned] = []
+    counts: dict[str, Count] = {}
+
+
+class Solver(_Open):
+    """What ran and how (diagnostics: other keys depend on the strategy and are not promised)."""
+
+    name: str | None = None
+    strategy: str | None = None
+    method: str | None = None
+    termination: str | None = None
+    threads: Count | None = None
+    seed: Count | None = None
+    mip_gap: Num = None
+    time_limit_s: Num = None
+
+
+class Results(_Closed):
     """One solve or evaluation (``schema_version`` bumps when a promised key changes)."""
 
-    schema_version: str
+    schema_version: Annotated[str, Field(pattern=VERSION_PATTERN)]
     optnet_version: str
     status: str
     objective_name: str
@@ -216,7 +342,7 @@ class Results(_Open):
     violations: list[str]
     instance: InstanceInfo
     timings: dict[str, Num] | None = None
-    solver: dict[str, Any] | None = None
+    solver: Solver | None = None
     strategy: str | None = None
     model_size: dict[str, Count] | None = None
     placement: dict[str, JobPlacement]
@@ -233,4 +359,4 @@ class Results(_Open):
     links: list[Link]
     energy: Energy | None = None
     wavelength_switched: WavelengthSwitched | None = None
-    changes: dict[str, Any] | None = None
+    changes: Changes | None = None

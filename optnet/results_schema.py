@@ -301,6 +301,21 @@ class Retuned(PhaseLightpath):
     previous_wavelengths: IntPair
 
 
+class LostSlot(_Closed):
+    job: str
+    slot: Count
+    server: str
+    """The failed server the slot was on."""
+
+
+class LostToFailures(_Closed):
+    """What the instance's failures took from the running plan: no change, in no count."""
+
+    slots: list[LostSlot] = []
+    circuits: list[CircuitChange] = []
+    lightpaths: list[PhaseLightpath] = []
+
+
 class Changes(_Closed):
     """``solve --from``: what changes from the running plan (the repair list)."""
 
@@ -311,6 +326,7 @@ class Changes(_Closed):
     lightpaths_removed: list[PhaseLightpath] = []
     wavelengths_retuned: list[Retuned] = []
     counts: dict[str, Count] = {}
+    lost_to_failures: LostToFailures | None = None
 
 
 class Solver(_Open):

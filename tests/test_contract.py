@@ -241,8 +241,9 @@ def test_evaluate_json_of_every_solution_file(tmp_path, solution):
     assert_valid("evaluate", json.loads(r.output), solution)
 
 
-def test_solve_from_lists_changes(tmp_path, tiny_results):
-    doc = _solve(tmp_path, TINY, "--from", tiny_results, "--max-changes", "4")
+@pytest.mark.parametrize("fail", [[], ["--fail", "ocs:ocs1"]], ids=["intact", "failed ocs"])
+def test_solve_from_lists_changes(tmp_path, tiny_results, fail):
+    doc = _solve(tmp_path, TINY, "--from", tiny_results, "--max-changes", "4", *fail)
     assert "changes" in doc
     assert_valid("results", doc)
 

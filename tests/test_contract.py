@@ -243,7 +243,7 @@ def test_evaluate_json_of_every_solution_file(tmp_path, solution):
 
 @pytest.mark.parametrize("fail", [[], ["--fail", "ocs:ocs1"]], ids=["intact", "failed ocs"])
 def test_solve_from_lists_changes(tmp_path, tiny_results, fail):
-    doc = _solve(tmp_path, TINY, "--from", tiny_results, "--max-changes", "4", *fail)
+    doc = _solve(tmp_path, TINY, "--from", tiny_results, *fail)
     assert "changes" in doc
     assert_valid("results", doc)
 

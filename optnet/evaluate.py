@@ -48,8 +48,9 @@ class Evaluation:
 # --------------------------------------------------------------------------- feasibility
 
 
-def check_placement(inst: Instance, d: Decisions) -> list[str]:
-    """Every job on exactly its number of servers; no server (hence no GPU) shared."""
+def check_placement(inst: Instance, d: Decisions, failed_ok: bool = False) -> list[str]:
+    """Every job on exactly its number of servers; no server (hence no GPU) shared; none on a
+    failed server, unless ``failed_ok`` (a running plan that a failure hit: ``--from``)."""
     out = []
     owner: dict[int, str] = {}
     for ji, job in enumerate(inst.jobs):
@@ -62,7 +63,7 @@ def check_placement(inst: Instance, d: Decisions) -> list[str]:
         for s in servers:
             if not 0 <= s < len(inst.servers):
                 out.append(f"placement: job {job.name}: server index {s} does not exist")
-            elif s not in inst.racks[inst.servers[s].rack].servers:
+            elif s not in inst.racks[inst.servers[s].rack].servers and not failed_ok:
                 out.append(
                     f"placement: job {job.name} is on {inst.servers[s].name}, which has failed"
                 )

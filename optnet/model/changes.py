@@ -4,6 +4,7 @@ Active only when the model data carries a previous plan. With prev_rack(j,m), pr
 and previous lightpath counts N0 (per slot pair and OCS, read through the previous placement):
 
     moved[j,m]   = 1 - y[j,m,prev_rack(j,m)]                        (slot leaves its rack)
+                   (1 for a slot whose server failed: it must move)
     circ_delta   = sum_{C0} (1 - c) + sum_{not C0} c                 (circuits torn down/set up)
     dn[p,o]     >= n[p,o] - N0[p,o],  dn[p,o] >= N0[p,o] - n[p,o]    (lightpaths added/removed)
     changes      = sum moved + sum circ_delta + sum dn
@@ -11,7 +12,13 @@ and previous lightpath counts N0 (per slot pair and OCS, read through the previo
 
 Counting slot moves by rack is exact for cross-rack moves; moves inside a rack are avoided by the
 decoder, which keeps a slot on its previous server when that server is in the chosen rack.
-A previous lightpath is counted at the slot pair it served, so it is kept only if both slots stay.
+A previous lightpath is counted at the slot pair it served. This is exact while slots keep their
+racks; where slots move racks the model can over- or under-count against ``changes.diff`` (which
+compares server pairs: a lightpath kept between two servers that now serve another job is no
+change), because the model places slots in racks and the decoder picks the servers
+(docs/model.md §5.6, "Limits").
+C0 and N0 hold only what survived the failures (``optnet.changes.surviving``): a circuit or
+lightpath a failure took is lost, not a change; its replacement is one.
 """
 
 from __future__ import annotations
@@ -26,7 +33,9 @@ def add_change_count(m: pyo.ConcreteModel, md: ModelData) -> None:
     if prev is None:
         return
     slots = [sl for sl in md.slots if sl in prev.rack_of_slot]
-    m.moved = pyo.Expression(expr=sum(1 - m.y[j, s, prev.rack_of_slot[(j, s)]] for j, s in slots))
+    m.moved = pyo.Expression(
+        expr=prev.forced_moves + sum(1 - m.y[j, s, prev.rack_of_slot[(j, s)]] for j, s in slots)
+    )
     m.circuit_changes = pyo.Expression(
         expr=sum((1 - m.c[key]) if key in prev.circuits else m.c[key] for key in md.circuits)
     )

@@ -156,6 +156,84 @@ def lightpath_jobs(r: dict[str, Any]) -> list[str | None]:
     return out
 
 
+def failures_applied(r: dict[str, Any]) -> list[str]:
+    """The failures the plan was made under (``instance.failures``: ``--fail`` and the
+    instance's own ``failures``), as ``KIND:ELEMENT`` strings."""
+    inst = r.get("instance")
+    failures = inst.get("failures") if isinstance(inst, dict) else None
+    return [str(f) for f in failures] if isinstance(failures, list) else []
+
+
+def _pair(x: Any, sep: str) -> str:
+    return sep.join(map(str, x)) if isinstance(x, list) else ("" if x is None else str(x))
+
+
+_CHANGE_KINDS = (
+    ("moved_slots", "slot moved"),
+    ("circuits_added", "circuit set up"),
+    ("circuits_removed", "circuit torn down"),
+    ("lightpaths_added", "lightpath set up"),
+    ("lightpaths_removed", "lightpath torn down"),
+    ("wavelengths_retuned", "wavelength retuned"),
+)
+
+
+_LOST_KINDS = (
+    ("slots", "slot lost to a failure"),
+    ("circuits", "circuit lost to a failure"),
+    ("lightpaths", "lightpath lost to a failure"),
+)
+
+
+def change_rows(changes: dict[str, Any]) -> list[list[Any]]:
+    """One row per change of a ``--from`` solve (``changes`` of the results, optnet/changes.py):
+    change, job or OCS, element, from, to; then what the failures took from the running plan
+    (``changes.lost_to_failures``: no operator action, counted in no budget)."""
+    rows: list[list[Any]] = []
+    for key, what in _CHANGE_KINDS:
+        items = changes.get(key)
+        for c in items if isinstance(items, list) else []:
+            if not isinstance(c, dict):
+                rows.append([what, None, str(c), None, None])
+            elif key == "moved_slots":
+                rows.append([what, c.get("job"), f"slot {c.get('slot')}", c.get("from"),
+                             c.get("to")])  # fmt: skip
+            elif key.startswith("circuits"):
+                racks = _pair(c.get("racks"), "-")
+                rows.append([what, c.get("ocs"), f"racks {racks}", None, None])
+            else:
+                servers = _pair(c.get("servers"), " <-> ")
+                trx = _pair(c.get("transceivers"), "/")
+                el = f"{servers} (transceivers {trx})" if trx else servers
+                wl = "wavelengths " + _pair(c.get("wavelengths"), "/")
+                if key == "lightpaths_added":
+                    rows.append([what, c.get("ocs"), el, None, wl])
+                elif key == "lightpaths_removed":
+                    rows.append([what, c.get("ocs"), el, wl, None])
+                else:
+                    prev = "wavelengths " + _pair(c.get("previous_wavelengths"), "/")
+                    rows.append([what, c.get("ocs"), el, prev, wl])
+    lost = changes.get("lost_to_failures")
+    lost = lost if isinstance(lost, dict) else {}
+    for key, what in _LOST_KINDS:
+        items = lost.get(key)
+        for c in items if isinstance(items, list) else []:
+            if not isinstance(c, dict):
+                rows.append([what, None, str(c), None, None])
+            elif key == "slots":
+                rows.append([what, c.get("job"), f"slot {c.get('slot')}", c.get("server"), None])
+            elif key == "circuits":
+                rows.append([what, c.get("ocs"), f"racks {_pair(c.get('racks'), '-')}", None,
+                             None])  # fmt: skip
+            else:
+                servers = _pair(c.get("servers"), " <-> ")
+                trx = _pair(c.get("transceivers"), "/")
+                el = f"{servers} (transceivers {trx})" if trx else servers
+                wl = "wavelengths " + _pair(c.get("wavelengths"), "/")
+                rows.append([what, c.get("ocs"), el, wl, None])
+    return rows
+
+
 def report_model(r: dict[str, Any]) -> Report:
     """Everything the reports show, formatted nowhere yet (cells keep their raw values)."""
     inst = r.get("instance") or {}
@@ -176,6 +254,28 @@ def report_model(r: dict[str, Any]) -> Report:
         summary.append(("gap on communication", f"{100 * r['comm_gap']:.4f} %"))
     if r.get("strategy"):
         summary.append(("strategy", str(r["strategy"])))
+    failures = failures_applied(r)
+    if failures:
+        summary.append(("failures applied", ", ".join(failures)))
+    changes = r.get("changes")
+    if isinstance(changes, dict):
+        counts = changes.get("counts") if isinstance(changes.get("counts"), dict) else {}
+        total = counts.get("total")
+        if not _num(total):
+            total = len(change_rows(changes))
+        lost = changes.get("lost_to_failures")
+        n_lost = (
+            sum(len(v) for v in lost.values() if isinstance(v, list))
+            if isinstance(lost, dict)
+            else 0
+        )
+        summary.append(
+            (
+                "changes from the previous plan (--from)",
+                f"{_fmt(total)}"
+                + (f" (and {n_lost:,} elements lost to failures)" if n_lost else ""),
+            )
+        )
     rep = Report(
         title=f"optnet {r.get('optnet_version', '')} - instance {inst.get('name')}",
         summary=summary,
@@ -200,6 +300,22 @@ def report_model(r: dict[str, Any]) -> Report:
             "GPU util = compute / iteration.",
         )
     )  # fmt: skip
+    if isinstance(changes, dict):
+        counts = changes.get("counts") if isinstance(changes.get("counts"), dict) else {}
+        rep.tables.append(
+            Table(
+                "changes",
+                "Changes from the previous plan (--from)",
+                ["change", "job or OCS", "element", "from", "to"],
+                change_rows(changes),
+                "what an operator applies to move the running plan to this one; counts: "
+                + (
+                    ", ".join(f"{k.replace('_', ' ')} {_fmt(v)}" for k, v in counts.items())
+                    or "none"
+                )
+                + ".",
+            )
+        )
     rows = []
     for c in r.get("collectives", []):
         bd = c.get("breakdown_us") or {}
@@ -529,33 +645,45 @@ CSS = """
 body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans",
        sans-serif; color: var(--fg); background: #fff; }
 header { padding: 20px 32px 12px; border-bottom: 1px solid var(--line); background: var(--head); }
-h1 { font-size: 22px; margin: 0 0 12px; }
+h1 { font-size: 22px; margin: 0 0 12px; overflow-wrap: anywhere; }
 h2 { font-size: 18px; margin: 32px 0 8px; padding-bottom: 4px;
-     border-bottom: 1px solid var(--line); }
+     border-bottom: 1px solid var(--line); overflow-wrap: anywhere; }
 main { padding: 0 32px 48px; max-width: 1500px; }
+section { min-width: 0; max-width: 100%; }
 nav { margin-top: 10px; font-size: 13px; }
-nav a { color: var(--accent); text-decoration: none; margin-right: 14px; }
+nav a { color: var(--accent); text-decoration: none; margin-right: 14px; display: inline-block; }
 .cards { display: flex; flex-wrap: wrap; gap: 10px; }
-.card { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 6px 12px; }
+.card { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 6px 12px;
+        max-width: 100%; min-width: 0; }
 .card .k { display: block; font-size: 11px; color: var(--muted); text-transform: uppercase;
            letter-spacing: .03em; }
-.card .v { font-size: 16px; font-weight: 600; font-variant-numeric: tabular-nums; }
+.card .v { font-size: 16px; font-weight: 600; font-variant-numeric: tabular-nums;
+           overflow-wrap: anywhere; }
 .status-optimal .v, .status-feasible .v { color: #1a7f37; }
 .status-infeasible .v, .status-time_limit .v, .status-interrupted .v { color: #cf222e; }
 .violations { border: 1px solid #cf222e; background: #ffebe9; border-radius: 6px;
-              padding: 8px 16px; margin-top: 16px; }
-.timings { color: var(--muted); font-size: 12px; margin-top: 8px; }
-.scroll { overflow-x: auto; }
+              padding: 8px 16px; margin-top: 16px; overflow-wrap: anywhere; }
+.timings { color: var(--muted); font-size: 12px; margin-top: 8px; overflow-wrap: anywhere; }
+.scroll { overflow-x: auto; max-width: 100%; }
+.scroll.tall { max-height: 36em; overflow-y: auto; border-bottom: 1px solid var(--line); }
+.scroll.tall thead th { position: sticky; top: 0; z-index: 1; }
 table { border-collapse: collapse; font-size: 13px; margin: 4px 0; }
-th, td { border: 1px solid var(--line); padding: 3px 8px; white-space: nowrap; }
-th { background: var(--head); text-align: left; font-weight: 600; }
-td.n { text-align: right; font-variant-numeric: tabular-nums; }
+th, td { border: 1px solid var(--line); padding: 3px 8px; }
+th { background: var(--head); text-align: left; font-weight: 600; vertical-align: bottom;
+     min-width: 4em; }
+td { overflow-wrap: break-word; max-width: 36em; }
+td.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tbody tr:nth-child(even) { background: #fafbfc; }
-p.note { color: var(--muted); font-size: 12px; margin: 4px 0 0; max-width: 1000px; }
-figure { margin: 16px 0; }
-figcaption { color: var(--muted); font-size: 12px; margin-bottom: 4px; }
+p.note { color: var(--muted); font-size: 12px; margin: 4px 0 0; max-width: 1000px;
+         overflow-wrap: anywhere; }
+p.rows { color: var(--muted); font-size: 12px; margin: 2px 0 0; }
+figure { margin: 16px 0; max-width: 100%; }
+figcaption { color: var(--muted); font-size: 12px; margin-bottom: 4px; overflow-wrap: anywhere; }
 svg.plot { display: block; }
 """
+
+TALL_ROWS = 30
+"""A table with more rows scrolls inside its own box (headers stay in view)."""
 
 # where each plot goes: after the table with this key (by plot-name prefix)
 _PLOTS_AFTER = {
@@ -579,9 +707,11 @@ def _html_table(t: Table) -> str:
             for c in row
         )
         body.append(f"<tr>{tds}</tr>")
+    tall = len(t.rows) > TALL_ROWS
+    count = f'<p class="rows">{len(t.rows):,} rows (scroll the table)</p>' if tall else ""
     return (
-        f'<div class="scroll"><table id="table-{html_escape(t.key)}"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table></div>"
+        f'<div class="scroll{" tall" if tall else ""}"><table id="table-{html_escape(t.key)}">'
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>{count}"
     )
 
 

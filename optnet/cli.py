@@ -15,7 +15,7 @@ import traceback
 
 import click
 
-from optnet import errors, interrupt, streams
+from optnet import contract, errors, interrupt, streams
 from optnet.clitypes import Finite
 from optnet.commands_resilience import apply_cli_failures, fail_option, resilience
 from optnet.errors import OptnetError
@@ -94,7 +94,14 @@ _common = [
         help="Workload YAML (overrides the instance's).",
     ),
     click.option(
-        "--objective", type=click.Choice(OBJECTIVES), default="max-iteration", show_default=True
+        "--objective",
+        type=click.Choice(OBJECTIVES),
+        default="max-iteration",
+        show_default=True,
+        help="What to minimise (evaluate: what to score): the slowest job's iteration time, the "
+        "weighted sum of iteration times, the worst slowdown against running alone, energy or "
+        "carbon per iteration; on a direct-connect fabric, traffic x hops or its latency "
+        "(docs/energy.md, docs/direct.md).",
     ),
     click.option(
         "-o",
@@ -104,7 +111,12 @@ _common = [
         help="Write results here (atomically).",
     ),
     click.option(
-        "--format", "fmt", type=click.Choice(["json", "text"]), default="json", show_default=True
+        "--format",
+        "fmt",
+        type=click.Choice(["json", "text"]),
+        default="json",
+        show_default=True,
+        help="json: the results document (docs/usage.md); text: the readable report.",
     ),
     click.option("--force", is_flag=True, help="Overwrite an existing output file."),
 ]
@@ -133,11 +145,30 @@ def main() -> None:
     type=Finite(min=0.01),
     default=60.0,
     show_default=True,
-    help="Seconds.",
+    help="Seconds for the solve; at the limit the best plan found so far is reported "
+    "(status time_limit, exit 1).",
 )
-@click.option("--mip-gap", type=Finite(min=0, max=1), default=1e-4, show_default=True)
-@click.option("--threads", type=click.IntRange(min=1, max=256), default=1, show_default=True)
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option(
+    "--mip-gap",
+    type=Finite(min=0, max=1),
+    default=1e-4,
+    show_default=True,
+    help="Stop once (objective - bound) / objective is at most this (status optimal).",
+)
+@click.option(
+    "--threads",
+    type=click.IntRange(min=1, max=256),
+    default=1,
+    show_default=True,
+    help="HiGHS threads.",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="HiGHS random seed (same input and seed: same plan).",
+)
 @click.option(
     "--strategy",
     type=click.Choice(["auto", "joint", "sequential"]),
@@ -197,7 +228,11 @@ def solve(
     fail,
     iteration_budget_us,
 ) -> None:
-    """Jointly choose placement, OCS circuits, wavelengths and collective algorithms."""
+    """Jointly choose placement, OCS circuits, wavelengths and collective algorithms for
+    INSTANCE (a YAML file)."""
+    from optnet import progress
+
+    rep = progress.for_command(quiet, "loading instance", objective)  # the command's one clock
     from optnet import pipeline
     from optnet.instance import load_instance
     from optnet.solve import SolveOptions
@@ -205,6 +240,7 @@ def solve(
     if out:
         prepare_output(out, force)
     inst = apply_cli_failures(load_instance(instance, workload), fail, quiet=quiet)
+    rep.target = inst  # its solves report global numbers (docs/progress.md)
     prev = _running_plan(inst, previous) if previous else None
     if prev is None and (max_changes is not None or change_penalty_us):
         raise errors.input_error("--max-changes/--change-penalty-us", "", "need --from")
@@ -220,9 +256,12 @@ def solve(
         change_penalty_us=change_penalty_us,
         iteration_budget_us=iteration_budget_us,
     )
+    rep.phase("solving")  # the strategies name their own phases
     outcome = pipeline.run(inst, opts, strategy, reproducible=reproducible)
+    rep.phase("writing results")
     _output(outcome.results, out, fmt, force)
     pipeline.check(outcome)
+    rep.summary(outcome.results)
     ok = outcome.result.status == "optimal"
     sys.exit(errors.EXIT_OK if ok else errors.EXIT_FEASIBLE_NOT_PROVEN)
 
@@ -236,11 +275,12 @@ def _read_decisions(inst, path: str):
 
 
 def _running_plan(inst, path: str):
-    """``--from``: the running plan must be whole (every job on its servers, none shared)."""
+    """``--from``: the running plan must be whole (every job on its servers, none shared); a
+    server of it may have failed since, which is what the repair is for."""
     from optnet.evaluate import check_placement
 
     d = _read_decisions(inst, path)
-    wrong = check_placement(inst, d)
+    wrong = check_placement(inst, d, failed_ok=True)
     if wrong:
         raise errors.InputError([errors.Problem(path, "", w) for w in wrong])
     return d
@@ -260,7 +300,8 @@ def _infeasible(violations: list[str]) -> None:
 @fail_option
 @_handle_errors
 def evaluate_cmd(instance, solution, workload, objective, out, fmt, force, fail) -> None:
-    """Check and score a full set of decisions (a solution or results file)."""
+    """Check and score a full set of decisions for INSTANCE: SOLUTION is a solution or results
+    file."""
     from optnet.decisions import PlanError
     from optnet.evaluate import TRAFFIC_OBJECTIVES, evaluate, evaluate_traffic
     from optnet.instance import load_instance
@@ -301,10 +342,15 @@ def evaluate_cmd(instance, solution, workload, objective, out, fmt, force, fail)
 
 @main.command()
 @click.argument("instance", type=click.Path(dir_okay=False))
-@click.option("-w", "--workload", type=click.Path(dir_okay=False))
+@click.option(
+    "-w",
+    "--workload",
+    type=click.Path(dir_okay=False),
+    help="Workload YAML to check with the topology (overrides the instance's).",
+)
 @_handle_errors
 def validate(instance, workload) -> None:
-    """Check an instance without solving; print a one-line summary."""
+    """Check INSTANCE (a YAML file) without solving; print a one-line summary."""
     from optnet.candidates import all_candidates
     from optnet.instance import load_instance
 
@@ -338,9 +384,15 @@ def validate(instance, workload) -> None:
     "-o", "--output", "out", type=click.Path(dir_okay=False), help="Write the report here."
 )
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 @_handle_errors
-def report(result, fmt, plots_dir, out, force) -> None:
-    """Report a results file: tables of jobs, collectives, lightpaths, utilisation; plots."""
+def report(result, fmt, plots_dir, out, force, quiet) -> None:
+    """Report RESULT, a results file: tables of jobs, collectives, lightpaths, utilisation;
+    plots."""
+    from optnet import progress
+
+    # a report that takes under 2 s stays silent (``report | head`` prints nothing more)
+    rep = progress.for_command(quiet, "reading results", grace_s=2.0)
     from optnet.report import plot_links, render
     from optnet.results_file import load_results
     from optnet.safeio import write_atomic
@@ -352,7 +404,9 @@ def report(result, fmt, plots_dir, out, force) -> None:
     if plots_dir:
         from optnet.plots import write_plots
 
+        rep.phase("drawing plots")
         paths = write_plots(data, plots_dir, force=force)
+    rep.phase(f"rendering {fmt}")
     if fmt == "json":
         text = json.dumps(data, indent=2) + "\n"
     else:
@@ -363,36 +417,49 @@ def report(result, fmt, plots_dir, out, force) -> None:
         click.echo(text, nl=False)
 
 
-@main.command()
-@click.argument(
-    "part", type=click.Choice(["instance", "topology", "workload", "results"]), default="instance"
+@main.command(
+    help="Print the JSON Schema (draft 2020-12, with a versioned $id) of an input file or of a "
+    "command's JSON output. PART is one of:\n\n\b\n" + contract.help_text()
 )
+@click.argument("part", type=click.Choice(contract.CHOICES), default="instance", metavar="[PART]")
 @_handle_errors
 def schema(part) -> None:
-    """Print the JSON Schema of the input format (or of the results)."""
-    from optnet import schema as s
-    from optnet.results_schema import Results
-
-    model = {
-        "instance": s.InstanceFile,
-        "topology": s.Cluster,
-        "workload": s.Workload,
-        "results": Results,
-    }[part]
-    streams.write_stdout(json.dumps(model.model_json_schema(), indent=2) + "\n")
+    streams.write_stdout(json.dumps(contract.json_schema(part), indent=2) + "\n")
 
 
 @main.command()
 @click.argument("instance", type=click.Path(dir_okay=False))
-@click.option("-w", "--workload", type=click.Path(dir_okay=False))
-@click.option("--points", type=click.IntRange(min=2, max=50), default=6, show_default=True)
-@click.option("--time-limit", type=Finite(min=0.01), default=60.0, show_default=True)
+@click.option(
+    "-w",
+    "--workload",
+    type=click.Path(dir_okay=False),
+    help="Workload YAML (overrides the instance's).",
+)
+@click.option(
+    "--points",
+    type=click.IntRange(min=2, max=50),
+    default=6,
+    show_default=True,
+    help="Energy budgets between the fastest and the leanest plan (one joint MILP each).",
+)
+@click.option(
+    "--time-limit",
+    type=Finite(min=0.01),
+    default=60.0,
+    show_default=True,
+    help="Seconds per point.",
+)
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="Table as CSV.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="SVG or PNG plot.")
-@click.option("--force", is_flag=True)
+@click.option("--force", is_flag=True, help="Overwrite an existing CSV or plot.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 @_handle_errors
-def pareto(instance, workload, points, time_limit, out, plot_path, force) -> None:
-    """Trace the latency-energy Pareto front (epsilon-constraint, each point a joint MILP)."""
+def pareto(instance, workload, points, time_limit, out, plot_path, force, quiet) -> None:
+    """Trace INSTANCE's latency-energy Pareto front (epsilon-constraint, each point a joint
+    MILP)."""
+    from optnet import progress
+
+    progress.for_command(quiet, "loading instance")
     from optnet.instance import load_instance
     from optnet.pareto import interrupted_note, pareto_front, plot_front
     from optnet.safeio import write_atomic

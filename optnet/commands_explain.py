@@ -67,7 +67,12 @@ def _handle_errors(fn):
     "it (top); every unit listed (all); nothing, duals and the kept plan only (none).",
 )
 @click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: the explanation to read; json: the same as a document.",
 )
 @click.option(
     "-o", "--output", "out", type=click.Path(dir_okay=False), help="Write the explanation here."

@@ -87,6 +87,7 @@ def _classes(ctx, param, value: str) -> tuple[str, ...]:
     type=click.Choice(["max-iteration", "weighted-sum"]),
     default="max-iteration",
     show_default=True,
+    help="What every case minimises: the slowest job's iteration time, or their weighted sum.",
 )
 @click.option(
     "--time-limit",
@@ -95,8 +96,20 @@ def _classes(ctx, param, value: str) -> tuple[str, ...]:
     show_default=True,
     help="Seconds per case (the base solve gets the same).",
 )
-@click.option("--mip-gap", type=Finite(min=0, max=1), default=1e-4, show_default=True)
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option(
+    "--mip-gap",
+    type=Finite(min=0, max=1),
+    default=1e-4,
+    show_default=True,
+    help="Relative gap at which each case's solve stops.",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="HiGHS random seed of every solve.",
+)
 @click.option(
     "--workers",
     type=click.IntRange(min=1, max=256),
@@ -120,7 +133,12 @@ def _classes(ctx, param, value: str) -> tuple[str, ...]:
     help="Write the report here (atomically).",
 )
 @click.option(
-    "--format", "fmt", type=click.Choice(["json", "text"]), default="text", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "text"]),
+    default="text",
+    show_default=True,
+    help="text: the table, worst case first; json: the same as a document.",
 )
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
@@ -140,7 +158,7 @@ def resilience(
     force,
     quiet,
 ) -> None:
-    """Re-plan for every single failure (N-1) and list the jobs' new iteration times, worst first.
+    """Re-plan INSTANCE for every single failure (N-1); list the jobs' new iteration times.
 
     Each case fails one OCS, trunk fibre, server or transceiver and re-solves the joint MILP
     (warm-started from the base plan where it still holds); rows where the jobs can no longer

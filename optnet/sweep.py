@@ -603,6 +603,9 @@ def _run_local(
     pool.shutdown(wait=True)
 
 
+DASK_MISSING = "--executor dask needs Dask, an optional extra: pip install 'optnet[dask]'"
+
+
 def _run_dask(
     tasks: list[dict],
     workers: int,
@@ -617,7 +620,7 @@ def _run_dask(
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError:
-        raise OptnetError("--executor dask needs Dask: pip install 'dask[distributed]'") from None
+        raise OptnetError(DASK_MISSING) from None
     import logging
 
     cluster = None
@@ -1108,6 +1111,11 @@ def run_sweep(
     ``interrupted``."""
     if executor not in ("local", "dask"):
         raise OptnetError(f"unknown executor {executor!r}; expected local or dask")
+    if executor == "dask":  # before the store is touched; only this executor imports Dask
+        try:
+            import dask.distributed  # noqa: F401
+        except ImportError:
+            raise OptnetError(DASK_MISSING) from None
     out = output_dir(out_dir)
     try:
         with store_lock(out):

@@ -165,6 +165,7 @@ WRONG_TYPES = [
     ("links", None),
     ("energy", []),
     ("timings", [1]),
+    ("surprise", 1),  # an unknown top-level key: the results schema is closed
 ]
 
 

@@ -159,6 +159,16 @@ def _f(x: Any, default: float = 0.0) -> float:
     return float(x)
 
 
+def _key(x: Any) -> Any:
+    """A name as a dict key: strings (and None) as they are, anything else as its text."""
+    return x if x is None or isinstance(x, str) else str(x)
+
+
+def _owners(results: dict[str, Any]) -> list[str | None]:
+    """The job owning each lightpath (the dicts among ``results["lightpaths"]``)."""
+    return lightpath_jobs({**results, "lightpaths": _dicts(results.get("lightpaths"))})
+
+
 def distinct_colours(n: int, base: list[str] | None = None) -> list[str]:
     """``n`` different colours, deterministic: ``base`` (default :data:`BASE_COLOURS`) first,
     then hues stepped by the golden angle at three saturation/value levels, skipping any hex
@@ -189,8 +199,8 @@ def distinct_colours(n: int, base: list[str] | None = None) -> list[str]:
 def _job_names(results: dict[str, Any]) -> list[str]:
     names: list[str] = []
     for j in _dicts(results.get("jobs")):
-        if j.get("name") not in names:
-            names.append(j.get("name"))
+        if _key(j.get("name")) not in names:
+            names.append(_key(j.get("name")))
     sched = results.get("schedule")
     names += [n for n in (sched if isinstance(sched, dict) else {}) if n not in names]
     return names
@@ -458,7 +468,9 @@ def jobs_overview_figure(results: dict[str, Any]) -> Figure:
         ys = range(len(jobs))
         comp = [_f(j.get("compute_time_us")) * k for j in jobs]
         comm = [max(0.0, _f(j.get("iteration_time_us")) * k - c) for j, c in zip(jobs, comp)]
-        ax.barh(ys, comp, color=[colours.get(j.get("name"), COMPUTE) for j in jobs], height=0.7)
+        ax.barh(
+            ys, comp, color=[colours.get(_key(j.get("name")), COMPUTE) for j in jobs], height=0.7
+        )
         ax.barh(ys, comm, left=comp, color="#888888", height=0.7, label="exposed communication")
         ax.set_yticks(list(ys), [label(j.get("name")) for j in jobs], fontsize=7)
         ax.set_ylim(len(jobs) - 0.5, -0.5)
@@ -534,7 +546,7 @@ def plan_views(results: dict[str, Any]) -> list[PlanView]:
     ``static`` matching."""
     circuits = _dicts(results.get("circuits"))
     lps = _dicts(results.get("lightpaths"))
-    owners = lightpath_jobs(results)
+    owners = _owners(results)
     phases = _dicts(results.get("phases"))
     if phases:
         racks = _server_racks(results)
@@ -543,7 +555,7 @@ def plan_views(results: dict[str, Any]) -> list[PlanView]:
             name = str(p.get("phase") if p.get("phase") not in (None, "") else f"phase {h}")
             pc = _dicts(p.get("circuits"))
             plps = _with_circuits(_dicts(p.get("lightpaths")), pc, racks)
-            views.append(PlanView(name, pc, plps, lightpath_jobs({**results, "lightpaths": plps})))
+            views.append(PlanView(name, pc, plps, _owners({**results, "lightpaths": plps})))
         return views
     names = circuit_phases(results)
     if names == ["static"]:
@@ -637,7 +649,7 @@ def wavelength_figure(results: dict[str, Any], phase: str | None = None) -> Figu
     rows, width, cells = wavelength_grid(results)
     if len(rows) > MAX_ITEMS * 1.25 or width > 32:
         return _wavelength_heatmap(results, cells, phase)
-    jobs = lightpath_jobs(results)
+    jobs = _owners(results)
     colours = job_colours(results)
     cell_w = min(0.6, 9.0 / max(width, 6))
     fig = _new_figure(2.4 + cell_w * max(width, 6), 1.9 + 0.26 * max(len(rows), 2))
@@ -716,7 +728,7 @@ def ocs_ports(results: dict[str, Any]) -> dict[str, dict[int, str]]:
         circuits += _dicts(p.get("circuits"))
     for c in circuits:
         for p, r in zip(_list(c.get("ports")), _list(c.get("racks")), strict=False):
-            known[c.get("ocs", "?")][int(_f(p))] = r
+            known[str(c.get("ocs", "?"))][int(_f(p))] = str(r)
     attached: dict[str, list[str]] = defaultdict(list)
     for link in _dicts(results.get("links")):
         if link.get("type") == "fibre":
@@ -748,7 +760,7 @@ def _circuit_load(view: PlanView) -> dict[tuple[str, frozenset], list[str | None
     """(OCS, rack pair) -> owning job of every lightpath on that circuit."""
     out: dict[tuple[str, frozenset], list[str | None]] = defaultdict(list)
     for lp, job in zip(view.lightpaths, view.owners, strict=False):
-        out[(lp.get("ocs", "?"), frozenset(map(str, _list(lp.get("circuit")))))].append(job)
+        out[(str(lp.get("ocs", "?")), frozenset(map(str, _list(lp.get("circuit")))))].append(job)
     return out
 
 
@@ -890,7 +902,7 @@ def ocs_figure(results: dict[str, Any], phase: str | PlanView) -> Figure:
     handles = [Patch(facecolor=colours[j], label=label(j)) for j in used]
     if any(len(set(v)) > 1 for v in load.values()):
         handles.append(Patch(facecolor="#333333", label="several jobs"))
-    if any(not load.get((c.get("ocs"), frozenset(map(str, _list(c.get("racks"))))))
+    if any(not load.get((str(c.get("ocs")), frozenset(map(str, _list(c.get("racks"))))))
            for c in view.circuits):  # fmt: skip
         handles.append(Patch(facecolor="white", edgecolor="#333333", linestyle="--",
                              label="no lightpath"))  # fmt: skip
@@ -935,7 +947,7 @@ def _bars_or_hist(fig: Figure, ax, vals: list[float], colours: list[str], labels
 def utilisation_figure(results: dict[str, Any]) -> Figure:
     lps = _dicts(results.get("lightpaths"))
     fibres = [link for link in _dicts(results.get("links")) if link.get("type") == "fibre"]
-    jobs = lightpath_jobs(results)
+    jobs = _owners(results)
     colours = job_colours(results)
     h1 = 0.16 * len(lps) + 1.0 if len(lps) <= MAX_ITEMS else 3.2
     h2 = 0.16 * len(fibres) + 1.0 if len(fibres) <= MAX_ITEMS else 3.2
@@ -994,7 +1006,7 @@ def _style() -> Iterator[None]:
 def figures(results: dict[str, Any]) -> list[Plot]:
     """Every plot of ``results``, in report order (timelines, wavelengths, OCS, utilisation)."""
     jobs = _dicts(results.get("jobs"))
-    iters = {j.get("name"): j.get("iteration_time_us") for j in jobs}
+    iters = {_key(j.get("name")): j.get("iteration_time_us") for j in jobs}
     sched = results.get("schedule")
     sched = sched if isinstance(sched, dict) else {}
     shown = list(sched)

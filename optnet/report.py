@@ -1,9 +1,12 @@
 """Human-facing reports of a results document: text, Markdown and one self-contained HTML page.
 
-All three render one model (:func:`report_model`): a title, summary items, violations, timings and
-a list of :class:`Table` (jobs, collectives, OCS circuits, lightpaths, trunk fibres, schedule),
-every header with its unit. The HTML page also embeds the plots of :mod:`optnet.plots` as inline
-SVG, with its CSS inline and no external URL, so the one file is the whole report.
+All three render one model (:func:`report_model`): a title, summary items (with the failures
+applied, ``instance.failures``, and the number of ``--from`` changes), violations, timings and a
+list of :class:`Table` (jobs, the ``--from`` changes, collectives, OCS circuits, lightpaths, trunk
+fibres, schedule), every header with its unit. The HTML page also embeds the plots of
+:mod:`optnet.plots` as inline SVG, with its CSS inline and no external URL, so the one file is the
+whole report; a wide table scrolls sideways in its own box, a long one (more than
+:data:`TALL_ROWS` rows) also vertically with its header in view (docs/reports.md).
 
 Names (jobs, servers, racks, OCSes, collectives, phases, the instance) come from users' files and
 results files are untrusted input, so a name is never markup: every string reaches the page
@@ -142,17 +145,22 @@ def _servers_text(job: dict[str, Any]) -> str:
 
 def lightpath_jobs(r: dict[str, Any]) -> list[str | None]:
     """The job owning each lightpath (the job placed on its first server), or None."""
+
+    def items(x: Any) -> list:
+        return x if isinstance(x, list) else []
+
     owner: dict[str, str] = {}
-    for job, p in (r.get("placement") or {}).items():
-        for s in p.get("servers", []):
-            owner[s] = job
-    for j in r.get("jobs", []):
-        for s in j.get("servers", []):
-            owner.setdefault(s, j.get("name"))
+    placement = r.get("placement")
+    for job, p in (placement if isinstance(placement, dict) else {}).items():
+        for s in items(p.get("servers") if isinstance(p, dict) else None):
+            owner[str(s)] = job
+    for j in items(r.get("jobs")):
+        for s in items(j.get("servers") if isinstance(j, dict) else None):
+            owner.setdefault(str(s), j.get("name"))
     out: list[str | None] = []
-    for lp in r.get("lightpaths", []):
-        servers = lp.get("servers") or [None]
-        out.append(owner.get(servers[0]) or owner.get(servers[-1]))
+    for lp in items(r.get("lightpaths")):
+        servers = items(lp.get("servers") if isinstance(lp, dict) else None) or [None]
+        out.append(owner.get(str(servers[0])) or owner.get(str(servers[-1])))
     return out
 
 

@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OUT := out
 
-.PHONY: run test lint fuzz format bench bench-quick sweep sweep-realistic sweep-dask clean browser
+.PHONY: run test lint fuzz format bench bench-quick sweep sweep-realistic sweep-dask clean browser tutorial test-fast
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -43,6 +43,12 @@ test: $(STAMP) browser $(GNPY_STAMP)
 	$(BIN)/ruff format --check optnet tests bench
 	OPTNET_GNPY_PYTHON=$(CURDIR)/.venv-gnpy/bin/python $(BIN)/python -m pytest -n auto
 
+## test-fast: lint and the suite without the slow modules (tests/conftest.py SLOW_MODULES), for
+## the inner loop; `make test` is the whole suite and what CI runs
+test-fast: $(STAMP)
+	$(BIN)/ruff check optnet tests bench
+	$(BIN)/python -m pytest -n auto -m "not slow"
+
 ## fuzz: the fuzzing tier at length (hypothesis mutates results files and sweep stores; ~10 min)
 fuzz: $(STAMP)
 	OPTNET_FUZZ_EXAMPLES=$${OPTNET_FUZZ_EXAMPLES:-400} $(BIN)/python -m pytest tests/test_fuzz.py tests/test_hostile.py $(wildcard tests/test_sweep_store.py)
@@ -51,10 +57,17 @@ format: $(STAMP)
 	$(BIN)/ruff format optnet tests bench
 	$(BIN)/ruff check --fix optnet tests bench
 
-## bench: the bundled instances (3 repeats), then the scale table 16 -> 512 servers (~30 min)
+## tutorial: run docs/tutorial.md's command blocks with this build and rewrite their outputs
+## (tests/test_tutorial.py fails while they are stale)
+tutorial: $(STAMP)
+	$(BIN)/python -m bench.tutorial
+
+## bench: the bundled instances (3 repeats), then the scale table 16 -> 512 servers (~30 min),
+## then the HTML report at 64 -> 512 servers (target: 256 servers in < 30 s, < 5 MB; ~1 min)
 bench: $(STAMP)
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.scale
+	$(BIN)/python -m bench.report_scale
 
 ## bench-quick: the bundled instances only
 bench-quick: $(STAMP)

@@ -77,3 +77,31 @@ def _devices_stay_devices():
     after = devices()
     broken = [p for p in before if before[p] and not after[p]]
     assert not broken, f"a test replaced {broken} by something that is not a device"
+
+
+#: The modules `make test-fast` leaves out: exhaustive proofs, real browsers, signals and
+#: subprocess storms, fuzzing, the tutorial re-run, end-to-end solves of the larger fabrics.
+#: `make test` (and CI) runs everything.
+SLOW_MODULES = {
+    "test_qap",
+    "test_browser",
+    "test_interrupt",
+    "test_sweep_store",
+    "test_fuzz",
+    "test_tutorial",
+    "test_contract",
+    "test_hostile",
+    "test_reconfiguration",
+    "test_odd_ring",
+    "test_exhaustive",
+    "test_scale",
+    "test_relay",
+    "test_hybrid",
+    "test_escape",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.module is not None and item.module.__name__ in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)

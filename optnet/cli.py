@@ -16,7 +16,7 @@ import traceback
 import click
 
 from optnet import contract, errors, interrupt, streams
-from optnet.clitypes import Finite
+from optnet.clitypes import Finite, mip_gap_option, seed_option, time_limit_option
 from optnet.commands_resilience import apply_cli_failures, fail_option, resilience
 from optnet.errors import OptnetError
 from optnet.safeio import prepare_output
@@ -140,21 +140,11 @@ def main() -> None:
 @main.command()
 @click.argument("instance", type=click.Path(dir_okay=False))
 @_with(_common)
-@click.option(
-    "--time-limit",
-    type=Finite(min=0.01),
-    default=60.0,
-    show_default=True,
-    help="Seconds for the solve; at the limit the best plan found so far is reported "
-    "(status time_limit, exit 1).",
+@time_limit_option(
+    "Seconds for the solve; at the limit the best plan found so far is reported "
+    "(status time_limit, exit 1)."
 )
-@click.option(
-    "--mip-gap",
-    type=Finite(min=0, max=1),
-    default=1e-4,
-    show_default=True,
-    help="Stop once (objective - bound) / objective is at most this (status optimal).",
-)
+@mip_gap_option("Stop once (objective - bound) / objective is at most this (status optimal).")
 @click.option(
     "--threads",
     type=click.IntRange(min=1, max=256),
@@ -162,13 +152,7 @@ def main() -> None:
     show_default=True,
     help="HiGHS threads.",
 )
-@click.option(
-    "--seed",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help="HiGHS random seed (same input and seed: same plan).",
-)
+@seed_option("HiGHS random seed (same input and seed: same plan).")
 @click.option(
     "--strategy",
     type=click.Choice(["auto", "joint", "sequential"]),
@@ -442,13 +426,7 @@ def schema(part) -> None:
     show_default=True,
     help="Energy budgets between the fastest and the leanest plan (one joint MILP each).",
 )
-@click.option(
-    "--time-limit",
-    type=Finite(min=0.01),
-    default=60.0,
-    show_default=True,
-    help="Seconds per point.",
-)
+@time_limit_option("Seconds per point.")
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="Table as CSV.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="SVG or PNG plot.")
 @click.option("--force", is_flag=True, help="Overwrite an existing CSV or plot.")

@@ -23,3 +23,24 @@ class Finite(click.FloatRange):
         if not math.isfinite(x):
             self.fail(f"{value!r} is not a finite number.", param, ctx)
         return super().convert(x, param, ctx)
+
+
+def time_limit_option(help: str, default_s: float = 60.0):
+    """``--time-limit`` in seconds, as every solving command takes it."""
+    return click.option(
+        "--time-limit", type=Finite(min=0.01), default=default_s, show_default=True, help=help
+    )
+
+
+def mip_gap_option(help: str, default: float = 1e-4):
+    """``--mip-gap``: the relative gap at which HiGHS stops."""
+    return click.option(
+        "--mip-gap", type=Finite(min=0, max=1), default=default, show_default=True, help=help
+    )
+
+
+def seed_option(help: str):
+    """``--seed``: HiGHS's random seed."""
+    return click.option(
+        "--seed", type=click.IntRange(min=0), default=0, show_default=True, help=help
+    )

@@ -15,7 +15,7 @@ import sys
 import click
 
 from optnet import errors
-from optnet.clitypes import Finite
+from optnet.clitypes import mip_gap_option, time_limit_option
 from optnet.safeio import prepare_output
 
 
@@ -44,19 +44,9 @@ def _handle_errors(fn):
     "its input hash must match either way).",
 )
 @click.option("-w", "--workload", type=click.Path(dir_okay=False), help="Its -w workload, if any.")
-@click.option(
-    "--time-limit",
-    type=Finite(min=0.01),
-    default=60.0,
-    show_default=True,
-    help="Seconds for each confirming re-solve of the joint MILP.",
-)
-@click.option(
-    "--mip-gap",
-    type=Finite(min=0, max=1),
-    default=1e-6,
-    show_default=True,
-    help="Relative gap of the confirming re-solves (savings below ~2x this are reported as 0).",
+@time_limit_option("Seconds for each confirming re-solve of the joint MILP.")
+@mip_gap_option(
+    "Relative gap of the confirming re-solves (savings below ~2x this are reported as 0).", 1e-6
 )
 @click.option(
     "--confirm",

@@ -13,7 +13,7 @@ import sys
 import click
 
 from optnet import streams
-from optnet.clitypes import Finite
+from optnet.clitypes import mip_gap_option, seed_option, time_limit_option
 from optnet.safeio import prepare_output
 
 FAIL_HELP = (
@@ -89,27 +89,9 @@ def _classes(ctx, param, value: str) -> tuple[str, ...]:
     show_default=True,
     help="What every case minimises: the slowest job's iteration time, or their weighted sum.",
 )
-@click.option(
-    "--time-limit",
-    type=Finite(min=0.01),
-    default=60.0,
-    show_default=True,
-    help="Seconds per case (the base solve gets the same).",
-)
-@click.option(
-    "--mip-gap",
-    type=Finite(min=0, max=1),
-    default=1e-4,
-    show_default=True,
-    help="Relative gap at which each case's solve stops.",
-)
-@click.option(
-    "--seed",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help="HiGHS random seed of every solve.",
-)
+@time_limit_option("Seconds per case (the base solve gets the same).")
+@mip_gap_option("Relative gap at which each case's solve stops.")
+@seed_option("HiGHS random seed of every solve.")
 @click.option(
     "--workers",
     type=click.IntRange(min=1, max=256),

@@ -51,11 +51,12 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from optnet.contract_models import SweepStatus
 from optnet.errors import (
     EXIT_FEASIBLE_NOT_PROVEN,
     InputError,
@@ -76,15 +77,8 @@ from optnet.safeio import (
 MAX_POINTS = 100_000
 """Most points one sweep may have (a guard against an accidental huge grid)."""
 
-STATUSES_FINAL = (
-    "optimal",
-    "time_limit",
-    "interrupted",
-    "feasible",
-    "infeasible",
-    "no_incumbent",
-    "invalid",
-)
+STATUSES_RETRIED = ("solver_error", "error")
+STATUSES_FINAL = tuple(s for s in get_args(SweepStatus) if s not in STATUSES_RETRIED)
 """Row statuses that are outcomes of the point itself; a resumed sweep skips these. Rows with
 ``solver_error`` or ``error`` (a failure of HiGHS or of optnet) are retried on resume."""
 
@@ -713,8 +707,8 @@ def default_out(sweep: Sweep) -> Path:
 # ------------------------------------------------------------------------------------------
 # the store: OUT/results.jsonl and the per-point files are untrusted input
 
-STATUSES = (*STATUSES_FINAL, "solver_error", "error")
-"""Every status a row may have."""
+STATUSES = get_args(SweepStatus)
+"""Every status a row may have (the results contract's, optnet/contract_models.py)."""
 
 STATUSES_WITH_RESULTS = ("optimal", "time_limit", "interrupted", "feasible")
 """Row statuses whose point has a ``results/ID.json`` (a solve that returned a plan)."""

@@ -16,7 +16,13 @@ import traceback
 import click
 
 from optnet import contract, errors, interrupt, streams
-from optnet.clitypes import Finite, mip_gap_option, seed_option, time_limit_option
+from optnet.clitypes import (
+    Finite,
+    mip_gap_option,
+    seed_option,
+    time_limit_option,
+    workload_option,
+)
 from optnet.commands_resilience import apply_cli_failures, fail_option, resilience
 from optnet.errors import OptnetError
 from optnet.safeio import prepare_output
@@ -87,12 +93,7 @@ def _output(results: dict, out: str | None, fmt: str, force: bool) -> None:
 
 
 _common = [
-    click.option(
-        "-w",
-        "--workload",
-        type=click.Path(dir_okay=False),
-        help="Workload YAML (overrides the instance's).",
-    ),
+    workload_option(),
     click.option(
         "--objective",
         type=click.Choice(OBJECTIVES),
@@ -326,12 +327,7 @@ def evaluate_cmd(instance, solution, workload, objective, out, fmt, force, fail)
 
 @main.command()
 @click.argument("instance", type=click.Path(dir_okay=False))
-@click.option(
-    "-w",
-    "--workload",
-    type=click.Path(dir_okay=False),
-    help="Workload YAML to check with the topology (overrides the instance's).",
-)
+@workload_option("Workload YAML to check with the topology (overrides the instance's).")
 @_handle_errors
 def validate(instance, workload) -> None:
     """Check INSTANCE (a YAML file) without solving; print a one-line summary."""
@@ -413,12 +409,7 @@ def schema(part) -> None:
 
 @main.command()
 @click.argument("instance", type=click.Path(dir_okay=False))
-@click.option(
-    "-w",
-    "--workload",
-    type=click.Path(dir_okay=False),
-    help="Workload YAML (overrides the instance's).",
-)
+@workload_option()
 @click.option(
     "--points",
     type=click.IntRange(min=2, max=50),

@@ -44,3 +44,8 @@ def seed_option(help: str):
     return click.option(
         "--seed", type=click.IntRange(min=0), default=0, show_default=True, help=help
     )
+
+
+def workload_option(help: str = "Workload YAML (overrides the instance's)."):
+    """``-w/--workload``: a workload file read with the instance's topology."""
+    return click.option("-w", "--workload", type=click.Path(dir_okay=False), help=help)

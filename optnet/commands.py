@@ -13,7 +13,7 @@ import click
 
 from optnet import errors, streams
 from optnet.cli import _handle_errors
-from optnet.clitypes import Finite
+from optnet.clitypes import Finite, workload_option
 from optnet.safeio import prepare_output
 
 
@@ -126,7 +126,7 @@ def sweep(spec, out, workers, executor, scheduler, time_limit, restart, dry_run,
     type=click.Path(dir_okay=False),
     help="The instance the results were solved from (default: found through the results).",
 )
-@click.option("-w", "--workload", type=click.Path(dir_okay=False), help="Its -w workload, if any.")
+@workload_option("Its -w workload, if any.")
 @click.option(
     "--trx-type",
     default="Voyager",

@@ -15,7 +15,7 @@ import sys
 import click
 
 from optnet import errors
-from optnet.clitypes import mip_gap_option, time_limit_option
+from optnet.clitypes import mip_gap_option, time_limit_option, workload_option
 from optnet.safeio import prepare_output
 
 
@@ -43,7 +43,7 @@ def _handle_errors(fn):
     help="The instance RESULT was solved from (default: found through RESULT's instance.files; "
     "its input hash must match either way).",
 )
-@click.option("-w", "--workload", type=click.Path(dir_okay=False), help="Its -w workload, if any.")
+@workload_option("Its -w workload, if any.")
 @time_limit_option("Seconds for each confirming re-solve of the joint MILP.")
 @mip_gap_option(
     "Relative gap of the confirming re-solves (savings below ~2x this are reported as 0).", 1e-6

@@ -13,7 +13,7 @@ import sys
 import click
 
 from optnet import streams
-from optnet.clitypes import mip_gap_option, seed_option, time_limit_option
+from optnet.clitypes import mip_gap_option, seed_option, time_limit_option, workload_option
 from optnet.safeio import prepare_output
 
 FAIL_HELP = (
@@ -76,12 +76,7 @@ def _classes(ctx, param, value: str) -> tuple[str, ...]:
 
 @click.command("resilience")
 @click.argument("instance", type=click.Path(dir_okay=False))
-@click.option(
-    "-w",
-    "--workload",
-    type=click.Path(dir_okay=False),
-    help="Workload YAML (overrides the instance's).",
-)
+@workload_option()
 @click.option(
     "--objective",
     type=click.Choice(["max-iteration", "weighted-sum"]),

@@ -441,10 +441,7 @@ def timeline_figure(
     ax.set_xlabel(f"time in the iteration ({unit})")
     title = f"{label(job)}: one iteration"
     ax.set_title(title, fontsize=_title_size(title, 6.0))
-    ax.grid(axis="x", color="#dddddd", linewidth=0.6)
-    ax.set_axisbelow(True)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
+    _quiet_axes(ax)
     fig.legend(
         handles=legend, loc="outside right upper", frameon=False, fontsize=8, title="phase",
         title_fontsize=8, ncols=1 if len(legend) <= 12 else 2,
@@ -485,10 +482,7 @@ def jobs_overview_figure(results: dict[str, Any]) -> Figure:
         ax.set_xlabel("GPU utilisation = compute / iteration (%)")
         ax.set_ylabel("jobs")
         ax.set_title(f"GPU utilisation of {len(jobs)} jobs (histogram)")
-    ax.grid(axis="x", color="#dddddd", linewidth=0.6)
-    ax.set_axisbelow(True)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
+    _quiet_axes(ax)
     return fig
 
 
@@ -987,11 +981,16 @@ def utilisation_figure(results: dict[str, Any]) -> Figure:
         _empty(a2, "no trunk fibres")
     a2.set_title("Trunk fibre wavelength occupancy")
     for ax in (a1, a2):
-        ax.grid(axis="x", color="#dddddd", linewidth=0.6)
-        ax.set_axisbelow(True)
-        for side in ("top", "right"):
-            ax.spines[side].set_visible(False)
+        _quiet_axes(ax)
     return fig
+
+
+def _quiet_axes(ax) -> None:
+    """Light vertical grid behind the bars, no top or right frame."""
+    ax.grid(axis="x", color="#dddddd", linewidth=0.6)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
 
 
 # --------------------------------------------------------------------------- entry points

@@ -14,6 +14,7 @@ import click
 from optnet import errors, streams
 from optnet.cli import _handle_errors
 from optnet.clitypes import Finite, workload_option
+from optnet.export import FORMATS as EXPORT_FORMATS
 from optnet.safeio import prepare_output
 
 
@@ -114,9 +115,9 @@ def sweep(spec, out, workers, executor, scheduler, time_limit, restart, dry_run,
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["gnpy", "astra-sim"]),
+    type=click.Choice(list(EXPORT_FORMATS)),
     required=True,
-    help="gnpy: topology.json + services.json; astra-sim: one network YAML per job.",
+    help="; ".join(f"{k}: {v[1]}" for k, v in EXPORT_FORMATS.items()) + ".",
 )
 @click.option(
     "-o", "--output", "out", type=click.Path(file_okay=False), required=True, help="Output folder."
@@ -152,19 +153,12 @@ def sweep(spec, out, workers, executor, scheduler, time_limit, restart, dry_run,
 def export_cmd(
     result, fmt, out, instance, workload, trx_type, hcf_variety, spacing_ghz, force
 ) -> None:
-    """Export RESULT's optical layer to GNPy or its logical topology to ASTRA-sim."""
-    from optnet.export import export
+    """Export RESULT to a format another tool or an operator applies (docs/interfaces.md)."""
+    from optnet.export import ExportOptions, export
 
+    opts = ExportOptions(trx_type=trx_type, hcf_variety=hcf_variety, spacing_ghz=float(spacing_ghz))
     paths, notes = export(
-        result,
-        fmt,
-        out,
-        instance=instance,
-        workload=workload,
-        force=force,
-        trx_type=trx_type,
-        hcf_variety=hcf_variety,
-        spacing_ghz=float(spacing_ghz),
+        result, fmt, out, instance=instance, workload=workload, force=force, opts=opts
     )
     for p in paths:
         click.echo(str(p))

@@ -17,7 +17,9 @@ from conftest import INSTANCES
 from optnet import errors
 from optnet.cli import main
 from optnet.commands import calibrate, export_cmd, sweep
-from optnet.export import astra_dimensions, freq_slot, load_results, results_instance
+from optnet.export import load_results, results_instance
+from optnet.export.astra_sim import astra_dimensions
+from optnet.export.grid import freq_slot
 from optnet.instance import load_instance
 
 for _cmd in (sweep, export_cmd, calibrate):  # until cli.py registers them

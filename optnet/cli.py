@@ -467,3 +467,7 @@ main.add_command(resilience)
 from optnet.commands_explain import explain_cmd  # noqa: E402
 
 main.add_command(explain_cmd)
+
+from optnet.commands_import import import_cmd  # noqa: E402
+
+main.add_command(import_cmd)

@@ -1,0 +1,251 @@
+"""Communication-library profiles: which of optnet's collective algorithms a library runs.
+
+``library: ideal`` (the default) offers every algorithm optnet has a schedule for: a plan may
+then need a custom collective library to deploy. ``library: nccl`` restricts each collective's
+candidates to the algorithms NVIDIA NCCL implements (docs/collectives.md, "Library profiles").
+
+NCCL's collective algorithms are ring, tree (double binary tree), CollNet direct/chain, NVLS,
+NVLS-tree and PAT, each with the LL, LL128 or Simple protocol; which (algorithm, protocol) pairs
+exist per collective is fixed by the device kernels it compiles: ``algos_of_coll`` in
+NVIDIA/nccl src/device/generate.py and the ``RunWorkColl<func, T, RedOp, ALGO, PROTO>``
+specialisations of src/device/{all_reduce,all_gather,reduce_scatter,broadcast,reduce}.h.
+All-to-all and send/recv are not collectives in NCCL but grouped point-to-point operations
+(src/enqueue.cc ``scheduleP2pTasksToPlan``, ordered by ``comm->p2pSchedule`` of src/init.cc),
+which the tuner plugin does not see.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from optnet.errors import InputError, Problem, input_error
+
+if TYPE_CHECKING:
+    from optnet.instance import Instance
+
+Library = Literal["ideal", "nccl"]
+LIBRARIES: tuple[str, ...] = ("ideal", "nccl")
+DEFAULT_LIBRARY = "ideal"
+
+#: NCCL's protocols (src/include/nccl_common.h NCCL_PROTO_LL, NCCL_PROTO_LL128, NCCL_PROTO_SIMPLE)
+ALL_PROTOCOLS: tuple[str, ...] = ("ll", "ll128", "simple")
+#: The name NCCL's point-to-point path gets here (it is not a tuner algorithm).
+P2P = "p2p"
+
+
+@dataclass(frozen=True)
+class NcclAlgorithm:
+    """How NCCL runs one optnet algorithm of one collective kind."""
+
+    name: str
+    """NCCL algorithm as the example tuner plugin's CSV spells it (plugins/tuner/example/plugin.c
+    ``parseAlgorithm``: tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree, pat), or
+    ``p2p`` for grouped send/recv."""
+    protocols: tuple[str, ...]
+    """Protocols NCCL compiles this algorithm for (``ll``, ``ll128``, ``simple``)."""
+    source: str
+    """NVIDIA/nccl file that implements it."""
+
+
+_RING = ALL_PROTOCOLS
+_P2P_SRC = "src/enqueue.cc scheduleP2pTasksToPlan + src/init.cc p2pSchedule"
+
+#: kind -> optnet algorithm -> how NCCL runs it. An algorithm not listed for its kind is not
+#: runnable by NCCL. ``nvlink_ring`` is optnet's name for a collective inside one server (NCCL
+#: runs it as a ring over NVLink, or point-to-point for all_to_all); ``none`` a group of one rank
+#: (nothing runs).
+NCCL: dict[str, dict[str, NcclAlgorithm]] = {
+    "all_reduce": {
+        "ring": NcclAlgorithm(
+            "ring", _RING, "src/device/all_reduce.h RunWorkColl<AllReduce, RING>"
+        ),
+        "double_binary_tree": NcclAlgorithm(
+            "tree",
+            _RING,
+            "src/device/all_reduce.h RunWorkColl<AllReduce, TREE>; src/graph/trees.cc",
+        ),
+        # CollNet (SHARP through a collnet plugin): the chain variant reduces inside the node and
+        # sends the whole vector through one NIC, as optnet's in_network prices it.
+        "in_network": NcclAlgorithm(
+            "collnet_chain",
+            ("simple",),
+            "src/device/all_reduce.h RunWorkColl<AllReduce, COLLNET_CHAIN, SIMPLE>",
+        ),
+        "nvlink_ring": NcclAlgorithm(
+            "ring", _RING, "src/device/all_reduce.h RunWorkColl<AllReduce, RING>"
+        ),
+    },
+    "all_gather": {
+        "ring": NcclAlgorithm(
+            "ring", _RING, "src/device/all_gather.h RunWorkColl<AllGather, RING>"
+        ),
+        "nvlink_ring": NcclAlgorithm(
+            "ring", _RING, "src/device/all_gather.h RunWorkColl<AllGather, RING>"
+        ),
+    },
+    "reduce_scatter": {
+        "ring": NcclAlgorithm(
+            "ring", _RING, "src/device/reduce_scatter.h RunWorkColl<ReduceScatter, RING>"
+        ),
+        "nvlink_ring": NcclAlgorithm(
+            "ring", _RING, "src/device/reduce_scatter.h RunWorkColl<ReduceScatter, RING>"
+        ),
+    },
+    # NCCL runs broadcast and reduce only as a ring (a pipelined chain from/to the root):
+    # src/device/broadcast.h, src/device/reduce.h. Inside one server optnet prices exactly that
+    # (collectives.ring_intra_server_time_us); over several servers optnet has no chain schedule.
+    "broadcast": {
+        "nvlink_ring": NcclAlgorithm(
+            "ring", _RING, "src/device/broadcast.h RunWorkColl<Broadcast, RING>"
+        ),
+    },
+    "reduce": {
+        "nvlink_ring": NcclAlgorithm(
+            "ring", _RING, "src/device/reduce.h RunWorkColl<Reduce, RING>"
+        ),
+    },
+    # Grouped send/recv, one peer per round: in round r every node sends to node + delta_r and
+    # receives from node - delta_r (src/init.cc), i.e. optnet's shift-ordered pairwise exchange.
+    "all_to_all": {
+        "pairwise": NcclAlgorithm(P2P, ("ll", "simple"), _P2P_SRC),
+        "nvlink_ring": NcclAlgorithm(P2P, ("ll", "simple"), _P2P_SRC),
+    },
+    "send_recv": {"direct": NcclAlgorithm(P2P, ("ll", "simple"), _P2P_SRC)},
+    "traffic": {"direct": NcclAlgorithm(P2P, ("ll", "simple"), _P2P_SRC)},
+}
+
+#: Kinds whose multi-server form NCCL runs with an algorithm optnet has no schedule for.
+UNSCHEDULED: dict[str, str] = {
+    "broadcast": "NCCL runs broadcast only as a pipelined ring chain from the root "
+    "(src/device/broadcast.h), for which optnet has no inter-server schedule",
+    "reduce": "NCCL runs reduce only as a pipelined ring chain to the root "
+    "(src/device/reduce.h), for which optnet has no inter-server schedule",
+}
+
+#: NCCL function names of the tuner CSV (plugins/tuner/example/plugin.c ``parseCollType``).
+TUNER_COLLECTIVE: dict[str, str] = {
+    "all_reduce": "allreduce",
+    "all_gather": "allgather",
+    "reduce_scatter": "reducescatter",
+    "broadcast": "broadcast",
+    "reduce": "reduce",
+}
+
+
+def nccl_algorithm(kind: str, algorithm: str) -> NcclAlgorithm | None:
+    """How NCCL runs ``algorithm`` for ``kind``; None when it does not (``none``: nothing runs,
+    also None)."""
+    return NCCL.get(kind, {}).get(algorithm)
+
+
+def runnable(library: str, kind: str, algorithm: str) -> bool:
+    """``library`` can run ``algorithm`` for ``kind`` (``ideal`` runs everything; ``none``, a
+    one-rank group, needs no library)."""
+    if library == "ideal" or algorithm == "none":
+        return True
+    return nccl_algorithm(kind, algorithm) is not None
+
+
+def schedule_order(inst: Instance) -> str:
+    """``p2p_order`` of :func:`optnet.collectives.schedule` for ``inst``'s library."""
+    return "nccl" if inst.library == "nccl" else "mpich"
+
+
+def restrict(
+    inst: Instance, job: str, spec, n_servers: int, algorithms: tuple[str, ...], where: str
+) -> tuple[str, ...]:
+    """The inter-server ``algorithms`` of collective ``spec`` of ``job`` (over ``n_servers``
+    servers) that ``inst``'s library runs; ``ideal`` keeps them all. Refuses (InputError) a
+    collective the library runs with an algorithm optnet has no schedule for, and a
+    collective whose ``algorithms`` leave the library nothing."""
+    if inst.library == "ideal":
+        return algorithms
+    field = f"{job}.{spec.name}"
+    if spec.kind in UNSCHEDULED:
+        raise InputError(
+            [
+                Problem(
+                    where,
+                    field,
+                    f"library {inst.library}: {UNSCHEDULED[spec.kind]} (over {n_servers} "
+                    "servers); use library: ideal, or keep the group inside one server",
+                )
+            ]
+        )
+    kept = tuple(a for a in algorithms if runnable(inst.library, spec.kind, a))
+    from optnet.candidates import in_network_available
+
+    in_net = in_network_available(inst, spec)  # NCCL runs it as CollNet
+    if not kept and not in_net:
+        allowed = sorted(NCCL.get(spec.kind, {}))
+        raise InputError(
+            [
+                Problem(
+                    where,
+                    f"{field}.algorithms" if spec.algorithms is not None else field,
+                    f"library {inst.library} runs none of {list(algorithms)} for {spec.kind} "
+                    f"over {n_servers} servers; it runs {allowed}",
+                )
+            ]
+        )
+    return kept
+
+
+def refuse_parameter_servers(inst: Instance, job) -> None:
+    """Parameter servers (push/pull) are not an NCCL algorithm: refuse them under ``nccl``."""
+    if inst.library != "ideal" and job.ps_servers:
+        raise InputError(
+            [
+                Problem(
+                    "workload",
+                    f"{job.name}.parameter_servers",
+                    f"library {inst.library} has no parameter-server (push/pull) algorithm "
+                    "(BytePS-style PS needs its own library); use library: ideal or remove them",
+                )
+            ]
+        )
+
+
+def with_library(inst: Instance, library: str | None) -> Instance:
+    """``inst`` with ``library`` (``--library``) instead of the instance's; None keeps it."""
+    if library is None or library == inst.library:
+        return inst
+    if library not in LIBRARIES:
+        raise input_error("--library", "", f"{library!r} is not one of {', '.join(LIBRARIES)}")
+    return dataclasses.replace(inst, library=library)
+
+
+def not_runnable(results: dict, library: str = "nccl") -> list[tuple[str, str, str]]:
+    """``(job, collective, algorithm)`` of every chosen algorithm of ``results`` (its
+    ``collectives`` list) that ``library`` cannot run, in the results' order."""
+    return [
+        (c["job"], c["name"], c["algorithm"])
+        for c in results.get("collectives", [])
+        if not runnable(library, c["kind"], c["algorithm"])
+    ]
+
+
+def deploy_note(results: dict) -> str | None:
+    """One line for the reports: which library the plan was chosen for and, for ``ideal``,
+    every chosen algorithm NCCL cannot run (None: ideal and everything NCCL-runnable, so the
+    report stays as it was)."""
+    inst = results.get("instance")
+    library = inst.get("library", DEFAULT_LIBRARY) if isinstance(inst, dict) else None
+    try:
+        offenders = not_runnable(results)
+    except (KeyError, TypeError, AttributeError):  # a hand-edited results file: say nothing
+        return None
+    if library == "ideal" and offenders:
+        listed = ", ".join(f"{j}.{c}: {a}" for j, c, a in offenders)
+        return (
+            f"library: ideal: needs a custom library to deploy (NCCL cannot run {listed}); "
+            "solve with --library nccl for a plan NCCL runs"
+        )
+    if library and library != "ideal":
+        if offenders:
+            listed = ", ".join(f"{j}.{c}: {a}" for j, c, a in offenders)
+            return f"library: {library}: but it cannot run {listed}"
+        return f"library: {library} (every chosen algorithm is one {library} runs)"
+    return None

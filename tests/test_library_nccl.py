@@ -1,0 +1,374 @@
+"""The ``library`` profile (ideal | nccl) and ``optnet export --format nccl``.
+
+``nccl`` offers each collective only the algorithms NCCL runs (optnet/library.py, each row
+citing the NVIDIA/nccl file), the MILP and the evaluator price the same schedules, ``ideal``
+(the default) is today's model unchanged, and the export writes a configuration of NCCL's
+example tuner plugin that the plugin's own parsing and matching rules (replicated below from
+NVIDIA/nccl plugins/tuner/example/plugin.c) map back to the plan's algorithm for every
+collective.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from conftest import INSTANCES
+
+from optnet import collectives as coll
+from optnet import library
+from optnet.candidates import all_candidates
+from optnet.cli import main
+from optnet.errors import InputError, OptnetError
+from optnet.export import nccl as nccl_export
+from optnet.instance import load_instance
+from optnet.report import text_report
+
+TINY = INSTANCES / "tiny.yaml"
+REALISTIC = INSTANCES / "realistic.yaml"
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def solve(instance: Path, out: Path, *extra) -> dict:
+    r = run("solve", instance, "-q", "-o", out, "--force", *extra)
+    assert r.exit_code in (0, 1), r.output  # optimal, or a plan at the time limit
+    return json.loads(out.read_text())
+
+
+def evaluate_objective(instance: Path, results: Path, tmp_path: Path, *extra) -> float:
+    out = tmp_path / f"eval-{results.stem}.json"
+    r = run("evaluate", instance, results, "-o", out, "--force", *extra)
+    assert r.exit_code == 0, r.output
+    return json.loads(out.read_text())["objective"]
+
+
+def tiny_with(tmp_path: Path, name: str, edit) -> Path:
+    data = yaml.safe_load(TINY.read_text())
+    edit(data)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+# ------------------------------------------------------------------------------------------
+# the table
+
+#: NVIDIA/nccl plugins/tuner/example/plugin.c parseAlgorithm / parseProtocol / parseCollType.
+PLUGIN_ALGORITHMS = {"tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"}
+PLUGIN_PROTOCOLS = {"ll", "ll128", "simple"}
+PLUGIN_COLLECTIVES = {"broadcast", "reduce", "allgather", "reducescatter", "allreduce"}
+#: optnet's names beside collectives.ALGORITHMS (candidates.py): one server, in-network.
+SPECIAL = {"nvlink_ring", "in_network", "direct"}
+
+
+def test_table_names_what_nccl_and_optnet_know():
+    for kind, rows in library.NCCL.items():
+        known = set(coll.ALGORITHMS.get(kind, ())) | SPECIAL
+        for alg, how in rows.items():
+            assert alg in known, (kind, alg)
+            assert how.name in PLUGIN_ALGORITHMS | {library.P2P}, (kind, alg, how.name)
+            assert how.protocols and set(how.protocols) <= PLUGIN_PROTOCOLS
+            assert how.source.startswith("src/")
+            if how.name != library.P2P:
+                assert library.TUNER_COLLECTIVE[kind] in PLUGIN_COLLECTIVES
+    # NCCL has no log-step all-reduce, Bruck all-gather or binomial broadcast
+    for kind, alg in (
+        ("all_reduce", "rabenseifner"),
+        ("all_reduce", "recursive_doubling"),
+        ("all_reduce", coll.PARAMETER_SERVER),
+        ("all_gather", "bruck"),
+        ("reduce_scatter", "recursive_halving"),
+        ("all_to_all", "bruck"),
+        ("broadcast", "binomial_tree"),
+        ("reduce", "rabenseifner"),
+    ):
+        assert not library.runnable("nccl", kind, alg) and library.runnable("ideal", kind, alg)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 8, 16])
+def test_pairwise_in_nccl_order_against_the_closed_form(n):
+    """NCCL's p2p rounds (src/init.cc p2pSchedule) send i -> i + delta: every step a shift,
+    every ordered pair exactly once, the same closed form as MPICH's XOR exchange."""
+    m, alpha, beta = 7.0e6, 3.0, 1.0 / 12_500
+    steps = coll.schedule("all_to_all", "pairwise", n, m, "nccl")
+    assert len(steps) == n - 1
+    seen = set()
+    for st in steps:
+        shifts = {(b - a) % n for a, b, _ in st.transfers}
+        assert len(shifts) == 1 and len(st.transfers) == n
+        seen |= {(a, b) for a, b, _ in st.transfers}
+        assert all(math.isclose(x, m / (n - 1)) for _a, _b, x in st.transfers)
+    assert seen == {(a, b) for a in range(n) for b in range(n) if a != b}
+    t = coll.time_on_links_us(steps, lambda a, b: alpha, lambda a, b: beta)
+    assert math.isclose(t, coll.closed_form_us("all_to_all", "pairwise", n, m, alpha, beta))
+    mpich = coll.schedule("all_to_all", "pairwise", n, m)
+    if n >= 4 and n & (n - 1) == 0:  # XOR and shift rounds group the pairs differently
+        assert {st.transfers for st in mpich} != {st.transfers for st in steps}
+
+        def slow(a, b):  # one slow pair (0, 1): its rounds cost more in one order
+            return beta * (50.0 if {a, b} == {0, 1} else 1.0)
+
+        t_x = coll.time_on_links_us(mpich, lambda a, b: alpha, slow)
+        t_s = coll.time_on_links_us(steps, lambda a, b: alpha, slow)
+        assert t_s > t_x  # shift: 0->1 and 1->0 fall in two rounds; XOR: in one
+    else:
+        assert mpich == steps
+    with pytest.raises(ValueError, match="p2p_order"):
+        coll.schedule("all_to_all", "pairwise", n, m, "mpi")
+
+
+# ------------------------------------------------------------------------------------------
+# candidates
+
+BUNDLED = ["tiny", "small", "realistic", "energy", "hybrid", "relay", "sirius", "reconfig", "torus"]
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_nccl_candidates_are_nccl_runnable_and_ideal_is_untouched(name):
+    inst = load_instance(INSTANCES / f"{name}.yaml")
+    assert inst.library == "ideal"
+    ideal = all_candidates(inst)
+    assert all_candidates(library.with_library(inst, "ideal")) == ideal
+    nccl = all_candidates(library.with_library(inst, "nccl"))
+    for ji, jc in enumerate(nccl):
+        for ci, cc in enumerate(jc.collectives):
+            assert cc.options, (name, cc.spec.name)
+            ideal_opts = {o.algorithm: o for o in ideal[ji].collectives[ci].options}
+            for o in cc.options:
+                assert library.runnable("nccl", cc.spec.kind, o.algorithm), (name, o.algorithm)
+                same = ideal_opts[o.algorithm]  # nccl offers a subset of ideal's options
+                assert o.constant_us == same.constant_us
+                if (cc.spec.kind, o.algorithm) != ("all_to_all", "pairwise"):
+                    assert o.groups == same.groups  # the same schedule, priced alike
+                else:  # NCCL's shift rounds: the same transfers, maybe grouped otherwise
+                    assert sorted(t[1:] for g in o.groups for t in g.transfers()) == sorted(
+                        t[1:] for g in same.groups for t in g.transfers()
+                    )
+
+
+def test_parameter_servers_and_multi_server_broadcast_are_refused_precisely(tmp_path):
+    inst = library.with_library(load_instance(INSTANCES / "ps.yaml"), "nccl")
+    with pytest.raises(InputError, match=r"parameter_servers: library nccl has no parameter"):
+        all_candidates(inst)
+
+    def bcast(d):
+        d["library"] = "nccl"
+        d["workload"]["jobs"][0]["collectives"].append(
+            {"name": "bc", "kind": "broadcast", "group": "dp", "message_bytes": 1.0e6}
+        )
+
+    with pytest.raises(InputError, match="train.bc: library nccl: NCCL runs broadcast only"):
+        all_candidates(load_instance(tiny_with(tmp_path, "bc", bcast)))
+
+    def only_rd(d):
+        d["workload"]["jobs"][0]["collectives"][0]["algorithms"] = ["recursive_doubling"]
+
+    r = run("solve", tiny_with(tmp_path, "rd", only_rd), "-q", "--library", "nccl")
+    assert r.exit_code == 2
+    assert "train.grads.algorithms: library nccl runs none of ['recursive_doubling']" in r.output
+    assert "Traceback" not in r.output
+
+
+def test_library_field_and_bad_values(tmp_path):
+    path = tiny_with(tmp_path, "lib", lambda d: d.update(library="nccl"))
+    assert load_instance(path).library == "nccl"
+    bad = tiny_with(tmp_path, "bad", lambda d: d.update(library="mscclpp"))
+    r = run("validate", bad)
+    assert r.exit_code == 2 and "library" in r.output and "nccl" in r.output
+    r = run("solve", TINY, "--library", "gloo")
+    assert r.exit_code == 2 and "--library" in r.output
+
+
+# ------------------------------------------------------------------------------------------
+# solves
+
+
+def test_tiny_ideal_is_unchanged_and_nccl_agrees_with_the_evaluator(tmp_path):
+    default_path, nccl_path = tmp_path / "default.json", tmp_path / "nccl.json"
+    default = solve(TINY, default_path)
+    res = solve(TINY, nccl_path, "--library", "nccl")
+    assert default["instance"]["library"] == "ideal"
+    assert math.isclose(default["objective"], 28025.6, rel_tol=1e-5)  # docs/benchmarks.md
+    # --library ideal prices the default plan exactly as the default does
+    for extra in ((), ("--library", "ideal")):
+        ev = evaluate_objective(TINY, default_path, tmp_path, *extra)
+        assert math.isclose(ev, default["objective"], rel_tol=1e-9)
+
+    assert res["instance"]["library"] == "nccl" and res["feasible"]
+    assert library.not_runnable(res) == []
+    ev = evaluate_objective(TINY, nccl_path, tmp_path, "--library", "nccl")
+    assert math.isclose(ev, res["objective"], rel_tol=1e-6)
+    assert res["objective"] >= default["objective"] * (1 - 1e-6)  # nccl is a restriction
+    assert "library:" not in text_report(default)  # ideal and NCCL-runnable: as it was
+    assert "library: nccl (every chosen algorithm is one nccl runs)" in text_report(res)
+
+
+def test_realistic_nccl_short_limit(tmp_path):
+    out = tmp_path / "real.json"
+    res = solve(REALISTIC, out, "--library", "nccl", "--time-limit", "2")
+    assert res["instance"]["library"] == "nccl"
+    algs = {(c["job"], c["name"]): (c["kind"], c["algorithm"]) for c in res["collectives"]}
+    assert algs and all(library.runnable("nccl", k, a) for k, a in algs.values())
+    # moe's all_to_all spans 4 servers: priced in NCCL's shift order, which evaluate repeats
+    ev = evaluate_objective(REALISTIC, out, tmp_path, "--library", "nccl")
+    assert math.isclose(ev, res["objective"], rel_tol=1e-6)
+    csv_dir = tmp_path / "csv"
+    r = run("export", out, "--format", "nccl", "-o", csv_dir)
+    assert r.exit_code == 0, r.output
+    check_export(res, csv_dir)
+
+
+# ------------------------------------------------------------------------------------------
+# the tuner CSV, read back as NVIDIA/nccl plugins/tuner/example/plugin.c reads it
+
+
+def plugin_configs(text: str) -> list[dict]:
+    """plugin.c ``loadConfig``: fgets lines of at most 255 characters; a line starting with '#'
+    or '\\n' is skipped; the trailing newline is cut; strtok(",") tokens (empty fields vanish),
+    spaces and tabs trimmed; 8 to 10 tokens make a config (numPipeOps and regBuff default -1);
+    strtoull for the byte bounds, atoi for the integers."""
+    out = []
+    for line in text.splitlines(keepends=True):
+        assert len(line.rstrip("\n")) <= 255, line
+        if line[0] in "#\n":
+            continue
+        tokens = [t.strip(" \t") for t in line.rstrip("\n").split(",") if t != ""]
+        if not 8 <= len(tokens) <= 10:
+            continue
+        out.append(
+            {
+                "coll": tokens[0],
+                "min": int(tokens[1]),
+                "max": int(tokens[2]),
+                "algorithm": tokens[3],
+                "protocol": tokens[4],
+                "channels": int(tokens[5]),
+                "nNodes": int(tokens[6]),
+                "nRanks": int(tokens[7]),
+                "numPipeOps": int(tokens[8]) if len(tokens) >= 9 else -1,
+                "regBuff": int(tokens[9]) if len(tokens) >= 10 else -1,
+            }
+        )
+    return out
+
+
+def plugin_match(configs, coll_type, nbytes, nodes, ranks, pipe_ops=1, reg_buff=0):
+    """plugin.c ``pluginGetCollInfo``: the first config matching type, inclusive byte range,
+    nNodes and nRanks (-1 any), numPipeOps and regBuff (-1 any) applies."""
+    for i, c in enumerate(configs):
+        if (
+            c["coll"] == coll_type
+            and c["min"] <= nbytes <= c["max"]
+            and c["nNodes"] in (-1, nodes)
+            and c["nRanks"] in (-1, ranks)
+            and c["numPipeOps"] in (-1, pipe_ops)
+            and c["regBuff"] in (-1, reg_buff)
+        ):
+            return i, c
+    return None, None
+
+
+def check_export(results: dict, folder: Path) -> None:
+    """Every collective of the plan is decided by exactly its own line (or listed once as
+    p2p / one rank); every line serves some collective; the env loads this file."""
+    for job in results["placement"]:
+        text = (folder / f"{job}.nccl_tuner.csv").read_text()
+        configs = plugin_configs(text)
+        used = set()
+        for c in [c for c in results["collectives"] if c["job"] == job]:
+            how = library.nccl_algorithm(c["kind"], c["algorithm"])
+            mentions = text.count(f"# {job}.{c['name']}:")
+            assert mentions == 1, (c["name"], text)
+            if how is None or how.name == library.P2P:
+                continue
+            i, cfg = plugin_match(
+                configs, library.TUNER_COLLECTIVE[c["kind"]], round(c["bytes"]), c["servers"],
+                c["ranks"],
+            )  # fmt: skip
+            assert cfg is not None, (c, configs)
+            assert (cfg["algorithm"], cfg["protocol"]) == (how.name, "simple")
+            assert cfg["channels"] == -1
+            used.add(i)
+        assert used == set(range(len(configs)))
+        env = dict(
+            line.split("=", 1)
+            for line in (folder / f"{job}.env").read_text().splitlines()
+            if line and not line.startswith("#")
+        )
+        assert env["NCCL_TUNER_CONFIG_FILE"] == f"{job}.nccl_tuner.csv"
+        assert env["NCCL_TUNER_PLUGIN"] == "libnccl-tuner-example.so"
+        assert "NCCL_ALGO" not in env and "NCCL_PROTO" not in env
+
+
+def synthetic(collectives: list[tuple[str, str, str, float, int, int]]) -> dict:
+    return {
+        "instance": {"library": "nccl"},
+        "placement": {"j": {"servers": []}},
+        "collectives": [
+            {"job": "j", "name": n, "kind": k, "algorithm": a, "bytes": b, "servers": s, "ranks": r}
+            for n, k, a, b, s, r in collectives
+        ],
+    }
+
+
+def test_bands_keep_same_sized_communicators_apart(tmp_path):
+    res = synthetic(
+        [
+            ("small", "all_reduce", "double_binary_tree", 65536, 4, 32),
+            ("big", "all_reduce", "ring", 2.0e8, 4, 32),
+            ("mid", "all_reduce", "ring", 4.0e6, 4, 32),
+            ("twin", "all_reduce", "ring", 4.0e6, 4, 32),  # same call as mid: one line
+            ("other", "all_reduce", "double_binary_tree", 2.0e8, 8, 64),
+            ("huge", "all_gather", "ring", 6.0e9, 4, 32),  # above the README's 4294967295
+            ("a2a", "all_to_all", "pairwise", 8.0e6, 4, 32),
+            ("one", "all_reduce", "none", 1.0e6, 1, 1),
+            ("tp", "all_reduce", "nvlink_ring", 1.6e7, 1, 8),
+        ]
+    )
+    files = nccl_export.write(None, res, None).files
+    (tmp_path / "j.nccl_tuner.csv").write_text(files["j.nccl_tuner.csv"])
+    (tmp_path / "j.env").write_text(files["j.env"])
+    check_export(res, tmp_path)
+    configs = plugin_configs(files["j.nccl_tuner.csv"])
+    assert len(configs) == 6  # mid and twin share a line; a2a and one have none
+    for nbytes, want in ((0, "tree"), (65536, "tree"), (5.0e5, "tree"), (6.0e5, "ring")):
+        assert plugin_match(configs, "allreduce", nbytes, 4, 32)[1]["algorithm"] == want
+    assert plugin_match(configs, "allgather", 6_000_000_000, 4, 32)[1]["max"] >= 6_000_000_000
+    assert "# j.a2a: all_to_all pairwise: NCCL grouped send/recv" in files["j.nccl_tuner.csv"]
+
+
+def test_export_refuses_conflicts_nccl_cannot_express():
+    res = synthetic(
+        [
+            ("x", "all_reduce", "ring", 4.0e6, 2, 8),
+            ("y", "all_reduce", "double_binary_tree", 4.0e6, 2, 8),
+        ]
+    )
+    with pytest.raises(OptnetError, match=r"j\.x: ring, j\.y: double_binary_tree"):
+        nccl_export.write(None, res, None)
+
+
+def test_ideal_plan_with_custom_algorithms_is_refused_listing_every_offender(tmp_path):
+    def custom(d):
+        d["workload"]["jobs"][0]["collectives"][0]["algorithms"] = ["recursive_doubling"]
+        d["workload"]["jobs"][1]["collectives"][1]["algorithms"] = ["bruck"]
+
+    inst = tiny_with(tmp_path, "custom", custom)
+    out = tmp_path / "custom.json"
+    res = solve(inst, out)
+    assert res["instance"]["library"] == "ideal"
+    r = run("export", out, "--format", "nccl", "-o", tmp_path / "x")
+    assert r.exit_code == 2, r.output
+    assert "train.grads: recursive_doubling" in r.output
+    assert "infer.sync: bruck" in r.output and "--library nccl" in r.output
+    assert not (tmp_path / "x").exists()  # refused before anything is written
+    text = text_report(res)
+    assert "library: ideal: needs a custom library to deploy" in text
+    assert "train.grads: recursive_doubling" in text and "infer.sync: bruck" in text

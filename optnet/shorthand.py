@@ -49,8 +49,9 @@ COLLECTIVE_KINDS = (
 )
 """Collective kinds allowed by the job schema."""
 
-GROUPS = ("tp", "pp", "dp", "ep", "world")
-"""Communicator groups allowed by the job schema."""
+GROUPS = ("tp", "pp", "dp", "ep", "cp", "dp_cp", "edp", "world")
+"""Communicator groups allowed by the job schema (``cp``, ``dp_cp``, ``edp``: Megatron-LM's
+context-parallel, data-parallel-with-context-parallel and expert-data-parallel groups)."""
 
 MIB = 1024 * 1024
 """PyTorch DDP interprets ``bucket_cap_mb`` as MiB (``int(bucket_cap_mb * 1024 * 1024)``)."""
@@ -84,7 +85,11 @@ class TransformerSpec(BaseModel):
     """Hidden (model) dimension h."""
 
     heads: int = Field(ge=1, le=1_000_000)
-    """Attention heads; must divide ``hidden`` (plain multi-head attention is assumed)."""
+    """Attention (query) heads; must divide ``hidden`` (head dimension d = hidden / heads)."""
+
+    kv_heads: int | None = Field(default=None, ge=1, le=1_000_000)
+    """Key/value heads for grouped-query attention (Megatron-LM ``--num-query-groups``, Llama's
+    ``num_key_value_heads``); must divide ``heads``. ``None`` = heads (multi-head attention)."""
 
     seq_len: int = Field(ge=1, le=100_000_000)
     """Sequence length s in tokens."""
@@ -95,10 +100,43 @@ class TransformerSpec(BaseModel):
     ffn_hidden: int | None = Field(default=None, ge=1, le=100_000_000)
     """FFN inner dimension f; ``None`` means 4 * hidden (GPT-2/GPT-3)."""
 
+    gated_mlp: bool = False
+    """Gated MLP (SwiGLU, Megatron-LM ``--swiglu``): three h x f matrices (gate, up, down)
+    instead of two; f is the size of each (Llama's ``intermediate_size``)."""
+
+    tie_embeddings: bool = True
+    """Input embedding and output layer share one V x h matrix; false (Megatron-LM
+    ``--untie-embeddings-and-output-weights``, Llama-3) counts two."""
+
+    sequence_parallel: bool = False
+    """Megatron sequence parallelism (Korthikanti et al. 2022): each tensor-parallel all-reduce
+    of activations becomes a reduce-scatter plus an all-gather of the same vector."""
+
+    cp_comm: Literal["p2p", "all_gather"] = "p2p"
+    """Context-parallel K/V exchange (Megatron-LM ``--cp-comm-type``): ``p2p`` ring (may overlap
+    attention compute, ``overlap_cp``) or ``all_gather`` (not overlapped). Same bytes."""
+
+    overlap_cp: float = Field(default=0.0, ge=0, le=1)
+    """Fraction of the p2p context-parallel K/V exchange hidden behind attention compute."""
+
+    num_experts: int | None = Field(default=None, ge=1, le=1_000_000)
+    """Experts per MoE layer E (Megatron-LM ``--num-experts``); E / ep per EP rank. ``None`` with
+    ep > 1 keeps the one-expert-per-EP-rank model (all gradients over dp)."""
+
+    moe_top_k: int = Field(default=1, ge=1, le=1_000)
+    """Experts each token is routed to (Megatron-LM ``--moe-router-topk``; Mixtral: 2)."""
+
+    moe_capacity_factor: float | None = Field(default=None, gt=0, le=1000, allow_inf_nan=False)
+    """Expert capacity factor: all-to-all buffers hold capacity_factor x k x tokens (exact with
+    Megatron's ``--moe-pad-expert-input-to-capacity``, an upper bound otherwise). ``None`` =
+    dropless, k x tokens under uniform routing."""
+
     params: float | None = Field(default=None, gt=0, le=1e15, allow_inf_nan=False)
-    """Parameter count P; ``None`` means L * (4 h^2 + 2 h f) + V h (= 12 L h^2 + V h for f = 4h;
-    biases, layer norms and position embeddings ignored; tied input/output embedding). With MoE
-    (ep > 1) this is the count held by one tp x pp model replica (one expert per EP rank)."""
+    """Parameter count P; ``None`` means L * (2 h^2 + 2 h g d + n_mlp h f) + e V h, with g the
+    K/V heads, d = h / heads, n_mlp = 3 if gated else 2, e = 1 if tied else 2 (= 12 L h^2 + V h
+    for GPT-3 shapes; biases, norms and position embeddings ignored). With MoE (ep > 1, no
+    ``num_experts``) this is the count held by one tp x pp model replica (one expert per EP
+    rank); it cannot be combined with ``num_experts``."""
 
     global_batch: int = Field(ge=1, le=1_000_000_000)
     """Global batch B in sequences per iteration (optimizer step)."""
@@ -108,6 +146,10 @@ class TransformerSpec(BaseModel):
 
     bytes_per_param: int = Field(default=2, ge=1, le=16)
     """Bytes per parameter, gradient and activation element (2 = bf16)."""
+
+    grad_bytes_per_param: int | None = Field(default=None, ge=1, le=16)
+    """Bytes per gradient element in the data-parallel reduction; ``None`` = bytes_per_param
+    (Megatron-LM reduces bf16 gradients in fp32, 4, unless ``--grad-reduce-in-bf16``)."""
 
     gpu_peak_tflops: float = Field(default=989.4, ge=1e-3, le=1e6, allow_inf_nan=False)
     """Peak dense throughput per GPU in TFLOP/s (H100 SXM5 BF16 dense = 989.4: NVIDIA H100 Tensor
@@ -160,7 +202,56 @@ class TransformerSpec(BaseModel):
             raise ValueError(f"hidden ({self.hidden}) must be divisible by heads ({self.heads})")
         if self.compression == "none" and self.compression_ratio is not None:
             raise ValueError("compression_ratio is set but compression is 'none'")
+        if self.kv_heads is not None and self.heads % self.kv_heads != 0:
+            raise ValueError(
+                f"heads ({self.heads}) must be divisible by kv_heads ({self.kv_heads})"
+            )
+        if self.num_experts is None:
+            if self.moe_top_k > 1 or self.moe_capacity_factor is not None:
+                raise ValueError("moe_top_k > 1 and moe_capacity_factor need num_experts")
+        else:
+            if self.moe_top_k > self.num_experts:
+                raise ValueError(
+                    f"moe_top_k ({self.moe_top_k}) exceeds num_experts ({self.num_experts})"
+                )
+            if self.params is not None:
+                raise ValueError(
+                    "params cannot be combined with num_experts (the dense / expert split of the "
+                    "gradients is derived from the shape)"
+                )
         return self
+
+    @property
+    def kv_heads_count(self) -> int:
+        """K/V heads g (``kv_heads`` or ``heads``)."""
+        return self.kv_heads if self.kv_heads is not None else self.heads
+
+    @property
+    def head_dim(self) -> int:
+        """Head dimension d = hidden / heads (Megatron-LM ``kv_channels`` default)."""
+        return self.hidden // self.heads
+
+    @property
+    def moe_layers(self) -> int:
+        """MoE layers of the whole model: L // moe_layer_interval with ``num_experts``, else 0
+        (the ep > 1 model without ``num_experts`` is top-1, so its FLOPs equal the dense ones)."""
+        return self.layers // self.moe_layer_interval if self.num_experts is not None else 0
+
+    @property
+    def attention_params_per_layer(self) -> int:
+        """Q and output projections h^2 each, K and V projections h g d each (GQA)."""
+        h = self.hidden
+        return 2 * h * h + 2 * h * self.kv_heads_count * self.head_dim
+
+    @property
+    def mlp_params_per_expert(self) -> int:
+        """(3 if gated else 2) h f: one dense MLP, or one expert of an MoE layer."""
+        return (3 if self.gated_mlp else 2) * self.hidden * self.ffn_hidden_size
+
+    @property
+    def embedding_params(self) -> int:
+        """V h tied, 2 V h untied."""
+        return (1 if self.tie_embeddings else 2) * self.vocab * self.hidden
 
     @property
     def ffn_hidden_size(self) -> int:
@@ -169,11 +260,19 @@ class TransformerSpec(BaseModel):
 
     @property
     def param_count(self) -> float:
-        """Parameter count P: ``params`` or L * (4 h^2 + 2 h f) + V h."""
+        """Parameter count P of the whole model: ``params`` or L (attention + MLP) + embeddings,
+        each MoE layer holding ``num_experts`` expert MLPs (router weights ignored)."""
         if self.params is not None:
             return float(self.params)
-        h, f = self.hidden, self.ffn_hidden_size
-        return float(self.layers * (4 * h * h + 2 * h * f) + self.vocab * h)
+        experts = self.num_experts if self.num_experts is not None else 1
+        mlp = self.mlp_params_per_expert
+        dense_layers = self.layers - self.moe_layers
+        return float(
+            self.layers * self.attention_params_per_layer
+            + dense_layers * mlp
+            + self.moe_layers * experts * mlp
+            + self.embedding_params
+        )
 
     @property
     def effective_compression_ratio(self) -> float:
@@ -206,16 +305,25 @@ def default_compression_ratio(method: str, bytes_per_param: int) -> float:
 def flops_per_iteration(spec: TransformerSpec) -> float:
     """Model FLOPs executed per iteration (whole job, all GPUs).
 
-    Megatron-LM ``num_floating_point_operations`` for plain multi-head attention and top-1 (or no)
-    experts: F = 12 B s L h^2 (2 + s/h + f/h) + 6 B s h V, which for f = 4h is
-    72 B s L h^2 (1 + s/(6h) + V/(12 L h)). With full recomputation the transformer-layer part is
-    multiplied by 4/3 (one extra forward on top of forward + 2x backward) and the logit layer is
-    not recomputed: 96 B s L h^2 (1 + s/(6h)) + 6 B s h V = 96 B s L h^2 (1 + s/(6h) + V/(16 L h)),
-    Eq. 3 of Narayanan et al. SC'21.
+    Megatron-LM ``num_floating_point_operations`` (the form without the causal-mask halving):
+    F = 12 B s L h^2 (1 + g/n + s/h) + 12 B s h f gl (L - L_moe + k L_moe) + 6 B s h V, with g/n
+    the K/V-head to head ratio, gl = 3/2 for a gated MLP (else 1), k the router top-k and L_moe
+    the MoE layers. Plain MHA, dense: 12 B s L h^2 (2 + s/h + f/h) + 6 B s h V, which for f = 4h
+    is 72 B s L h^2 (1 + s/(6h) + V/(12 L h)). With full recomputation the transformer-layer part
+    is multiplied by 4/3 (one extra forward on top of forward + 2x backward) and the logit layer
+    is not recomputed: 96 B s L h^2 (1 + s/(6h) + V/(16 L h)), Eq. 3 of Narayanan et al. SC'21.
     """
     big_b, s, n_layers = spec.global_batch, spec.seq_len, spec.layers
     h, f, v = spec.hidden, spec.ffn_hidden_size, spec.vocab
-    layer_flops = 12.0 * big_b * s * n_layers * h * h * (2.0 + s / h + f / h)
+    gl = 1.5 if spec.gated_mlp else 1.0
+    routed_layers = n_layers - spec.moe_layers + spec.moe_top_k * spec.moe_layers
+    if spec.kv_heads_count == spec.heads and gl == 1.0 and routed_layers == n_layers:
+        # Plain MHA, dense MLP: the original expression, kept bit-for-bit.
+        layer_flops = 12.0 * big_b * s * n_layers * h * h * (2.0 + s / h + f / h)
+    else:
+        kv_ratio = spec.kv_heads_count / spec.heads
+        attn = 12.0 * big_b * s * n_layers * h * h * (1.0 + kv_ratio + s / h)
+        layer_flops = attn + 12.0 * big_b * s * h * f * gl * routed_layers
     logit_flops = 6.0 * big_b * s * h * v
     if spec.recompute:
         layer_flops *= 4.0 / 3.0
@@ -273,24 +381,39 @@ def moe_layers_per_stage(layers: int, pp: int, interval: int) -> int:
     return max((k + 1) * per_stage // interval - k * per_stage // interval for k in range(pp))
 
 
-def _check_layout(spec: TransformerSpec, tp: int, pp: int, dp: int, ep: int) -> int:
+def _check_layout(spec: TransformerSpec, tp: int, pp: int, dp: int, ep: int, cp: int = 1) -> int:
     """Validate the parallel layout against the spec; return m."""
-    for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("ep", ep)):
+    for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("ep", ep), ("cp", cp)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    if dp % ep != 0:
-        raise ValueError(f"ep ({ep}) must divide dp ({dp})")
+    if cp == 1:
+        if dp % ep != 0:
+            raise ValueError(f"ep ({ep}) must divide dp ({dp})")
+    elif (dp * cp) % ep != 0:
+        raise ValueError(f"ep ({ep}) must divide dp * cp ({dp} * {cp} = {dp * cp})")
     if spec.layers % pp != 0:
         raise ValueError(f"layers ({spec.layers}) must be divisible by pp ({pp})")
     if spec.heads % tp != 0:
         raise ValueError(f"heads ({spec.heads}) must be divisible by tp ({tp})")
+    if spec.kv_heads is not None and spec.kv_heads % tp != 0:
+        raise ValueError(f"kv_heads ({spec.kv_heads}) must be divisible by tp ({tp})")
     if spec.ffn_hidden_size % tp != 0:
         raise ValueError(f"ffn_hidden ({spec.ffn_hidden_size}) must be divisible by tp ({tp})")
+    if spec.seq_len % cp != 0:
+        raise ValueError(f"seq_len ({spec.seq_len}) must be divisible by cp ({cp})")
     if ep > 1 and spec.layers // spec.moe_layer_interval < 1:
         raise ValueError(
             f"ep = {ep} but the model has no MoE layer (layers = {spec.layers}, "
             f"moe_layer_interval = {spec.moe_layer_interval})"
         )
+    if spec.num_experts is not None:
+        if spec.num_experts % ep != 0:
+            raise ValueError(f"ep ({ep}) must divide num_experts ({spec.num_experts})")
+        if tp > 1 and not spec.sequence_parallel:
+            raise ValueError(
+                "MoE with tp > 1 needs sequence_parallel: true (Megatron-LM's MoELayer refuses "
+                "to train MoE with tensor parallelism and without sequence parallelism)"
+            )
     return microbatches(spec, dp)
 
 
@@ -306,26 +429,42 @@ def _coll(name: str, kind: str, group: str, message_bytes: float, count: int, ov
 
 
 def derive(
-    spec: TransformerSpec, tp: int, pp: int, dp: int, ep: int = 1
+    spec: TransformerSpec, tp: int, pp: int, dp: int, ep: int = 1, cp: int = 1
 ) -> tuple[float, list[dict]]:
     """Return (compute_time_us, collectives) for one iteration of one rank's critical path.
 
-    gpus = tp * pp * dp; m = B / (b * dp); slots = m + pp - 1; act = b * s * h * bytes_per_param;
-    grad = P / (tp * pp) * bytes_per_param (even split of parameters over tp x pp).
+    gpus = tp * cp * pp * dp; m = B / (b * dp); slots = m + pp - 1; act = b * (s / cp) * h *
+    bytes_per_param; grad = P / (tp * pp) * grad_bytes_per_param (even split over tp x pp;
+    parameters in bytes_per_param).
 
     * compute_time_us = F / (gpus * peak * mfu) * (1 + (pp - 1) / m) + codec time, with F from
       :func:`flops_per_iteration`; codec time = sum(uncompressed bytes * count of compressed
       collectives) / codec throughput.
     * tp > 1 ``tp_allreduce``: all_reduce, message act, count (4 + 2*recompute) * (L/pp) * slots
       (Megatron f/g operators: 2 forward + 2 backward per layer per micro-batch, +2 when the
-      forward is recomputed; every slot of the critical path carries them), overlap 0.
+      forward is recomputed; every slot of the critical path carries them), overlap 0. With
+      ``sequence_parallel`` it is replaced by ``tp_allgather`` (all_gather) and
+      ``tp_reducescatter`` (reduce_scatter), each message act (the full gathered vector) and
+      the same count (Korthikanti et al. 2022).
     * pp > 1 ``pp_sendrecv``: send_recv, message act / tp (activations enter the stage boundary
       sharded over tp: Megatron scatter/gather, sequence parallelism), count
       :func:`pp_p2p_count`, overlap 0.
-    * ep > 1 ``ep_alltoall``: all_to_all, message act (top-1 routing, capacity factor 1: a rank's
-      whole token buffer), count (4 + 2*recompute) * moe_layers_per_stage * slots (dispatch +
-      combine, forward and backward), overlap 0.
-    * dp > 1, compression ratio r applied to ``dp_grad`` only:
+    * cp > 1 ``cp_kv_allgather``: all_gather over cp, message 2 b s (g/tp) d bytes (the K and V
+      of the whole sequence for this rank's g/tp K/V heads), count (2 + recompute) (L/pp) slots
+      (forward, backward re-exchange, recomputed forward); ``cp_dkv_reducescatter``:
+      reduce_scatter over cp, same message, count (L/pp) slots (backward dK/dV). Overlap
+      ``overlap_cp`` for ``cp_comm: p2p``, 0 for ``all_gather``.
+    * MoE ``ep_alltoall``: all_to_all, message b (s/cp) h bytes (top-1, capacity 1: a rank's
+      whole token buffer) for ep > 1 without ``num_experts``; with ``num_experts``: b (s/cp) /
+      tp' h bytes k c (tp' = tp with sequence parallelism, k top-k, c capacity factor or 1).
+      Count (4 + 2*recompute) * moe_layers_per_stage * slots (dispatch + combine, forward and
+      backward). With ``num_experts`` and tp > 1, Megatron's all-to-all dispatcher also
+      all-gathers the received tokens over tp and reduce-scatters them at combine:
+      ``ep_tp_allgather`` / ``ep_tp_reducescatter``, message b (s/cp) h bytes k c, count
+      (2 + recompute) * moe_layers_per_stage * slots each.
+    * dp * cp > 1, compression ratio r applied to ``dp_grad`` only (group dp; dp_cp when
+      cp > 1; with ``num_experts`` the expert parameters are reduced separately over edp as
+      ``dp_grad_expert`` / ``dp_param_allgather_expert``):
         - ddp: ``dp_grad`` all_reduce, n = ceil(grad / bucket) buckets, message grad / n / r,
           count n, overlap overlap_grad_sync.
         - zero1: ``dp_grad`` reduce_scatter grad / r, count 1; ``dp_param_allgather`` all_gather
@@ -340,13 +479,13 @@ def derive(
 
     Groups of size 1 produce no collective. Raises ValueError for inconsistent layouts.
     """
-    m = _check_layout(spec, tp, pp, dp, ep)
-    gpus = tp * pp * dp
+    m = _check_layout(spec, tp, pp, dp, ep, cp)
+    gpus = tp * cp * pp * dp
     slots = m + pp - 1
     rc = 2 if spec.recompute else 0
-    act_bytes = float(spec.micro_batch * spec.seq_len * spec.hidden * spec.bytes_per_param)
-    param_bytes = spec.param_count / (tp * pp) * spec.bytes_per_param
-    grad_bytes = param_bytes  # gradients share the parameters' dtype
+    layers_per_stage = spec.layers // pp
+    tokens = spec.micro_batch * (spec.seq_len // cp)  # tokens of one micro-batch on one rank
+    act_bytes = float(tokens * spec.hidden * spec.bytes_per_param)
     ratio = spec.effective_compression_ratio
 
     ideal_s = flops_per_iteration(spec) / (gpus * spec.gpu_peak_tflops * 1e12 * spec.mfu)
@@ -354,19 +493,67 @@ def derive(
 
     colls: list[dict] = []
     if tp > 1:
-        count = (4 + rc) * (spec.layers // pp) * slots
-        colls.append(_coll("tp_allreduce", "all_reduce", "tp", act_bytes, count, 0.0))
+        count = (4 + rc) * layers_per_stage * slots
+        if spec.sequence_parallel:
+            colls.append(_coll("tp_allgather", "all_gather", "tp", act_bytes, count, 0.0))
+            colls.append(_coll("tp_reducescatter", "reduce_scatter", "tp", act_bytes, count, 0.0))
+        else:
+            colls.append(_coll("tp_allreduce", "all_reduce", "tp", act_bytes, count, 0.0))
     if pp > 1:
         count = pp_p2p_count(pp, m, spec.pipeline_schedule)
         colls.append(_coll("pp_sendrecv", "send_recv", "pp", act_bytes / tp, count, 0.0))
-    if ep > 1:
-        n_moe = moe_layers_per_stage(spec.layers, pp, spec.moe_layer_interval)
-        if n_moe > 0:
+    if cp > 1:
+        kv_bytes = float(
+            2
+            * spec.micro_batch
+            * spec.seq_len
+            * (spec.kv_heads_count // tp)
+            * spec.head_dim
+            * spec.bytes_per_param
+        )
+        overlap = spec.overlap_cp if spec.cp_comm == "p2p" else 0.0
+        ag_count = (2 + rc // 2) * layers_per_stage * slots
+        rs_count = layers_per_stage * slots
+        colls.append(_coll("cp_kv_allgather", "all_gather", "cp", kv_bytes, ag_count, overlap))
+        colls.append(
+            _coll("cp_dkv_reducescatter", "reduce_scatter", "cp", kv_bytes, rs_count, overlap)
+        )
+    n_moe = moe_layers_per_stage(spec.layers, pp, spec.moe_layer_interval)
+    if spec.num_experts is None:
+        if ep > 1 and n_moe > 0:
             count = (4 + rc) * n_moe * slots
             colls.append(_coll("ep_alltoall", "all_to_all", "ep", act_bytes, count, 0.0))
+    elif n_moe > 0:
+        cf = spec.moe_capacity_factor if spec.moe_capacity_factor is not None else 1.0
+        routed = act_bytes * spec.moe_top_k * cf  # token copies of one rank, before the tp split
+        sp_split = tp if spec.sequence_parallel else 1
+        if ep > 1:
+            count = (4 + rc) * n_moe * slots
+            colls.append(_coll("ep_alltoall", "all_to_all", "ep", routed / sp_split, count, 0.0))
+        if tp > 1:
+            count = (2 + rc // 2) * n_moe * slots
+            colls.append(_coll("ep_tp_allgather", "all_gather", "tp", routed, count, 0.0))
+            colls.append(_coll("ep_tp_reducescatter", "reduce_scatter", "tp", routed, count, 0.0))
 
+    # Gradient groups: (suffix, group, size, bytes of one rank).
+    grad_group, grad_size = ("dp", dp) if cp == 1 else ("dp_cp", dp * cp)
+    shards = [("", grad_group, grad_size, spec.param_count / (tp * pp))]
+    if spec.num_experts is not None:
+        expert_params = spec.moe_layers * (spec.num_experts // ep) * spec.mlp_params_per_expert
+        dense_params = spec.param_count - spec.moe_layers * spec.num_experts * (
+            spec.mlp_params_per_expert
+        )
+        shards = [
+            ("", grad_group, grad_size, dense_params / (tp * pp)),
+            ("_expert", "edp", dp * cp // ep, expert_params / (tp * pp)),
+        ]
+    grad_beta = spec.grad_bytes_per_param or spec.bytes_per_param
     codec_bytes = 0.0
-    if dp > 1:
+    for suffix, group, size, rank_params in shards:
+        if size <= 1 or rank_params <= 0:
+            continue
+        param_bytes = rank_params * spec.bytes_per_param
+        grad_bytes = rank_params * grad_beta
         mode = spec.data_parallel
         if mode == "ddp":
             n_buckets = max(1, math.ceil(grad_bytes / (spec.bucket_mb * MIB)))
@@ -385,21 +572,28 @@ def derive(
             grad_count, grad_kind, grad_msg = 1, "reduce_scatter", grad_bytes
             gather_count = 1
         colls.append(
-            _coll("dp_grad", grad_kind, "dp", grad_msg / ratio, grad_count, spec.overlap_grad_sync)
+            _coll(
+                "dp_grad" + suffix,
+                grad_kind,
+                group,
+                grad_msg / ratio,
+                grad_count,
+                spec.overlap_grad_sync,
+            )
         )
         if gather_count:
             colls.append(
                 _coll(
-                    "dp_param_allgather",
+                    "dp_param_allgather" + suffix,
                     "all_gather",
-                    "dp",
+                    group,
                     param_bytes,
                     gather_count,
                     spec.overlap_param_gather,
                 )
             )
         if spec.compression != "none":
-            codec_bytes = grad_msg * grad_count
+            codec_bytes += grad_msg * grad_count
 
     compute_us += codec_bytes / (spec.codec_gbytes_per_s * 1e9) * 1e6
     return compute_us, colls

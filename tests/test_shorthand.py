@@ -474,3 +474,139 @@ def test_property_outputs_finite_positive_unique(case):
     present = {c["group"] for c in colls}
     for g, size in sizes.items():
         assert (g in present) == (size > 1), (g, size, names)
+
+
+# ------------------------------------------- GQA, SwiGLU, untied embeddings, SP, CP, top-k MoE
+
+
+def test_gqa_swiglu_untied_params_and_flops_by_hand():
+    # Llama-2 7B shape (Touvron et al. 2023, Table 1 / HF config): L 32, h 4096, 32 heads, f 11008,
+    # V 32000, untied embeddings, SwiGLU; MHA (kv_heads = heads) in the 7B model.
+    spec = TransformerSpec(
+        layers=32, hidden=4096, heads=32, ffn_hidden=11008, vocab=32000, seq_len=4096,
+        global_batch=8, gated_mlp=True, tie_embeddings=False,
+    )  # fmt: skip
+    h, f, v, n_layers = 4096, 11008, 32000, 32
+    by_hand = n_layers * (4 * h * h + 3 * h * f) + 2 * v * h
+    # HF's 6,738,415,616 for Llama-2-7b adds its 65 RMSNorm weight vectors (65 x 4096).
+    assert spec.param_count == by_hand == 6_738_415_616 - 65 * 4096
+    # Now 8 K/V heads (GQA): K and V shrink from h x h to h x (8 * 128) each.
+    gqa = spec.model_copy(update={"kv_heads": 8})
+    assert gqa.param_count == by_hand - n_layers * 2 * h * (h - 8 * 128)
+    b, s = 8, 4096
+    flops = 12 * b * s * n_layers * h * h * (1 + 8 / 32 + s / h) + 18 * b * s * h * f * n_layers
+    flops += 6 * b * s * h * v
+    assert flops_per_iteration(gqa) == pytest.approx(flops, rel=1e-12)
+
+
+def test_legacy_spec_outputs_are_bit_identical_under_the_generalised_formulas():
+    # A plain spec must not change: flops equal the original closed form exactly.
+    b, s, n_layers, h, f, v = 64, 512, 8, 1024, 4096, 50257
+    legacy = 12.0 * b * s * n_layers * h * h * (2.0 + s / h + f / h) + 6.0 * b * s * h * v
+    assert flops_per_iteration(small()) == legacy
+    assert small().param_count == float(n_layers * (4 * h * h + 2 * h * f) + v * h)
+
+
+def test_sequence_parallel_replaces_each_allreduce_by_rs_plus_ag_of_the_same_vector():
+    plain = by_name(derive(small(), tp=4, pp=2, dp=2)[1])
+    sp = by_name(derive(small(sequence_parallel=True), tp=4, pp=2, dp=2)[1])
+    assert "tp_allreduce" not in sp
+    ar = plain["tp_allreduce"]
+    m = 64 // 2
+    for name, kind in (("tp_allgather", "all_gather"), ("tp_reducescatter", "reduce_scatter")):
+        c = sp[name]
+        assert c["kind"] == kind and c["group"] == "tp"
+        assert c["message_bytes"] == 1 * 512 * 1024 * 2 == ar["message_bytes"]
+        assert c["count"] == 4 * (8 // 2) * (m + 2 - 1) == ar["count"]
+    # Volume: AR moves 2x its vector, AG and RS 1x each (the WIRE_FACTOR above): equal totals.
+    vol = sum(WIRE_FACTOR[c["kind"]] * c["message_bytes"] * c["count"] for c in sp.values()
+              if c["group"] == "tp")  # fmt: skip
+    assert vol == WIRE_FACTOR["all_reduce"] * ar["message_bytes"] * ar["count"]
+    assert sp["pp_sendrecv"] == plain["pp_sendrecv"]
+
+
+def test_context_parallel_kv_exchange_by_hand():
+    spec = small(kv_heads=4, recompute=True, overlap_cp=0.5)
+    t1, _ = derive(spec, tp=2, pp=1, dp=2, cp=1)
+    t2, colls = derive(spec, tp=2, pp=1, dp=2, cp=4)
+    c = by_name(colls)
+    m = 64 // (1 * 2)  # cp does not divide the batch: m = B / (b dp)
+    d = 1024 // 16
+    kv = 2 * 1 * 512 * (4 // 2) * d * 2  # K and V, whole sequence, 2 of 4 K/V heads per tp rank
+    ag, rs = c["cp_kv_allgather"], c["cp_dkv_reducescatter"]
+    assert (ag["kind"], ag["group"], rs["kind"], rs["group"]) == (
+        "all_gather", "cp", "reduce_scatter", "cp",
+    )  # fmt: skip
+    assert ag["message_bytes"] == rs["message_bytes"] == kv
+    assert ag["count"] == (2 + 1) * 8 * m  # forward, backward re-exchange, recomputed forward
+    assert rs["count"] == 8 * m
+    assert ag["overlap"] == rs["overlap"] == 0.5
+    # tp activations hold s / cp tokens; gradients are reduced over dp x cp.
+    assert c["tp_allreduce"]["message_bytes"] == 1 * (512 // 4) * 1024 * 2
+    assert c["dp_grad"]["group"] == "dp_cp"
+    assert t2 == pytest.approx(t1 / 4, rel=1e-12)  # 4x the GPUs, same FLOPs and m
+    ag_only = by_name(derive(spec.model_copy(update={"cp_comm": "all_gather"}), 2, 1, 2, cp=4)[1])
+    assert ag_only["cp_kv_allgather"]["overlap"] == 0.0  # Megatron: all_gather is not async
+
+
+def test_topk_moe_alltoall_and_expert_gradients_by_hand():
+    # 8 layers all MoE, 8 experts, top-2, capacity 1.25, tp 2 with SP, ep 4 over dp 8, ZeRO-1.
+    spec = small(
+        num_experts=8, moe_top_k=2, moe_capacity_factor=1.25, moe_layer_interval=1,
+        sequence_parallel=True, data_parallel="zero1", grad_bytes_per_param=4,
+    )  # fmt: skip
+    _, colls = derive(spec, tp=2, pp=1, dp=8, ep=4)
+    c = by_name(colls)
+    m = 64 // 8
+    tokens = 1 * 512
+    a2a = tokens / 2 * 1024 * 2 * 2 * 1.25  # s/tp tokens (SP), h, bf16, k = 2, capacity 1.25
+    assert c["ep_alltoall"]["message_bytes"] == a2a
+    assert c["ep_alltoall"]["count"] == 4 * 8 * m
+    assert c["ep_tp_allgather"]["message_bytes"] == tokens * 1024 * 2 * 2 * 1.25
+    assert c["ep_tp_allgather"]["count"] == c["ep_tp_reducescatter"]["count"] == 2 * 8 * m
+    h, f = 1024, 4096
+    dense = 8 * 4 * h * h + 50257 * h
+    expert_rank = 8 * (8 // 4) * 2 * h * f  # 2 experts per EP rank in each of 8 layers
+    assert c["dp_grad"]["group"] == "dp" and c["dp_grad"]["kind"] == "reduce_scatter"
+    assert c["dp_grad"]["message_bytes"] == dense / 2 * 4  # over tp, fp32 gradients
+    assert c["dp_param_allgather"]["message_bytes"] == dense / 2 * 2
+    assert c["dp_grad_expert"]["group"] == "edp"
+    assert c["dp_grad_expert"]["message_bytes"] == expert_rank / 2 * 4
+    assert spec.param_count == dense + 8 * 8 * 2 * h * f
+    # FLOPs: MLP counted k = 2 times.
+    plain = flops_per_iteration(small())
+    mlp = 12.0 * 64 * 512 * h * f * 8
+    assert flops_per_iteration(spec) == pytest.approx(plain + mlp, rel=1e-12)
+    # ep = dp: no expert data parallelism left, no expert gradient collective.
+    assert "dp_grad_expert" not in by_name(derive(spec.model_copy(update={"num_experts": 8}),
+                                                  2, 1, 8, ep=8)[1])  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("kw", "layout", "match"),
+    [
+        (dict(kv_heads=2), dict(tp=4, pp=1, dp=1), "kv_heads"),
+        ({}, dict(tp=1, pp=1, dp=2, cp=3), "seq_len"),
+        (dict(num_experts=6, moe_layer_interval=1), dict(tp=1, pp=1, dp=4, ep=4), "num_experts"),
+        (dict(num_experts=8), dict(tp=2, pp=1, dp=4, ep=4), "sequence_parallel"),
+        ({}, dict(tp=1, pp=1, dp=2, ep=4, cp=3), "dp \\* cp"),
+    ],
+)
+def test_new_invalid_layouts_raise(kw, layout, match):
+    with pytest.raises(ValueError, match=match):
+        derive(small(**kw), **layout)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(kv_heads=3),
+        dict(moe_top_k=2),
+        dict(num_experts=2, moe_top_k=3),
+        dict(num_experts=2, params=1e9),
+        dict(cp_comm="a2a"),
+    ],
+)
+def test_new_invalid_specs_raise(kw):
+    with pytest.raises(ValueError):
+        small(**kw)

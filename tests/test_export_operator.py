@@ -232,6 +232,26 @@ def test_half_server_job_sees_only_its_gpus(solved):
     assert len(hosts) == 1 and hosts[0][1] == 2
 
 
+def test_parameter_servers_hold_no_ranks(tmp_path):
+    src = INSTANCES / "ps.yaml"
+    res = tmp_path / "ps.json"
+    r = run("evaluate", str(src), str(INSTANCES / "ps-far.solution.json"), "-o", str(res))
+    assert r.exit_code == 0, r.output
+    r = run("export", str(res), "--format", "hostfile", "-o", str(tmp_path / "h"))
+    assert r.exit_code == 0, r.output
+    assert "parameter servers" in r.output  # the note, on stderr
+    results = json.loads(res.read_text())
+    for job, place in results["placement"].items():
+        ps = place.get("ps_servers") or []
+        env = source_env(tmp_path / "h" / f"{job}.env")
+        assert env.get("OPTNET_PS_SERVERS", "").split(",") == ps != []
+        slurm = set((tmp_path / "h" / f"{job}.slurm").read_text().split())
+        assert slurm == set(place["servers"]) - set(ps)
+        assert not {
+            h for h, _n in parse_hostfile((tmp_path / "h" / f"{job}.hostfile").read_text())
+        } & set(ps)
+
+
 def megatron_groups(sizes: dict[str, int], order: str, token: str) -> list[frozenset[int]]:
     """Megatron-LM's rank groups for ``token`` (axes joined by '-') under ``order``."""
     axes = order.split("-")

@@ -21,9 +21,11 @@ Formats checked against their documentation:
 from __future__ import annotations
 
 import csv
+import fcntl
 import io
 import itertools
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -52,39 +54,63 @@ def run(*args: str):
 @pytest.fixture(scope="module")
 def solved(tmp_path_factory):
     """realistic (static plan, loopbacks), reconfig (two phases) and a tiny variant with a job
-    on half a server: solved, and exported in every operator format."""
-    d = tmp_path_factory.mktemp("operator")
-    half = d / "half.yaml"
+    on half a server: solved, and exported in every operator format. Under pytest-xdist the
+    workers share one copy (built once, under a lock, in the session's shared temp folder)."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    d = root / "operator-exports"
+    with open(root / "operator-exports.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (d / "done").exists():
+            d.mkdir(exist_ok=True)
+            _build(d)
+            (d / "done").write_text("")
+    return {
+        name: {
+            "inst": load_instance(src),
+            "src": src,
+            "res_path": d / f"{name}.json",
+            "results": json.loads((d / f"{name}.json").read_text()),
+            "dirs": {fmt: d / f"{name}-{fmt}" for fmt in FORMATS},
+        }
+        for name, src in _sources(d).items()
+    }
+
+
+def _sources(d: Path) -> dict[str, Path]:
+    return {
+        "realistic": INSTANCES / "realistic.yaml",
+        "reconfig": INSTANCES / "reconfig.yaml",
+        "half": d / "half.yaml",
+    }
+
+
+def _build(d: Path) -> None:
     data = yaml.safe_load((INSTANCES / "tiny.yaml").read_text())
     data["workload"]["jobs"][1].update(gpus=2, parallelism={"tp": 2, "dp": 1})
     data["workload"]["jobs"][1]["collectives"] = [
         {"name": "tp_ar", "kind": "all_reduce", "group": "tp", "message_bytes": 4.0e6}
     ]
-    half.write_text(yaml.safe_dump(data))
-    out = {}
-    for name, src in (
-        ("realistic", INSTANCES / "realistic.yaml"),
-        ("reconfig", INSTANCES / "reconfig.yaml"),
-        ("half", half),
-    ):
+    (d / "half.yaml").write_text(yaml.safe_dump(data))
+    for name, src in _sources(d).items():
         res = d / f"{name}.json"
-        r = run("solve", str(src), "-o", str(res), "--time-limit", "5")
+        r = run("solve", str(src), "-o", str(res), "--time-limit", "5", "--force")
         assert r.exit_code in (0, 1), r.output
-        dirs = {}
         for fmt in FORMATS:
-            dirs[fmt] = d / f"{name}-{fmt}"
+            out = d / f"{name}-{fmt}"
             r = run(
-                "export", str(res), "--format", fmt, "-o", str(dirs[fmt]), "--instance", str(src)
+                "export",
+                str(res),
+                "--format",
+                fmt,
+                "-o",
+                str(out),
+                "--instance",
+                str(src),
+                "--force",
             )
             assert r.exit_code == 0, r.output
-        out[name] = {
-            "inst": load_instance(src),
-            "src": src,
-            "res_path": res,
-            "results": json.loads(res.read_text()),
-            "dirs": dirs,
-        }
-    return out
 
 
 def _csv(path: Path) -> list[dict[str, str]]:
@@ -557,6 +583,13 @@ def test_hostfile_refuses_results_without_ranks(solved, tmp_path):
     p = _broken(s, tmp_path, lambda d: d["placement"]["moe"].update(ranks=[]))
     out = _refused(s, p, "hostfile", tmp_path)
     assert "placement.moe.ranks" in out and "empty" in out
+
+
+def test_hostfile_refuses_a_missing_rank(solved, tmp_path):
+    s = solved["realistic"]
+    p = _broken(s, tmp_path, lambda d: d["placement"]["vision"]["ranks"].pop(5))
+    out = _refused(s, p, "hostfile", tmp_path)
+    assert "placement.vision.ranks" in out and "missing [5]" in out
 
 
 def test_hostfile_refuses_ranks_off_the_priced_layout(solved, tmp_path):

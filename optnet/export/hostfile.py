@@ -91,11 +91,13 @@ def job_layout(inst, results: dict[str, Any], job: str) -> JobLayout:
             raise input_error("results", f"{field}.ranks[{i}]", f"rank {r['rank']} listed twice")
         by_rank[r["rank"]] = r
     if sorted(by_rank) != list(range(spec.gpus)):
+        missing = sorted(set(range(spec.gpus)) - set(by_rank))
+        extra = sorted(set(by_rank) - set(range(spec.gpus)))
         raise input_error(
             "results",
             f"{field}.ranks",
-            f"ranks {sorted(by_rank)[:8]}... do not number the job's {spec.gpus} GPUs 0.."
-            f"{spec.gpus - 1} once each",
+            f"the ranks must number the job's {spec.gpus} GPUs 0..{spec.gpus - 1} once each; "
+            f"missing {missing[:8]}, beyond {extra[:8]}",
         )
     servers = list(place["servers"])
     workers = servers[: spec.worker_slots]

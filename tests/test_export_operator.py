@@ -21,6 +21,7 @@ Formats checked against their documentation:
 from __future__ import annotations
 
 import csv
+import dataclasses
 import fcntl
 import io
 import itertools
@@ -315,6 +316,30 @@ def test_megatron_groups_reproduce_the_documented_example():
     # and [tp, dp, pp] = [2, 3, 4], dp: group 0 = [0, 2, 4], group 7 = [19, 21, 23]
     got = megatron_groups({"tp": 2, "dp": 3, "pp": 4}, "tp-dp-pp", "dp")
     assert [0, 2, 4] in [sorted(g) for g in got] and [19, 21, 23] in [sorted(g) for g in got]
+
+
+def test_optnet_rank_numbering_is_megatrons_for_every_layout():
+    """The hostfile writes optnet's rank numbering; over a grid of layouts every group kind
+    optnet knows is the group Megatron-LM forms from that numbering."""
+    base = load_instance(INSTANCES / "tiny.yaml").jobs[0]
+    has_cp = "cp" in {f.name for f in dataclasses.fields(base)}
+    kinds = ["world", "tp", "dp", "pp", "ep"] + (["cp", "dp_cp", "edp"] if has_cp else [])
+    checked = 0
+    for tp, cp, dp, pp, ep in itertools.product(
+        [1, 2, 4], [1, 2] if has_cp else [1], [1, 2, 4], [1, 3], [1, 2, 4]
+    ):
+        if (dp * cp) % ep:
+            continue
+        extra = {"cp": cp} if has_cp else {}
+        spec = dataclasses.replace(
+            base, tp=tp, dp=dp, pp=pp, ep=ep, gpus=tp * cp * dp * pp, **extra
+        )
+        for g in kinds:
+            assert {frozenset(x) for x in _rank_groups(spec, g)} == set(megatron_group(spec, g)), (
+                tp, cp, dp, pp, ep, g,
+            )  # fmt: skip
+            checked += 1
+    assert checked > 100
 
 
 @pytest.mark.parametrize("name", ["realistic", "reconfig", "half"])

@@ -18,7 +18,7 @@ megatron/core/parallel_state.py: ``initialize_model_parallel(order="tp-cp-ep-dp-
 ``tp-cp-dp-pp``; its expert generator (expert tensor-parallel size = tp, Megatron's default)
 puts ``ep`` fastest inside the data index, as optnet does. So every group optnet prices is the
 group Megatron forms when rank R runs where these files put it (tests/test_export_operator.py
-checks it against Megatron's group generator).
+checks it against Megatron's documented group generation).
 """
 
 from __future__ import annotations

@@ -23,7 +23,13 @@ import json
 from typing import Any
 
 from optnet.errors import input_error
-from optnet.export.grid import FLEXI_ANCHOR_HZ, FLEXI_N_STEP_HZ, GRID_F_MIN_HZ, freq_slot
+from optnet.export.grid import (
+    FLEXI_ANCHOR_HZ,
+    FLEXI_N_STEP_HZ,
+    GRID_F_MIN_HZ,
+    GRID_SPACING_HZ,
+    freq_slot,
+)
 from optnet.export.plan import lightpath_id, phase_plans, trunk_name
 
 COLUMNS = [
@@ -183,7 +189,8 @@ def write(inst, results: dict[str, Any], opts) -> Any:
     """``wdm.json`` and ``wdm.csv`` (one row per transceiver and phase)."""
     from optnet.export import Written
 
-    doc = wdm_plan(inst, results, float(opts.spacing_ghz))
+    spacing = getattr(opts, "spacing_ghz", None)  # None: the grid's default 50 GHz
+    doc = wdm_plan(inst, results, GRID_SPACING_HZ / 1e9 if spacing is None else float(spacing))
     out = Written()
     out.files["wdm.json"] = json.dumps(doc, indent=2) + "\n"
     buf = io.StringIO()

@@ -133,8 +133,9 @@ class TransformerSpec(BaseModel):
 
     params: float | None = Field(default=None, gt=0, le=1e15, allow_inf_nan=False)
     """Parameter count P; ``None`` means L * (2 h^2 + 2 h g d + n_mlp h f) + e V h, with g the
-    K/V heads, d = h / heads, n_mlp = 3 if gated else 2, e = 1 if tied else 2 (= 12 L h^2 + V h
-    for GPT-3 shapes; biases, norms and position embeddings ignored). With MoE (ep > 1, no
+    K/V heads, d = h / heads, n_mlp = 3 if gated else 2, e = 1 if tied else 2, each MoE layer
+    holding ``num_experts`` MLPs (= 12 L h^2 + V h for GPT-3 shapes; biases, norms and position
+    embeddings ignored). With MoE (ep > 1, no
     ``num_experts``) this is the count held by one tp x pp model replica (one expert per EP
     rank); it cannot be combined with ``num_experts``."""
 

@@ -412,8 +412,8 @@ def to_workload(
         spec["data_parallel"] = "zero1"  # reduce-scatter gradients, all-gather parameters
     elif _flag(args, "overlap_grad_reduce"):
         # Megatron DDP bucket: ddp_bucket_size parameters, default max(4e7, 1e6 x dp group size)
-        # (megatron/core/distributed/distributed_data_parallel.py; the group includes cp).
-        elements = args.get("ddp_bucket_size", max(40_000_000, 1_000_000 * dp * cp))
+        # (megatron/core/distributed/distributed_data_parallel.py: its dp_group, without cp).
+        elements = args.get("ddp_bucket_size", max(40_000_000, 1_000_000 * dp))
         spec["bucket_mb"] = elements * grad_bpp / MIB
     else:
         spec["bucket_mb"] = SINGLE_BUCKET_MB

@@ -11,6 +11,7 @@ experts, top-2, vocab 32000).
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
 import pytest
@@ -365,3 +366,26 @@ def test_cli_reads_a_yaml_file_of_arguments(tmp_path):
     wl = yaml.safe_load(res.output)
     assert wl["jobs"][0]["transformer"]["num_experts"] == 8
     assert wl["jobs"][0]["transformer"]["moe_top_k"] == 2
+
+
+def test_imported_cp_workload_solves(tmp_path):
+    # 16 GPUs on two 8-GPU servers: tp 4 x cp 2 inside a server, dp 2 across the two.
+    topo = TOPOLOGY.replace("{count: 4, servers_per_rack: 2}", "{count: 2, servers_per_rack: 1}")
+    (tmp_path / "inst.yaml").write_text(topo)
+    argv = (  # noqa: SIM905
+        "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --group-query-attention "
+        "--num-query-groups 4 --swiglu --seq-length 4096 --micro-batch-size 1 "
+        "--global-batch-size 8 --tensor-model-parallel-size 4 --context-parallel-size 2 "
+        "--sequence-parallel --vocab-size 32000 --bf16 --gpus 16"
+    ).split()
+    r = CliRunner().invoke(main, ["import", "megatron", *argv, "-o", str(tmp_path / "wl.yaml")])
+    assert r.exit_code == 0, r.output
+    out = tmp_path / "res.json"
+    cmd = ["solve", str(tmp_path / "inst.yaml"), "--time-limit", "2", "-o", str(out)]
+    r = CliRunner().invoke(main, cmd)
+    assert r.exit_code in (0, 1), r.output
+
+    res = json.loads(out.read_text())
+    text = json.dumps(res)
+    for name in ("cp_kv_allgather", "cp_dkv_reducescatter", "tp_allgather", "dp_grad"):
+        assert name in text

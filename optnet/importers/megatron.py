@@ -348,14 +348,18 @@ def to_workload(
     kv_heads = None
     if _flag(args, "group_query_attention"):
         kv_heads = _need(args, "num_query_groups")
-    # Without --group-query-attention Megatron ignores --num-query-groups (heads are used).
+    # Without --group-query-attention Megatron passes num_query_groups=None, i.e. multi-head
+    # attention, whatever --num-query-groups says (megatron/training/argument_utils.py).
 
     if "padded_vocab_size" in args:
         vocab = args["padded_vocab_size"]
     else:
-        vocab = padded_vocab(
-            _need(args, "vocab_size"), args.get("make_vocab_size_divisible_by", 128), tp
-        )
+        if "vocab_size" not in args:
+            raise MegatronArgsError(
+                "--vocab-size (or --padded-vocab-size) is required: Megatron-LM reads the "
+                "vocabulary from the tokenizer, which optnet does not load"
+            )
+        vocab = padded_vocab(args["vocab_size"], args.get("make_vocab_size_divisible_by", 128), tp)
 
     if _flag(args, "fp16") and _flag(args, "bf16"):
         raise MegatronArgsError("--fp16 and --bf16 are exclusive")

@@ -93,15 +93,16 @@ NCCL: dict[str, dict[str, NcclAlgorithm]] = {
             "ring", _RING, "src/device/reduce_scatter.h RunWorkColl<ReduceScatter, RING>"
         ),
     },
-    # NCCL runs broadcast and reduce only as a ring (a pipelined chain from/to the root):
-    # src/device/broadcast.h, src/device/reduce.h. Inside one server optnet prices exactly that
-    # (collectives.ring_intra_server_time_us); over several servers optnet has no chain schedule.
+    # NCCL runs broadcast and reduce only as a ring: a pipelined chain from / to the root
+    # (src/device/broadcast.h, src/device/reduce.h), optnet's broadcast / reduce ``ring``.
     "broadcast": {
+        "ring": NcclAlgorithm("ring", _RING, "src/device/broadcast.h RunWorkColl<Broadcast, RING>"),
         "nvlink_ring": NcclAlgorithm(
             "ring", _RING, "src/device/broadcast.h RunWorkColl<Broadcast, RING>"
         ),
     },
     "reduce": {
+        "ring": NcclAlgorithm("ring", _RING, "src/device/reduce.h RunWorkColl<Reduce, RING>"),
         "nvlink_ring": NcclAlgorithm(
             "ring", _RING, "src/device/reduce.h RunWorkColl<Reduce, RING>"
         ),
@@ -114,14 +115,6 @@ NCCL: dict[str, dict[str, NcclAlgorithm]] = {
     },
     "send_recv": {"direct": NcclAlgorithm(P2P, ("ll", "simple"), _P2P_SRC)},
     "traffic": {"direct": NcclAlgorithm(P2P, ("ll", "simple"), _P2P_SRC)},
-}
-
-#: Kinds whose multi-server form NCCL runs with an algorithm optnet has no schedule for.
-UNSCHEDULED: dict[str, str] = {
-    "broadcast": "NCCL runs broadcast only as a pipelined ring chain from the root "
-    "(src/device/broadcast.h), for which optnet has no inter-server schedule",
-    "reduce": "NCCL runs reduce only as a pipelined ring chain to the root "
-    "(src/device/reduce.h), for which optnet has no inter-server schedule",
 }
 
 #: NCCL function names of the tuner CSV (plugins/tuner/example/plugin.c ``parseCollType``).
@@ -158,22 +151,10 @@ def restrict(
 ) -> tuple[str, ...]:
     """The inter-server ``algorithms`` of collective ``spec`` of ``job`` (over ``n_servers``
     servers) that ``inst``'s library runs; ``ideal`` keeps them all. Refuses (InputError) a
-    collective the library runs with an algorithm optnet has no schedule for, and a
     collective whose ``algorithms`` leave the library nothing."""
     if inst.library == "ideal":
         return algorithms
     field = f"{job}.{spec.name}"
-    if spec.kind in UNSCHEDULED:
-        raise InputError(
-            [
-                Problem(
-                    where,
-                    field,
-                    f"library {inst.library}: {UNSCHEDULED[spec.kind]} (over {n_servers} "
-                    "servers); use library: ideal, or keep the group inside one server",
-                )
-            ]
-        )
     kept = tuple(a for a in algorithms if runnable(inst.library, spec.kind, a))
     from optnet.candidates import in_network_available
 

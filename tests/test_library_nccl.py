@@ -124,6 +124,35 @@ def test_pairwise_in_nccl_order_against_the_closed_form(n):
         coll.schedule("all_to_all", "pairwise", n, m, "mpi")
 
 
+@pytest.mark.parametrize("kind", ["broadcast", "reduce"])
+@pytest.mark.parametrize("n", [2, 3, 5, 8])
+def test_ring_chain_against_the_closed_form(kind, n):
+    """NCCL's broadcast / reduce ring (src/device/broadcast.h, reduce.h): a chain along the
+    ring, from the root (broadcast) or ending at it (reduce), fully pipelined:
+    (n-1) alpha + m beta on uniform links; the slowest hop's beta and the largest alpha bind."""
+    m, alpha, beta = 3.0e7, 4.0, 1.0 / 50_000
+    steps = coll.schedule(kind, "ring", n, m)
+    chain = {(a, b) for st in steps for a, b, _ in st.transfers}
+    want = (
+        {(i, i + 1) for i in range(n - 1)}
+        if kind == "broadcast"
+        else {(i, i + 1) for i in range(1, n - 1)} | {(n - 1, 0)}
+    )
+    assert chain == want  # n-1 ring links, none into the root (broadcast) / out of it (reduce)
+    t = coll.time_on_links_us(steps, lambda a, b: alpha, lambda a, b: beta)
+    closed = coll.closed_form_us(kind, "ring", n, m, alpha, beta)
+    assert math.isclose(t, closed) and math.isclose(closed, (n - 1) * alpha + m * beta)
+    a0, b0 = next(iter(sorted(want)))
+
+    def slow_beta(a, b):
+        return beta * (3.0 if (a, b) == (a0, b0) else 1.0)
+
+    t_slow = coll.time_on_links_us(steps, lambda a, b: alpha, slow_beta)
+    assert math.isclose(t_slow, (n - 1) * alpha + 3.0 * m * beta)  # the bottleneck hop
+    assert coll.gamma_coefficient(kind, "ring", n) == (1.0 if kind == "reduce" else 0.0)
+    assert library.runnable("nccl", kind, "ring")
+
+
 # ------------------------------------------------------------------------------------------
 # candidates
 
@@ -153,19 +182,10 @@ def test_nccl_candidates_are_nccl_runnable_and_ideal_is_untouched(name):
                     )
 
 
-def test_parameter_servers_and_multi_server_broadcast_are_refused_precisely(tmp_path):
+def test_parameter_servers_and_empty_restrictions_are_refused_precisely(tmp_path):
     inst = library.with_library(load_instance(INSTANCES / "ps.yaml"), "nccl")
     with pytest.raises(InputError, match=r"parameter_servers: library nccl has no parameter"):
         all_candidates(inst)
-
-    def bcast(d):
-        d["library"] = "nccl"
-        d["workload"]["jobs"][0]["collectives"].append(
-            {"name": "bc", "kind": "broadcast", "group": "dp", "message_bytes": 1.0e6}
-        )
-
-    with pytest.raises(InputError, match="train.bc: library nccl: NCCL runs broadcast only"):
-        all_candidates(load_instance(tiny_with(tmp_path, "bc", bcast)))
 
     def only_rd(d):
         d["workload"]["jobs"][0]["collectives"][0]["algorithms"] = ["recursive_doubling"]
@@ -223,6 +243,44 @@ def test_realistic_nccl_short_limit(tmp_path):
     r = run("export", out, "--format", "nccl", "-o", csv_dir)
     assert r.exit_code == 0, r.output
     check_export(res, csv_dir)
+
+
+def test_broadcast_and_reduce_over_servers_under_nccl(tmp_path):
+    """Over two servers NCCL can only chain them: nccl offers ring alone, ideal also the
+    binomial tree, and the evaluator prices the nccl plan as the MILP did."""
+
+    def add(d):
+        d["library"] = "nccl"
+        d["workload"]["jobs"][0]["collectives"] += [
+            {"name": "bc", "kind": "broadcast", "group": "dp", "message_bytes": 3.0e7},
+            {"name": "rd", "kind": "reduce", "group": "dp", "message_bytes": 3.0e7},
+        ]
+
+    path = tiny_with(tmp_path, "bcast", add)
+    inst = load_instance(path)
+    opts = {
+        cc.spec.name: [o.algorithm for o in cc.options]
+        for cc in all_candidates(inst)[0].collectives
+    }
+    assert opts["bc"] == ["ring"] and opts["rd"] == ["ring"]
+    ideal = all_candidates(library.with_library(inst, "ideal"))[0].collectives
+    assert [o.algorithm for o in ideal[1].options] == [
+        "binomial_tree",
+        "scatter_ring_allgather",
+        "ring",
+    ]
+    out = tmp_path / "bcast.json"
+    res = solve(path, out, "--time-limit", "5")
+    got = {c["name"]: c["algorithm"] for c in res["collectives"] if c["job"] == "train"}
+    assert got["bc"] == got["rd"] == "ring" and res["instance"]["library"] == "nccl"
+    assert math.isclose(evaluate_objective(path, out, tmp_path), res["objective"], rel_tol=1e-6)
+    csv = tmp_path / "csv"
+    assert run("export", out, "--format", "nccl", "-o", csv).exit_code == 0
+    check_export(res, csv)
+    assert (
+        "\nbroadcast,0,4294967295,ring,simple,-1,2,2,-1,-1\n"
+        in (csv / "train.nccl_tuner.csv").read_text()
+    )
 
 
 # ------------------------------------------------------------------------------------------

@@ -124,7 +124,9 @@ def _build():
     add(node, "attr", 10, F.TYPE_MESSAGE, F.LABEL_REPEATED, ".ChakraProtoMsg.AttributeProto")
     pool = descriptor_pool.DescriptorPool()
     pool.Add(fd)
-    get = message_factory.GetMessageClass
+    get = getattr(message_factory, "GetMessageClass", None)  # protobuf >= 4.22
+    if get is None:
+        get = message_factory.MessageFactory(pool).GetPrototype
     return (
         get(pool.FindMessageTypeByName("ChakraProtoMsg.GlobalMetadata")),
         get(pool.FindMessageTypeByName("ChakraProtoMsg.Node")),

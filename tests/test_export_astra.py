@@ -167,6 +167,7 @@ def check_traces(folder, prefix: str, npus: int, dims: int, groups: dict | None)
     type_name = pb.Node.DESCRIPTOR.fields_by_name["type"].enum_type.values_by_number
     comm_name = pb.POOL.FindEnumTypeByName("ChakraProtoMsg.CollectiveCommType").values_by_number
     out = []
+    sends, recvs = [], []
     for n in range(npus):
         data = (folder / f"{prefix}.{n}.et").read_bytes()
         meta, nodes = pb.decode(data)
@@ -189,7 +190,17 @@ def check_traces(folder, prefix: str, npus: int, dims: int, groups: dict | None)
                 if pg not in ("", "0"):  # extract_comm_group: must be a configured group
                     assert groups is not None and pg in groups
                     assert n in groups[pg]
+            # issue_send_comm: the sender is this NPU (comm_src defaults to it), a comm_dst;
+            # issue_recv_comm: a comm_src, the receiver is this NPU
+            if t == "COMM_SEND_NODE":
+                assert a.get("comm_src", n) == n and 0 <= a["comm_dst"] < npus != a["comm_dst"]
+                sends.append((n, a["comm_dst"], a["comm_tag"], a["comm_size"]))
+            if t == "COMM_RECV_NODE":
+                assert a.get("comm_dst", n) == n and 0 <= a["comm_src"] < npus
+                recvs.append((a["comm_src"], n, a["comm_tag"], a["comm_size"]))
         out.append((meta, nodes))
+    # every send has its receive (same peers, tag and size), or the simulation never ends
+    assert sorted(sends) == sorted(recvs)
     return out
 
 
@@ -458,6 +469,43 @@ def test_groups_that_are_not_dimensions_become_communicator_groups(tiny, tmp_pat
         node = decode_trace(aj.files[f"train/et.{n}.et"]).nodes[1]
         assert n in groups[node.get("pg_name")] and node.get("involved_dim") is None
     assert any("CommunicatorGroup" in x for x in aj.notes)
+
+
+def test_send_recv_as_point_to_point(tmp_path):
+    """send_recv over pp (tp 4 x pp 2 on tiny's two servers): each stage sends to the next
+    as a COMM_SEND / COMM_RECV pair that ASTRA-sim matches by peers and tag."""
+    data = yaml.safe_load((INSTANCES / "tiny.yaml").read_text())
+    data["workload"]["jobs"] = [
+        {
+            "name": "train",
+            "gpus": 8,
+            "parallelism": {"tp": 4, "pp": 2},
+            "compute_time_us": 100,
+            "collectives": [
+                {"name": "act", "kind": "send_recv", "group": "pp", "message_bytes": 2e6,
+                 "count": 3},
+            ],
+        }
+    ]  # fmt: skip
+    p = tmp_path / "pp.yaml"
+    p.write_text(yaml.safe_dump(data))
+    inst = load_instance(p)
+    res = _fake(inst, "train", ["direct"], kind="send_recv", group="pp")
+    res["collectives"][0]["count"] = 3
+    aj = astra_job(inst, res, "train")
+    out = tmp_path / "x"
+    for rel, blob in aj.files.items():
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_bytes(blob if isinstance(blob, bytes) else blob.encode())
+    traces = check_traces(out / "train", "et", 8, 2, None)
+    _, npu, _ = npu_layout(inst, res, "train")
+    spec = inst.jobs[0]
+    for grp in _rank_groups(spec, "pp"):
+        first, second = npu[grp[0]], npu[grp[1]]
+        kinds = [x.type for x in traces[first][1]]
+        assert kinds == [4, 5, 5, 5]  # compute, then three sends to the next stage
+        assert [x.type for x in traces[second][1]] == [4, 6, 6, 6]
+    assert sum(x.type == 5 for _, nodes in traces for x in nodes) == 3 * 4
 
 
 def test_involved_mask():

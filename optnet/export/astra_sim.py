@@ -381,7 +381,9 @@ def astra_job(
     group_first: dict[str, int] = {}  # group name -> id of its first instance
     group_json: dict[str, list[int]] = {}  # communicator group id -> NPUs
     nodes: dict[int, list[Node]] = {n: [] for n in range(len(npu))}
+    last: dict[int, list[int]] = {n: [] for n in nodes}  # each NPU's latest node ids
     next_id = 0
+    tag = 0
     if compute and spec.compute_time_us > 0:
         us = round(spec.compute_time_us)
         if us != spec.compute_time_us:
@@ -399,6 +401,7 @@ def astra_job(
                     attr=[Attr("is_cpu_op", "bool_val", False)],
                 )
             )
+            last[n] = [next_id]
         next_id += 1
     # (kind, dimension) -> [(weight, implementation, note, collective, algorithm)]
     choices: dict[tuple[str, int], list[tuple[float, str, str | None, str, str]]] = {}
@@ -414,10 +417,59 @@ def astra_job(
             "in_trace": False,
         }
         out.collectives.append(entry)
+        if kind == "send_recv" and n_ranks > 1:
+            # each stage sends to the next one, all at once (Workload::issue_send_comm /
+            # issue_recv_comm match a COMM_SEND and a COMM_RECV by peers and comm_tag)
+            size = max(1, round(float(c["bytes"])))
+            chains = [[npu[r] for r in grp] for grp in _rank_groups(spec, c["group"])]
+            for _ in range(entry["count"]):
+                for chain in chains:
+                    for i, n in enumerate(chain):
+                        new = []
+                        base_attr = [
+                            Attr("is_cpu_op", "bool_val", False),
+                            Attr("comm_size", "int64_val", size),
+                            Attr("comm_tag", "int32_val", tag),
+                        ]
+                        if i + 1 < len(chain):
+                            peer = Attr("comm_dst", "int32_val", chain[i + 1])
+                            nodes[n].append(
+                                Node(
+                                    next_id,
+                                    c["name"],
+                                    "COMM_SEND_NODE",
+                                    data_deps=list(last[n]),
+                                    attr=[*base_attr, peer],
+                                )
+                            )
+                            new.append(next_id)
+                        if i > 0:
+                            peer = Attr("comm_src", "int32_val", chain[i - 1])
+                            nodes[n].append(
+                                Node(
+                                    next_id + 1,
+                                    c["name"],
+                                    "COMM_RECV_NODE",
+                                    data_deps=list(last[n]),
+                                    attr=[*base_attr, peer],
+                                )
+                            )
+                            new.append(next_id + 1)
+                        last[n] = new
+                next_id += 2
+                tag += 1
+            entry["in_trace"] = True
+            entry["comm_size"] = size
+            out.notes.append(
+                f"{c['name']}: send_recv as COMM_SEND/COMM_RECV nodes, every {c['group']} stage "
+                "to the next at once"
+            )
+            continue
         if kind not in COMM_TYPE:
             out.notes.append(
                 f"{c['name']}: {kind} left out (ASTRA-sim's Workload::issue_coll_comm simulates "
-                "all_reduce, all_gather, reduce_scatter and all_to_all, and replays broadcast)"
+                "all_reduce, all_gather, reduce_scatter and all_to_all, and replays broadcast; "
+                "point-to-point sends are its other primitive)"
             )
             continue
         if n_ranks < 2:
@@ -475,11 +527,12 @@ def astra_job(
                         next_id,
                         c["name"],
                         "COMM_COLL_NODE",
-                        data_deps=[next_id - 1] if next_id else [],
+                        data_deps=list(last[n]),
                         duration_micros=duration,
                         attr=a,
                     )
                 )
+                last[n] = [next_id]
             next_id += 1
     impls: dict[str, list[str]] = {}
     for kind, key in IMPL_KEYS.items():

@@ -27,6 +27,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
+    "ADDED_FIELD_DEFAULTS",
     "COLLECTIVE_KINDS",
     "GROUPS",
     "TransformerSpec",
@@ -68,6 +69,23 @@ QSGD_SCALE_BITS = 32
 # (the index width is our convention).
 DGC_DENSITY = 0.001
 DGC_INDEX_BITS = 32
+
+
+ADDED_FIELD_DEFAULTS = {
+    "kv_heads": None,
+    "gated_mlp": False,
+    "tie_embeddings": True,
+    "sequence_parallel": False,
+    "cp_comm": "p2p",
+    "overlap_cp": 0.0,
+    "num_experts": None,
+    "moe_top_k": 1,
+    "moe_capacity_factor": None,
+    "grad_bytes_per_param": None,
+}
+"""Fields added to :class:`TransformerSpec` after instance hashes were first recorded, with their
+defaults: an instance that leaves them at the default keeps its input hash
+(``optnet.instance._workload_raw`` drops them)."""
 
 
 class TransformerSpec(BaseModel):

@@ -134,6 +134,10 @@ _B200_HBM_GB_S = 8000.0  # DGX B200: 64 TB/s HBM3e over 8 GPUs (DGX B200 datashe
 _A100_HBM_GB_S = 2039.0  # A100 80GB SXM HBM2e 2,039 GB/s (NVIDIA A100 datasheet) [S]
 _TPU4_HBM_GB_S = 1200.0  # TPU v4 HBM2 1200 GBps (cloud.google.com/tpu/docs/v4) [P]
 
+WAIT_SHARE = 0.3
+"""A waiting GPU draws 30 % of its TDP: optnet's convention, as ``constants.GPU_WAIT_W`` [U]."""
+_WAIT_SOURCE = "30 % of gpu_busy_w, optnet's convention as constants.GPU_WAIT_W [U]"
+
 _RAIL_OCS = [{"name": f"rail{k}", "ports": 136} for k in range(8)]
 _RAILS = [f"rail{k}" for k in range(8)]
 _PALOMAR_PORTS = (
@@ -156,7 +160,7 @@ def _dgx(links: int, link_gb_s: float, hbm_gb_s: float, busy_w: float) -> dict:
         "reduce_rate_gbps": _reduce_gbps(hbm_gb_s),
         "transceivers": {"preset": "800g-2xdr4-osfp", "attach": list(_RAILS)},
         "ocs": copy.deepcopy(_RAIL_OCS),
-        "power": {"gpu_busy_w": busy_w},
+        "power": {"gpu_busy_w": busy_w, "gpu_wait_w": WAIT_SHARE * busy_w},
     }
 
 
@@ -178,6 +182,7 @@ PRESETS: dict[str, Preset] = {
                 "ocs": _PALOMAR_PORTS,
                 "power.gpu_busy_w": "H100 SXM 'up to 700W' TDP (nvidia.com/en-us/data-center/"
                 "h100) [S]",
+                "power.gpu_wait_w": _WAIT_SOURCE,
             },
             notes=(
                 "the storage/management ConnectX-7 and BlueField ports are not modelled",
@@ -196,6 +201,7 @@ PRESETS: dict[str, Preset] = {
                 "transceivers": _DGX_NICS,
                 "ocs": _PALOMAR_PORTS,
                 "power.gpu_busy_w": "H200 SXM up to 700 W TDP (NVIDIA H200 product page) [S]",
+                "power.gpu_wait_w": _WAIT_SOURCE,
             },
         ),
         Preset(
@@ -214,6 +220,7 @@ PRESETS: dict[str, Preset] = {
                 "ocs": _PALOMAR_PORTS,
                 "power.gpu_busy_w": "B200 1000 W per GPU in DGX B200 (secondary reports of the "
                 "DGX B200 datasheet's ~14.3 kW system) [S]",
+                "power.gpu_wait_w": _WAIT_SOURCE,
             },
         ),
         Preset(
@@ -229,7 +236,7 @@ PRESETS: dict[str, Preset] = {
                     "attach": [f"rail{k % 8}" for k in range(72)],
                 },
                 "ocs": copy.deepcopy(_RAIL_OCS),
-                "power": {"gpu_busy_w": 1200.0},
+                "power": {"gpu_busy_w": 1200.0, "gpu_wait_w": WAIT_SHARE * 1200.0},
             },
             {
                 "gpus_per_server": "NVIDIA multi-node NVLink tuning guide, 'The 72x1 "
@@ -246,6 +253,7 @@ PRESETS: dict[str, Preset] = {
                 "secondary reports) [S]; 72 NICs spread over 8 rails, 9 per OCS [U]",
                 "ocs": _PALOMAR_PORTS,
                 "power.gpu_busy_w": "~1200 W per Blackwell GPU in GB200 (secondary reports) [S]",
+                "power.gpu_wait_w": _WAIT_SOURCE,
             },
             one_server_per_rack=True,
             notes=(
@@ -264,7 +272,7 @@ PRESETS: dict[str, Preset] = {
                 "reduce_rate_gbps": _reduce_gbps(_A100_HBM_GB_S),
                 "transceivers": {"rate_gbps": 200.0, "attach": list(_RAILS)},
                 "ocs": copy.deepcopy(_RAIL_OCS),
-                "power": {"gpu_busy_w": 400.0},
+                "power": {"gpu_busy_w": 400.0, "gpu_wait_w": WAIT_SHARE * 400.0},
             },
             {
                 "gpus_per_server": "NVIDIA DGX A100 datasheet: 8x A100, 6 NVSwitches [S]",
@@ -277,6 +285,7 @@ PRESETS: dict[str, Preset] = {
                 "in its 200G mode) [P]",
                 "ocs": _PALOMAR_PORTS,
                 "power.gpu_busy_w": "A100 SXM 400 W TDP (A100 datasheet) [S]",
+                "power.gpu_wait_w": _WAIT_SOURCE,
             },
         ),
         Preset(

@@ -250,6 +250,12 @@ def test_nvlink_rate_is_nccl_effective_below_the_line_rate(name):
     assert 0.78 * line < rate < 0.83 * line
 
 
+@pytest.mark.parametrize("name", ["dgx-h100", "dgx-b200", "gb200-nvl72", "dgx-a100"])
+def test_a_waiting_gpu_draws_the_default_share_of_its_tdp(name):
+    power = PRESETS[name].fields["power"]
+    assert power["gpu_wait_w"] / power["gpu_busy_w"] == pytest.approx(C.GPU_WAIT_W / C.GPU_BUSY_W)
+
+
 def test_blackwell_doubles_hopper_nvlink_and_hbm():
     h, b = PRESETS["dgx-h100"].fields, PRESETS["dgx-b200"].fields
     assert b["nvlink_rate_gbps"] / h["nvlink_rate_gbps"] == pytest.approx(40.1 / 20.6)

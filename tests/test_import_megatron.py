@@ -389,3 +389,20 @@ def test_imported_cp_workload_solves(tmp_path):
     text = json.dumps(res)
     for name in ("cp_kv_allgather", "cp_dkv_reducescatter", "tp_allgather", "dp_grad"):
         assert name in text
+
+
+def test_new_fields_at_their_defaults_keep_the_input_hash(tmp_path):
+    from optnet.shorthand import ADDED_FIELD_DEFAULTS
+
+    (tmp_path / "inst.yaml").write_text(TOPOLOGY)
+    spec = {"layers": 4, "hidden": 256, "heads": 4, "seq_len": 128, "global_batch": 8}
+    job = {"name": "j", "gpus": 16, "parallelism": {"tp": 8, "dp": 2}, "transformer": spec}
+    (tmp_path / "wl.yaml").write_text(yaml.safe_dump({"jobs": [job]}))
+    plain = load_instance(tmp_path / "inst.yaml").input_hash
+    job["parallelism"]["cp"] = 1
+    job["transformer"] = {**spec, **ADDED_FIELD_DEFAULTS}
+    (tmp_path / "wl.yaml").write_text(yaml.safe_dump({"jobs": [job]}))
+    assert load_instance(tmp_path / "inst.yaml").input_hash == plain
+    job["transformer"]["kv_heads"] = 2  # a real change changes it
+    (tmp_path / "wl.yaml").write_text(yaml.safe_dump({"jobs": [job]}))
+    assert load_instance(tmp_path / "inst.yaml").input_hash != plain

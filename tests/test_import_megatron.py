@@ -395,7 +395,7 @@ def test_new_fields_at_their_defaults_keep_the_input_hash(tmp_path):
     from optnet.shorthand import ADDED_FIELD_DEFAULTS
 
     (tmp_path / "inst.yaml").write_text(TOPOLOGY)
-    spec = {"layers": 4, "hidden": 256, "heads": 4, "seq_len": 128, "global_batch": 8}
+    spec = {"layers": 4, "hidden": 256, "heads": 8, "seq_len": 128, "global_batch": 8}
     job = {"name": "j", "gpus": 16, "parallelism": {"tp": 8, "dp": 2}, "transformer": spec}
     (tmp_path / "wl.yaml").write_text(yaml.safe_dump({"jobs": [job]}))
     plain = load_instance(tmp_path / "inst.yaml").input_hash
@@ -403,6 +403,6 @@ def test_new_fields_at_their_defaults_keep_the_input_hash(tmp_path):
     job["transformer"] = {**spec, **ADDED_FIELD_DEFAULTS}
     (tmp_path / "wl.yaml").write_text(yaml.safe_dump({"jobs": [job]}))
     assert load_instance(tmp_path / "inst.yaml").input_hash == plain
-    job["transformer"]["kv_heads"] = 2  # a real change changes it
+    job["transformer"]["kv_heads"] = 8  # written out (even = heads): a different input
     (tmp_path / "wl.yaml").write_text(yaml.safe_dump({"jobs": [job]}))
     assert load_instance(tmp_path / "inst.yaml").input_hash != plain

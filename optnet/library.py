@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from optnet.errors import InputError, Problem, input_error
@@ -230,3 +231,17 @@ def deploy_note(results: dict) -> str | None:
             return f"library: {library}: but it cannot run {listed}"
         return f"library: {library} (every chosen algorithm is one {library} runs)"
     return None
+
+
+def recorded_library(path: str | Path) -> str | None:
+    """The ``instance.library`` a results file records (None: a solution file, no such key, or
+    not readable as JSON; the reader proper reports those)."""
+    import json
+
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    inst = doc.get("instance") if isinstance(doc, dict) else None
+    lib = inst.get("library") if isinstance(inst, dict) else None
+    return lib if lib in LIBRARIES else None

@@ -239,6 +239,10 @@ def test_realistic_nccl_short_limit(tmp_path):
     # moe's all_to_all spans 4 servers: priced in NCCL's shift order, which evaluate repeats
     ev = evaluate_objective(REALISTIC, out, tmp_path, "--library", "nccl")
     assert math.isclose(ev, res["objective"], rel_tol=1e-6)
+    # without --library, evaluate prices a results file with the library it records
+    recorded = evaluate_objective(REALISTIC, out, tmp_path)
+    assert math.isclose(recorded, res["objective"], rel_tol=1e-6)
+    assert json.loads((tmp_path / "eval-real.json").read_text())["instance"]["library"] == "nccl"
     csv_dir = tmp_path / "csv"
     r = run("export", out, "--format", "nccl", "-o", csv_dir)
     assert r.exit_code == 0, r.output

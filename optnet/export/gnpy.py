@@ -1,7 +1,7 @@
 """``gnpy``: the optical layer as GNPy's network JSON (``topology.json``), its service file
-(``services.json``: one IETF TEAS ``path-request`` per lightpath and direction, pinned to its
-wavelength and route) and an equipment library (``eqpt_config.json``) that holds every
-``type_variety`` the two files use, so that::
+(``services.json``: IETF TEAS path requests, one per lightpath or per lightpath direction,
+pinned to their wavelength and route) and an equipment library (``eqpt_config.json``) that
+holds every ``type_variety`` the two files use, so that::
 
     gnpy-path-request topology.json services.json -e eqpt_config.json            # metro
     gnpy-path-request topology.json services.json -e eqpt_config.json --no-insert-edfas
@@ -17,12 +17,12 @@ Two profiles (``--gnpy-profile``):
 * ``datacentre``: the unamplified intra-datacentre link. The add/drop nodes are lossless
   bookkeeping ROADMs (no equalisation, no added noise), the loss is the instance's own: the
   (de)multiplexers, trunk attenuation, connectors and the OCS insertion loss; the transceivers
-  are IM/DD DR/FR-class lanes (400G-DR4, 400G-FR4, 800G-DR8) whose receiver sensitivity GNPy
+  are IM/DD DR/FR-class ports (400G-DR4, 400G-FR4, 800G-DR8) whose receiver sensitivity GNPy
   checks (``rx-channel-power-min-dbm``). GNPy runs it with ``--no-insert-edfas``.
 
 The module imports nothing from GNPy: the export runs without it. GNPy's default equipment
-library is read from the GNPy installation that is found (this interpreter, the interpreter named
-by ``OPTNET_GNPY_PYTHON``, or the one behind ``gnpy-path-request`` on PATH).
+library is read from the GNPy installation that is found (gnpy_example_data).
+``optnet/export/gnpy_probe.py``, run by GNPy's interpreter, reads back what GNPy computes.
 """
 
 from __future__ import annotations
@@ -166,19 +166,21 @@ def gnpy_topology(
 ) -> dict[str, Any]:
     """GNPy network JSON of the optical layer as configured by ``results``.
 
-    Per rack trunk to an OCS whose port is in a circuit, in the up direction: the add node
-    (``Roadm``, where the rack's transceivers on that OCS add), the multiplexer (``Fused``, the
-    instance's ``mux_loss_db``) and the up ``Fiber``; down: the down ``Fiber``, the
-    demultiplexer (``Fused``) and the drop node (``Roadm``). Each fibre's OCS end carries one
-    connector pair (``con_out`` of the up fibre, ``con_in`` of the down fibre:
-    ``connector_loss_db``). Each direction of a circuit is a ``Fused`` (the OCS insertion loss)
-    joining one rack's up fibre to the other's down fibre; a loopback circuit joins a trunk's up
-    fibre to its own down fibre. So every lightpath, loopbacks included, is the simple path
-    trx -> add -> mux -> fibre -> OCS -> fibre -> demux -> drop -> trx, one GNPy optical
-    multiplex section, with exactly the loss terms of ``optnet.physics.lightpath_loss_db``.
-    The multiplexer is a ``Fused`` after the add ``Roadm`` rather than the fibre directly,
-    also because GNPy 3.0.1 fails (UnboundLocalError in network.set_fiber_input_power) on a
-    ``Roadm`` followed directly by a ``Fiber`` when it inserts no amplifiers.
+    Per rack trunk to an OCS whose port is in a circuit: the add/drop node (``Roadm``, where the
+    rack's transceivers on that OCS add and drop); up, the multiplexer (datacentre: a ``Fused``,
+    the instance's ``mux_loss_db``) and the up ``Fiber``; down, the down ``Fiber`` and the
+    demultiplexer (``Fused``) back to the ``Roadm``. Each fibre's OCS end carries one connector
+    pair (``con_out`` of the up fibre, ``con_in`` of the down fibre: ``connector_loss_db``).
+    Each direction of a circuit is a ``Fused`` (the OCS insertion loss) joining one rack's up
+    fibre to the other's down fibre; a loopback circuit joins a trunk's up fibre to its own down
+    fibre. So every lightpath, loopbacks included, is one GNPy optical multiplex section
+    trx -> ROADM -> mux -> fibre -> OCS -> fibre -> demux -> ROADM -> trx, whose reverse GNPy
+    finds (the circuit's other direction; a loopback's is itself), and in datacentre its loss
+    terms are exactly those of ``optnet.physics.lightpath_loss_db``. metro has no ``Fused``
+    multiplexers: GNPy's ROADM model and amplifiers stand for them. The multiplexer is a
+    ``Fused`` after the ``Roadm`` rather than the fibre directly also because GNPy 3.0.1 fails
+    (UnboundLocalError in network.set_fiber_input_power) on a ``Roadm`` followed directly by a
+    ``Fiber`` when it inserts no amplifiers.
 
     The transceivers of the first inter-rack lightpath come first, so GNPy's transmission
     example with no source and destination propagates that lightpath (it routes by shortest
@@ -389,12 +391,13 @@ def gnpy_services(
     spacing_hz: float = GRID_SPACING_HZ,
     profile: str = "metro",
 ) -> dict[str, Any]:
-    """GNPy service JSON: per lightpath, one request per direction (``request-id``
-    ``lpI A->B`` and ``lpI B->A``), from the sending to the receiving transceiver, pinned to that
-    direction's wavelength (``effective-freq-slot``; optnet gives each direction its own) and
-    route (``explicit-route-objects``: the sender's add node, the OCS circuit, the receiver's
-    drop node, STRICT). Loopback lightpaths (both servers in one rack) are requests like any
-    other. ``bidirectional`` is false: each direction is its own request.
+    """GNPy service JSON: per lightpath, one ``bidirectional`` request ``lpI A<->B`` when both
+    directions use one wavelength, else one request per direction, ``lpI A->B`` and
+    ``lpI B->A``, each on its own (optnet gives each direction its own wavelength; GNPy reserves
+    a request's slot in both directions, see spectrum_conflicts). Each runs from the sending to
+    the receiving transceiver, pinned to its wavelength (``effective-freq-slot``) and route
+    (``explicit-route-objects``: the sender's ROADM, the OCS circuit, the receiver's ROADM,
+    STRICT). Loopback lightpaths (both servers in one rack) are requests like any other.
 
     datacentre: ``trx_mode`` is the DC lane mode and ``tx_power`` / ``output-power`` the lane's
     worst-case (minimum) launch power, in W."""

@@ -311,3 +311,26 @@ def test_bundled_preset_instance_solves_and_evaluates(name, tmp_path):
     assert json.loads(ev_out.read_text())["objective"] == pytest.approx(res["objective"], rel=1e-6)
     # the fabric carried traffic: inter-server collectives need lightpaths
     assert res["lightpaths"]
+
+
+def test_json_schema_knows_the_presets():
+    """optnet schema topology: preset and transceivers.preset are properties; with a preset
+    nothing is required (the loader checks the merged topology); without one attach is."""
+    from jsonschema import Draft202012Validator
+
+    from optnet import contract
+
+    v = Draft202012Validator(contract.json_schema("topology"))
+    racks = {"count": 1, "servers_per_rack": 1}
+    assert v.is_valid({"preset": "dgx-h100", "racks": racks, "transceivers": {"rate_gbps": 800}})
+    assert not v.is_valid({"preset": "dgx-h1000", "racks": racks})
+    assert not v.is_valid({"racks": racks})  # no preset: gpus_per_server and the optics required
+    plain = {
+        "gpus_per_server": 8,
+        "racks": racks,
+        "wavelengths_per_fibre": 1,
+        "ocs": [{"name": "o", "ports": 2}],
+    }
+    assert v.is_valid({**plain, "transceivers": {"attach": ["o"], "preset": "400g-dr4-osfp"}})
+    assert not v.is_valid({**plain, "transceivers": {"preset": "400g-dr4-osfp"}})  # attach
+    assert not v.is_valid({**plain, "transceivers": {"attach": ["o"], "preset": "900g"}})

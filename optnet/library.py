@@ -161,7 +161,11 @@ def restrict(
 
     in_net = in_network_available(inst, spec)  # NCCL runs it as CollNet
     if not kept and not in_net:
-        allowed = sorted(NCCL.get(spec.kind, {}))
+        from optnet.collectives import algorithms_for
+
+        allowed = [
+            a for a in algorithms_for(spec.kind, n_servers) if runnable(inst.library, spec.kind, a)
+        ]
         raise InputError(
             [
                 Problem(

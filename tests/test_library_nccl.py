@@ -431,6 +431,18 @@ def test_ideal_plan_with_custom_algorithms_is_refused_listing_every_offender(tmp
     assert "train.grads: recursive_doubling" in r.output
     assert "infer.sync: bruck" in r.output and "--library nccl" in r.output
     assert not (tmp_path / "x").exists()  # refused before anything is written
+    r = run("evaluate", inst, out, "--library", "nccl")  # its algorithms: leave NCCL nothing
+    assert r.exit_code == 2
+    assert (
+        "train.grads.algorithms: library nccl runs none of ['recursive_doubling'] for " in r.output
+    )
+    assert "it runs ['ring', 'double_binary_tree']" in r.output
+    r = run("evaluate", TINY, out, "--library", "nccl")  # the plan priced as NCCL would run it
+    assert r.exit_code == 6
+    assert (
+        "train.grads: algorithm 'recursive_doubling' not among ['ring', 'double_binary_tree']"
+        in r.output
+    )
     text = text_report(res)
     assert "library: ideal: needs a custom library to deploy" in text
     assert "train.grads: recursive_doubling" in text and "infer.sync: bruck" in text

@@ -15,7 +15,12 @@ import sys
 import click
 
 from optnet import errors
-from optnet.clitypes import mip_gap_option, time_limit_option, workload_option
+from optnet.clitypes import (
+    executor_options,
+    mip_gap_option,
+    time_limit_option,
+    workload_option,
+)
 from optnet.safeio import prepare_output
 
 
@@ -56,6 +61,10 @@ def _handle_errors(fn):
     help="Re-solve the joint MILP for: each job's best unit and the single units of what binds "
     "it (top); every unit listed (all); nothing, duals and the kept plan only (none).",
 )
+@executor_options(
+    "Processes running the confirming re-solves in parallel (one HiGHS thread each); 1 runs "
+    "them in this process; with --executor dask, the LocalCluster's worker processes."
+)
 @click.option(
     "--format",
     "fmt",
@@ -71,7 +80,19 @@ def _handle_errors(fn):
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 @_handle_errors
 def explain_cmd(
-    result, instance, workload, time_limit, mip_gap, confirm, fmt, out, force, quiet
+    result,
+    instance,
+    workload,
+    time_limit,
+    mip_gap,
+    confirm,
+    executor,
+    scheduler,
+    workers,
+    fmt,
+    out,
+    force,
+    quiet,
 ) -> None:
     """Name, per job of RESULT, the resource that binds and what one more unit would save.
 
@@ -86,17 +107,21 @@ def explain_cmd(
 
     rep = progress.for_command(quiet, "reading plan and duals")
     rep.count_solves = "confirming re-solve"  # each joint MILP explain solves is counted
+    from optnet.executors import make_executor
     from optnet.explain import ExplainOptions, explain, text_report
     from optnet.safeio import write_atomic
 
+    runner = make_executor(executor, workers, scheduler)  # before anything is read
     if out:
         prepare_output(out, force)
-    doc = explain(
-        result,
-        instance,
-        workload,
-        ExplainOptions(time_limit_s=time_limit, mip_gap=mip_gap, confirm=confirm),
-    )
+    with runner:
+        doc = explain(
+            result,
+            instance,
+            workload,
+            ExplainOptions(time_limit_s=time_limit, mip_gap=mip_gap, confirm=confirm),
+            executor=runner,
+        )
     rep.phase("writing explanation")
     text = json.dumps(doc, indent=2) + "\n" if fmt == "json" else text_report(doc)
     if out:

@@ -7,13 +7,18 @@ Registered in ``optnet.cli`` with ``main.add_command(resilience)``. This module 
 from __future__ import annotations
 
 import functools
-import os
 import sys
 
 import click
 
 from optnet import streams
-from optnet.clitypes import mip_gap_option, seed_option, time_limit_option, workload_option
+from optnet.clitypes import (
+    executor_options,
+    mip_gap_option,
+    seed_option,
+    time_limit_option,
+    workload_option,
+)
 from optnet.safeio import prepare_output
 
 FAIL_HELP = (
@@ -43,11 +48,9 @@ def apply_cli_failures(inst, fail_strings, quiet: bool = False):
 
 
 def _default_workers() -> int:
-    try:
-        n = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        n = os.cpu_count() or 1
-    return max(1, min(4, n))
+    from optnet.executors import default_workers
+
+    return default_workers(4)
 
 
 def _handled(fn):
@@ -87,12 +90,12 @@ def _classes(ctx, param, value: str) -> tuple[str, ...]:
 @time_limit_option("Seconds per case (the base solve gets the same).")
 @mip_gap_option("Relative gap at which each case's solve stops.")
 @seed_option("HiGHS random seed of every solve.")
-@click.option(
-    "--workers",
-    type=click.IntRange(min=1, max=256),
-    default=_default_workers,
-    show_default="min(4, CPUs)",
-    help="Processes solving cases in parallel (one HiGHS thread each).",
+@executor_options(
+    "Processes solving cases in parallel (one HiGHS thread each); 1 solves them in this "
+    "process; with --executor dask, the LocalCluster's worker processes.",
+    workers_default=_default_workers,
+    workers_show_default="min(4, CPUs)",
+    workers_max=256,
 )
 @click.option(
     "--classes",
@@ -127,6 +130,8 @@ def resilience(
     time_limit,
     mip_gap,
     seed,
+    executor,
+    scheduler,
     workers,
     classes,
     fail,
@@ -147,12 +152,14 @@ def resilience(
 
     rep = progress_lines.for_command(quiet, "loading instance")
     from optnet import errors, interrupt
+    from optnet.executors import make_executor
     from optnet.instance import load_instance
     from optnet.resilience import resilience_document, run_resilience, solve_base, text_report
     from optnet.results import dumps
     from optnet.safeio import write_atomic
     from optnet.solve import SolveOptions
 
+    runner = make_executor(executor, workers, scheduler)  # before anything is read
     if out:
         prepare_output(out, force)
     inst = load_instance(instance, workload)
@@ -173,15 +180,17 @@ def resilience(
         rep.phase(f"case {done}/{total}", f"{spec}: {what}, {res.get('solve_s', 0):.1f} s")
 
     unsolved: list[str] = []
-    rows = run_resilience(
-        inst,
-        opts,
-        workers=workers,
-        classes=classes,
-        base=base,
-        progress=progress,
-        unsolved=unsolved,
-    )
+    with runner:
+        rows = run_resilience(
+            inst,
+            opts,
+            workers=workers,
+            classes=classes,
+            base=base,
+            progress=progress,
+            unsolved=unsolved,
+            executor=runner,
+        )
     stopped = interrupt.requested()
     if stopped:
         what = f"the base plan ({base.status})"

@@ -45,7 +45,9 @@ from optnet import errors, interrupt, physics
 from optnet.candidates import JobCandidates, all_candidates
 from optnet.decisions import Circuit, Decisions, Lightpath, from_json
 from optnet.evaluate import evaluate
+from optnet.executors import NOT_RUN, Executor, LocalExecutor
 from optnet.instance import Instance
+from optnet.progress import current
 from optnet.results import _clean
 
 Pair = tuple[int, int, int]  # (job, slot a, slot b), a < b
@@ -930,6 +932,15 @@ def _solve(inst: Instance, objective: str, o: ExplainOptions, warm: Decisions):
         return SolveResult("interrupted", None, None, None, None)  # stopped before a plan
 
 
+def _solve_task(args: tuple[Instance, str, ExplainOptions, Decisions]):
+    """:func:`_solve` with one argument, as an executor calls it; the result keeps only what
+    explain reads (status, objective, bound, gap, decisions), the same from every executor."""
+    from optnet.solve import SolveResult
+
+    res = _solve(*args)
+    return SolveResult(res.status, res.objective, res.bound, res.gap, res.decisions)
+
+
 #: What explain reads, field by field of :class:`Instance`: the duals and blockers of §2-§3
 #: cover lightpaths (OCSes, circuits, transceivers, wavelengths, power budget, trunk lengths),
 #: a plain packet fabric, NVLink and the jobs' compute, reduction and collectives.
@@ -1025,14 +1036,18 @@ def explain(
     instance: str | Path | None = None,
     workload: str | Path | None = None,
     options: ExplainOptions | None = None,
+    executor: Executor | None = None,
 ) -> dict[str, Any]:
-    """The explanation document of a results file (keys: docs/explain.md)."""
+    """The explanation document of a results file (keys: docs/explain.md); the confirming
+    re-solves run on ``executor`` (default: one after another in this process)."""
     o = options or ExplainOptions()
     t0 = time.perf_counter()
     results, inst, d = load_plan(result, instance, workload)
     objective = results.get("objective_name", "max-iteration")
     gap = results.get("gap") if results.get("status") == "optimal" else None
-    return explain_plan(inst, d, objective, o, source=str(result), t0=t0, proven_gap=gap)
+    return explain_plan(
+        inst, d, objective, o, source=str(result), t0=t0, proven_gap=gap, executor=executor
+    )
 
 
 def explain_plan(
@@ -1043,6 +1058,7 @@ def explain_plan(
     source: str | None = None,
     t0: float | None = None,
     proven_gap: float | None = None,
+    executor: Executor | None = None,
 ) -> dict[str, Any]:
     """Explain decisions ``d`` of ``inst``. ``proven_gap``: the plan is known to be within this
     relative gap of the optimum (from its results file); if that is no more than the MIP gap
@@ -1086,12 +1102,41 @@ def explain_plan(
     baseline: dict[str, Any] | None = None
     n_solves = skipped = 0
     if to_confirm:
-        if proven_gap is not None and proven_gap <= o.mip_gap:
-            base_obj, base_status, base_iter = ex.plan_objective, "optimal", ex.iteration
-            baseline = {"objective_us": base_obj, "status": "optimal", "source": "results"}
-        else:
-            res0 = _solve(inst, objective, o, d)
-            n_solves += 1
+        # every re-solve is independent of the others: the baseline (the plan's instance) and
+        # one per distinct unit (up to identical OCSes) run together on the executor; only the
+        # savings, computed afterwards, need the baseline's objective
+        need_base = not (proven_gap is not None and proven_gap <= o.mip_gap)
+        globs: dict[str, Evaluated] = {}
+        firsts: dict[tuple, str] = {}  # canonical unit -> the first key that has it
+        modified: dict[tuple, tuple] = {}
+        for key, u in to_confirm.items():
+            if u.kind in ("reconfiguration", "unused"):
+                continue
+            globs[key] = ex.evaluate_unit(u, all_jobs)
+            canon = _canonical(inst, u)
+            if canon not in firsts:
+                firsts[canon] = key
+                modified[canon] = ex.modified(u)
+        canons = list(firsts)
+        tasks = [(inst, objective, o, d)] if need_base else []
+        tasks += [(modified[c][0], objective, o, globs[firsts[c]].decisions or d) for c in canons]
+        runner = executor if executor is not None else LocalExecutor(1)
+        rep = current()
+        finished = 0
+
+        def counted(_i: int, _res: Any) -> None:
+            nonlocal finished
+            finished += 1
+            if not runner.in_process:  # in this process each solve shows as it starts
+                rep.phase(f"confirming re-solve {finished}/{len(tasks)}")
+
+        out_res = runner.run(_solve_task, tasks, counted) if tasks else []
+        n_solves = sum(1 for r in out_res if r is not NOT_RUN)
+        if need_base:
+            res0 = out_res.pop(0)
+            if res0 is NOT_RUN:  # a stop request came first: the plan itself, at once
+                res0 = _solve(inst, objective, o, d)
+                n_solves += 1
             if res0.objective is None:
                 raise errors.SolverError(f"re-solving the plan's instance ended {res0.status}")
             base_obj, base_status, base_iter = ex.plan_objective, res0.status, ex.iteration
@@ -1100,7 +1145,27 @@ def explain_plan(
                 ev0 = evaluate(inst, res0.decisions, objective, ex.cands)
                 base_iter = [float(x["iteration_time_us"]) for x in ev0.jobs]
             baseline = {"objective_us": base_obj, "status": res0.status, "source": "re-solve"}
+        else:
+            base_obj, base_status, base_iter = ex.plan_objective, "optimal", ex.iteration
+            baseline = {"objective_us": base_obj, "status": "optimal", "source": "results"}
         solved: dict[tuple, dict[str, Any]] = {}  # by unit up to identical OCSes
+        for canon, res in zip(canons, out_res):
+            if res is NOT_RUN:  # a stop request: not started
+                solved[canon] = {"saving_us": None, "status": "interrupted", "same_as": None}
+                skipped += 1
+            elif res.objective is None:
+                solved[canon] = {"saving_us": None, "status": res.status, "same_as": None}
+            else:
+                inst2, cands2 = modified[canon]
+                ev2 = evaluate(inst2, res.decisions, objective, cands2)
+                solved[canon] = {
+                    "saving_us": base_obj - res.objective,
+                    "objective_us": res.objective,
+                    "status": res.status,
+                    "iteration_us": [float(x["iteration_time_us"]) for x in ev2.jobs],
+                    "same_as": None,
+                }
+            solved[canon]["_first"] = firsts[canon]
         for key, u in to_confirm.items():
             if u.kind == "reconfiguration":
                 confirmed[key] = {"saving_us": 0.0, "status": "not solved (nothing to change)"}
@@ -1113,29 +1178,8 @@ def explain_plan(
                     "iteration_us": base_iter,
                 }
                 continue
-            glob = ex.evaluate_unit(u, all_jobs)
-            canon = _canonical(inst, u)
-            if canon not in solved and interrupt.requested():  # a stop request: no new solve
-                solved[canon] = {"saving_us": None, "status": "interrupted", "same_as": None}
-                solved[canon]["_first"] = key
-                skipped += 1
-            elif canon not in solved:
-                inst2, cands2 = ex.modified(u)
-                res = _solve(inst2, objective, o, glob.decisions or d)
-                n_solves += 1
-                if res.objective is None:
-                    solved[canon] = {"saving_us": None, "status": res.status, "same_as": None}
-                else:
-                    ev2 = evaluate(inst2, res.decisions, objective, cands2)
-                    solved[canon] = {
-                        "saving_us": base_obj - res.objective,
-                        "objective_us": res.objective,
-                        "status": res.status,
-                        "iteration_us": [float(x["iteration_time_us"]) for x in ev2.jobs],
-                        "same_as": None,
-                    }
-                solved[canon]["_first"] = key
-            first = solved[canon]
+            glob = globs[key]
+            first = solved[_canonical(inst, u)]
             confirmed[key] = {k: v for k, v in first.items() if k != "_first"}
             if first["_first"] != key:  # an identical OCS: the same MILP up to relabelling
                 confirmed[key]["same_as"] = first["_first"]

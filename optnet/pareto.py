@@ -3,6 +3,8 @@
 1. min max-iteration -> T*;  2. min energy with no budget -> (T_E, E_min);
 3. for budgets B between T* and T_E: min energy s.t. every iter_j <= B.
 Every point is a joint MILP solve, scored by the evaluator; dominated points are dropped.
+Steps 1 and 2 are independent of each other, and so are the budgets of step 3 (which need T* and
+T_E): each round runs on an executor (``optnet.executors``; in this process by default).
 
 A stop request (Ctrl-C, SIGTERM: ``optnet.interrupt``) starts no new point: the point being
 solved keeps its incumbent (status ``interrupted``; none if it had none) and the front of the
@@ -17,6 +19,7 @@ from dataclasses import replace
 from optnet import interrupt
 from optnet.errors import NoIncumbentError
 from optnet.evaluate import evaluate
+from optnet.executors import NOT_RUN, Executor, LocalExecutor
 from optnet.instance import Instance
 from optnet.progress import current
 from optnet.solve import SolveOptions, solve_instance
@@ -47,13 +50,38 @@ def _point(inst: Instance, o: SolveOptions, budget: float | None, objective: str
     }
 
 
-def pareto_front(inst: Instance, o: SolveOptions, points: int = 6) -> list[dict]:
-    """Non-dominated (max iteration time, energy per iteration) points, fastest first."""
+def _point_task(args: tuple[Instance, SolveOptions, float | None, str]) -> dict | None:
+    """:func:`_point` with one argument, as an executor calls it."""
+    return _point(*args)
+
+
+def pareto_front(
+    inst: Instance, o: SolveOptions, points: int = 6, executor: Executor | None = None
+) -> list[dict]:
+    """Non-dominated (max iteration time, energy per iteration) points, fastest first.
+
+    Two rounds of independent solves on ``executor`` (default: one after another in this
+    process): the fastest and the leanest plan, then the ``points`` energy budgets between
+    them (which need both). The front does not depend on the executor."""
+    ex = executor if executor is not None else LocalExecutor(1)
     rep = current()
-    rep.phase(f"point 1/{points + 2}", "fastest plan")
-    fast = _point(inst, o, None, "max-iteration")
-    rep.phase(f"point 2/{points + 2}", "leanest plan")
-    lean = _point(inst, o, None, "energy")
+    total = points + 2
+    done = 0
+
+    def shown(i: int, p: dict | None, what: list[str]) -> None:
+        nonlocal done
+        done += 1
+        status = "no plan" if p is None else p["status"]
+        rep.phase(f"point {done}/{total}", f"{what[i]}: {status}")
+
+    rep.phase(f"point 1/{total}", "fastest plan" + ("" if ex.in_process else " and leanest plan"))
+    names = ["fastest plan", "leanest plan"]
+    first = ex.run(
+        _point_task,
+        [(inst, o, None, "max-iteration"), (inst, o, None, "energy")],
+        lambda i, p: shown(i, p, names),
+    )
+    fast, lean = (p if p is not NOT_RUN else None for p in first)
     if fast is None or lean is None:
         if not interrupt.requested():
             return []
@@ -65,14 +93,14 @@ def pareto_front(inst: Instance, o: SolveOptions, points: int = 6) -> list[dict]
     rows = [fast, lean]
     t0, t1 = fast["max_iteration_us"], lean["max_iteration_us"]
     if t1 > t0 * (1 + 1e-9):
-        for i in range(points):
-            if interrupt.requested():
-                break
-            b = t0 + (t1 - t0) * i / max(1, points - 1)
-            rep.phase(f"point {i + 3}/{points + 2}", f"budget {b:,.1f} us")
-            p = _point(inst, o, b * (1 + 1e-9), "energy")
-            if p is not None:
-                rows.append(p)
+        budgets = [t0 + (t1 - t0) * i / max(1, points - 1) for i in range(points)]
+        labels = [f"budget {b:,.1f} us" for b in budgets]
+        more = ex.run(
+            _point_task,
+            [(inst, o, b * (1 + 1e-9), "energy") for b in budgets],
+            lambda i, p: shown(i, p, labels),
+        )
+        rows += [p for p in more if p is not NOT_RUN and p is not None]
     rows.sort(key=lambda r: (r["max_iteration_us"], r["energy_j_per_iteration"]))
     front = []
     for r in rows:

@@ -15,28 +15,24 @@ A case is settled without solving when the base decisions, carried over
 an element are re-routed first-fit or dropped), are still feasible with the base objective: a
 failure only removes options, so nothing better exists (idle servers, unused fibres...). Cases
 whose degraded instances have the same MILP (any busy server of a full rack) are solved once.
-The rest are solved in parallel processes (``spawn``: each worker starts its own HiGHS with one
-thread, never a copy of the parent's scheduler), warm-started from the carried-over decisions
-when those are feasible.
+The rest are solved on an executor (``optnet.executors``: in this process, a local ``spawn``
+process pool, each worker with its own HiGHS on one thread, or a Dask cluster), warm-started
+from the carried-over decisions when those are feasible. Only the base solve comes first (every
+case is compared with it and starts from its plan); the cases are independent of one another.
 
 Rows are sorted worst first: cases where the jobs can no longer run, then cases without an
 answer (time limit without incumbent), then by decreasing slowdown (objective / base objective).
 
-A stop request (Ctrl-C, SIGTERM: ``optnet.interrupt``) starts no new case: the workers, which
-ignore SIGINT so that the parent decides, are told with SIGTERM to stop their solves (they keep
-their incumbents, status ``interrupted``), the pool is shut down, and the cases not finished are
-left out of the rows and listed in ``unsolved``.
+A stop request (Ctrl-C, SIGTERM: ``optnet.interrupt``) starts no new case: the running solves
+are told to stop (they keep their incumbents, status ``interrupted``; the executor's stop
+semantics, ``interrupt_running=True``), and the cases not finished are left out of the rows and
+listed in ``unsolved``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import multiprocessing
-import os
-import signal
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -44,6 +40,7 @@ from optnet import __version__, interrupt
 from optnet.decisions import Decisions
 from optnet.errors import InfeasibleError, NoIncumbentError, OptnetError, SolverError
 from optnet.evaluate import evaluate
+from optnet.executors import Executor, LocalExecutor
 from optnet.failures import apply_failures, carry_over, failures_of, trunk_names
 from optnet.instance import Instance
 from optnet.solve import SolveOptions, relative_gap, solve_instance
@@ -240,44 +237,9 @@ def _solve_case(degraded: Instance, options: SolveOptions, warm: Decisions | Non
     return out
 
 
-def _init_case_worker(parent: int | None = None) -> None:
-    """Pool initializer: SIGINT is the parent's to decide (a terminal sends Ctrl-C to the whole
-    process group); SIGTERM from the parent asks the solve to stop and keep its incumbent; and
-    the worker dies with the parent (Linux), so a parent that exits at once leaves no orphan."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, lambda signum, frame: interrupt.request(signum))
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if parent is not None and os.getppid() != parent:  # the parent exited while this started
-        os._exit(0)
-    # started with both blocked (``_signals_blocked``): a SIGTERM sent meanwhile arrives now
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
-
-
-@contextlib.contextmanager
-def _signals_blocked():
-    """While worker processes start, SIGINT and SIGTERM are blocked: the workers inherit the
-    mask, so neither reaches them before their initializer has set them up, and the parent
-    receives any that arrived meanwhile when the block ends."""
-    sigs = {signal.SIGINT, signal.SIGTERM}
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
-
-
-def _stop_workers(pool: ProcessPoolExecutor, signum: int = signal.SIGTERM) -> None:
-    """Tell every worker to stop its solve (SIGTERM: their initializer made it a request)."""
-    for p in list((getattr(pool, "_processes", None) or {}).values()):
-        with contextlib.suppress(OSError, AttributeError, TypeError):
-            os.kill(p.pid, signum)
-
-
-#: After a stop request, how long the parent waits for the workers' interrupted solves.
-STOP_WAIT_S = 20.0
+def _solve_case_task(args: tuple[Instance, SolveOptions, Decisions | None]) -> dict:
+    """:func:`_solve_case` with one argument, as an executor calls it."""
+    return _solve_case(*args)
 
 
 def run_resilience(
@@ -288,11 +250,13 @@ def run_resilience(
     base: BaseSolution | None = None,
     progress: Callable[[int, int, str, dict], None] | None = None,
     unsolved: list[str] | None = None,
+    executor: Executor | None = None,
 ) -> list[dict]:
     """Re-plan for every single failure of ``classes``; rows sorted worst first.
 
-    ``options.time_limit_s`` is per case; cases run with one HiGHS thread each in ``workers``
-    processes (``workers <= 1``: in this process). ``base`` is solved when not given.
+    ``options.time_limit_s`` is per case; cases run with one HiGHS thread each on ``executor``
+    (default: a local pool of ``workers`` processes; ``workers <= 1``: in this process); the
+    rows do not depend on the executor. ``base`` is solved when not given.
     ``progress(done, total, failure, result)`` is called as each solved case finishes.
     After a stop request (``optnet.interrupt``) no new case starts; the cases not finished are
     left out of the rows and appended to ``unsolved``.
@@ -338,57 +302,19 @@ def run_resilience(
         """A case stopped by the request without any plan is not finished."""
         return not (interrupt.requested() and solved.get("status") == "no_incumbent")
 
-    if tasks and workers <= 1:
-        for specs, degraded, warm in tasks:
-            if interrupt.requested():
-                break
-            solved = _solve_case(degraded, case_opts, warm)
-            if kept(solved):
-                finish(specs, solved)
-    elif tasks and not interrupt.requested():
-        ctx = multiprocessing.get_context("spawn")
-        pool = ProcessPoolExecutor(
-            max_workers=min(workers, total),
-            mp_context=ctx,
-            initializer=_init_case_worker,
-            initargs=(os.getpid(),),
+    ex = executor if executor is not None else LocalExecutor(workers)
+
+    def on_done(i: int, solved: dict) -> None:
+        if kept(solved):
+            finish(tasks[i][0], solved)
+
+    if tasks:
+        ex.run(
+            _solve_case_task,
+            [(degraded, case_opts, warm) for _specs, degraded, warm in tasks],
+            on_done,
+            interrupt_running=True,
         )
-        try:
-            with _signals_blocked():
-                futures = {
-                    pool.submit(_solve_case, degraded, case_opts, warm): specs
-                    for specs, degraded, warm in tasks
-                }
-            todo, told = set(futures), None
-            while todo:
-                if interrupt.requested() and told is None:  # no new case; stop those running
-                    for fut in todo:
-                        fut.cancel()
-                    _stop_workers(pool)
-                    told = time.perf_counter()
-                todo = {f for f in todo if not f.cancelled()}
-                if told is not None and time.perf_counter() - told > STOP_WAIT_S:
-                    _stop_workers(pool, signal.SIGKILL)  # a worker deaf to the request
-                    break
-                done_now, todo = wait(todo, timeout=0.1, return_when=FIRST_COMPLETED)
-                for fut in done_now:
-                    if fut.cancelled():
-                        continue
-                    try:
-                        solved = fut.result()
-                    except Exception:  # a worker stopped by the request before it was ready
-                        if interrupt.requested():
-                            continue
-                        raise
-                    if kept(solved):
-                        finish(futures[fut], solved)
-        except BaseException:
-            _stop_workers(pool)
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-        if interrupt.requested():
-            _stop_workers(pool)  # workers started late, or idle: stop and shut them down
-        pool.shutdown(wait=True, cancel_futures=True)
     if interrupt.requested():
         left_out = [spec for _cls, spec in cases if spec not in results]
         if unsolved is not None:

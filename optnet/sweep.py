@@ -17,8 +17,8 @@ whatever order the spec lists them in. The varied instance of each point is writ
 ``points/ID.yaml`` and its full results JSON to ``results/ID.json`` (for ``optnet report`` and
 ``optnet export``).
 
-Points run in worker processes: a local process pool by default, or a Dask cluster
-(``executor="dask"``: a ``LocalCluster`` when no scheduler address is given).
+Points run on an :mod:`optnet.executors` executor: a local process pool by default, or a Dask
+cluster (``executor="dask"``: a ``LocalCluster`` when no scheduler address is given).
 
 The output folder is untrusted input (docs/sweeps.md, "Resume and repair"): a rerun checks every
 row and every per-point results file, solves the points of damaged records again, rewrites a
@@ -42,11 +42,8 @@ import json
 import math
 import os
 import re
-import signal
 import stat
-import sys
 import tempfile
-import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator
@@ -65,6 +62,8 @@ from optnet.errors import (
     SolverError,
     input_error,
 )
+from optnet.executors import DASK_MISSING, Executor, make_executor  # noqa: F401
+from optnet.executors import worker_init as _worker_init  # noqa: F401  (the pool initializer)
 from optnet.safeio import (
     os_reason,
     output_dir,
@@ -483,186 +482,50 @@ def _one_line(exc: Exception) -> str:
 
 
 # ------------------------------------------------------------------------------------------
-# executors: both stop starting points once ``stop()`` is true (the first Ctrl-C)
-
-
-def _worker_init(parent: int) -> None:
-    """Set up a local pool worker: Ctrl-C is its parent's to handle, and it dies with it.
-
-    A terminal sends SIGINT to the whole process group; the worker ignores it (no traceback of
-    an interrupted worker), the parent decides. SIGTERM (sent to the group, e.g. by a service
-    manager) asks the worker's solve to stop as ``optnet solve`` does; the parent then does not
-    record that point. On Linux the worker is killed when its parent dies (a second Ctrl-C exits
-    the parent at once), so no orphan keeps solving."""
-    from optnet import interrupt
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, lambda signum, frame: interrupt.request(signum))
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(Exception):
-            import ctypes
-
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(ctypes.c_int(1), ctypes.c_ulong(signal.SIGKILL), 0, 0, 0)  # PDEATHSIG
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(1)
-
-
-@contextlib.contextmanager
-def _sigint_ignored():
-    """Ignore SIGINT while worker processes are started: a process started with SIGINT ignored
-    keeps it ignored from its first instruction (Python installs no KeyboardInterrupt handler
-    then), so even a worker still importing cannot die with a traceback on Ctrl-C."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, old)
-
+# executors (optnet.executors): no new point once ``stop()`` is true (the first Ctrl-C); the
+# running points finish and are recorded
 
 _STOPPED_EARLY = ("interrupted", "no_incumbent")
 """Statuses a solve may end with because the user interrupted it (in this process, or a worker
 sent SIGTERM); once a stop is requested such a point is not recorded (a rerun solves it)."""
 
 
-def _run_local(
+def _run_tasks(
+    executor: Executor,
     tasks: list[dict],
-    workers: int,
     on_done: Callable[[dict], None],
-    stop: Callable[[], bool] = lambda: False,
-    stopping: Callable[[int], None] = lambda n: None,
+    stop: Callable[[], bool],
+    stopping: Callable[[int], None],
 ) -> None:
-    """A process pool (spawned workers: no state shared with this process).
+    """Run the points on ``executor``; a point stopped by the request is not recorded."""
+    from optnet.executors import WorkerLost
 
-    At most ``workers`` points are in flight; once ``stop()`` turns true no new point starts,
-    and the running ones finish and are recorded (each is bounded by its time limit)."""
-    if workers <= 1:
-        for t in tasks:
-            if stop():
-                stopping(0)
-                return
-            result = run_point(t)
-            if stop() and result["row"]["status"] in _STOPPED_EARLY:
-                stopping(0)
-                return
-            on_done(result)
-        return
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-    from concurrent.futures.process import BrokenProcessPool
+    def done(_i: int, result: dict) -> None:
+        if stop() and result["row"]["status"] in _STOPPED_EARLY:
+            return  # a worker told to stop (SIGTERM to the group): not an outcome
+        on_done(result)
 
-    n = min(workers, len(tasks))
-    ctx = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(
-        max_workers=n, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),)
-    )
-    queue = iter(tasks)
-    running: set = set()
-    told = False
+    names = [f"optnet-{t['key']}" for t in tasks] if executor.kind == "dask" else None
     try:
-        while True:
-            if stop():
-                if not told:
-                    stopping(len(running))
-                    told = True
-            else:
-                while len(running) < n:
-                    t = next(queue, None)
-                    if t is None:
-                        break
-                    with _sigint_ignored():
-                        running.add(pool.submit(run_point, t))
-            if not running:
-                break
-            finished, running = wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
-            for f in finished:
-                result = f.result()
-                if stop() and result["row"]["status"] in _STOPPED_EARLY:
-                    continue  # a worker told to stop (SIGTERM to the group): not an outcome
-                on_done(result)
-    except BrokenProcessPool:
-        pool.shutdown(wait=False, cancel_futures=True)
-        if stop():
-            return
+        executor.run(
+            run_point,
+            tasks,
+            done,
+            stop=stop,
+            stopping=stopping,
+            interrupt_running=False,
+            names=names,
+        )
+    except WorkerLost as exc:
         raise SolverError(
-            "a worker process died (killed by a signal, or out of memory); the points finished "
-            "before it are recorded: rerun the sweep to resume"
+            f"{exc}; the points finished before it are recorded: rerun the sweep to resume"
         ) from None
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
-
-
-DASK_MISSING = "--executor dask needs Dask, an optional extra: pip install 'optnet[dask]'"
-
-
-def _run_dask(
-    tasks: list[dict],
-    workers: int,
-    scheduler: str | None,
-    on_done: Callable[[dict], None],
-    stop: Callable[[], bool] = lambda: False,
-    stopping: Callable[[int], None] = lambda n: None,
-) -> None:
-    """A Dask cluster: the one at ``scheduler``, or a LocalCluster of ``workers`` processes.
-
-    Once ``stop()`` turns true, the points not finished yet (queued or running) are cancelled."""
-    try:
-        from dask.distributed import Client, LocalCluster, as_completed
-    except ImportError:
-        raise OptnetError(DASK_MISSING) from None
-    import logging
-
-    cluster = None
-    try:
-        if scheduler:
-            client = Client(scheduler)
-        else:
-            cluster = LocalCluster(
-                n_workers=max(1, workers),
-                threads_per_worker=1,
-                processes=True,
-                dashboard_address=None,
-                silence_logs=logging.ERROR,
-            )
-            client = Client(cluster)
-    except OSError as exc:
-        raise OptnetError(f"cannot reach the Dask scheduler {scheduler!r}: {exc}") from None
-    try:
-        futures = [client.submit(run_point, t, pure=False, key=f"optnet-{t['key']}") for t in tasks]
-        ac = as_completed(futures)
-        try:
-            while not ac.is_empty():
-                if stop():
-                    left = [f for f in futures if not f.done()]
-                    stopping(len(left))
-                    client.cancel(left)
-                    break
-                if not ac.has_ready():
-                    time.sleep(0.1)
-                    continue
-                for f in ac.next_batch(block=False):
-                    try:
-                        result = f.result()
-                    except Exception as exc:
-                        if stop():
-                            continue
-                        raise SolverError(
-                            f"the Dask task {f.key} failed: {type(exc).__name__}: {exc}; the "
-                            "points finished before it are recorded: rerun the sweep to resume"
-                        ) from None
-                    on_done(result)
-        except BaseException:
-            client.cancel(futures)
+    except SolverError as exc:
+        if executor.kind != "dask":
             raise
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        raise SolverError(
+            f"{exc}; the points finished before it are recorded: rerun the sweep to resume"
+        ) from None
 
 
 # ------------------------------------------------------------------------------------------
@@ -1090,7 +953,7 @@ def run_sweep(
     sweep: Sweep,
     out_dir: str | Path,
     *,
-    executor: str = "local",
+    executor: str | Executor = "local",
     workers: int = 1,
     scheduler: str | None = None,
     restart: bool = False,
@@ -1103,19 +966,14 @@ def run_sweep(
     repaired, removed or interrupted; default: standard error). Once
     :func:`optnet.interrupt.requested` turns true no new point starts; the outcome then says
     ``interrupted``."""
-    if executor not in ("local", "dask"):
-        raise OptnetError(f"unknown executor {executor!r}; expected local or dask")
-    if executor == "dask":  # before the store is touched; only this executor imports Dask
-        try:
-            import dask.distributed  # noqa: F401
-        except ImportError:
-            raise OptnetError(DASK_MISSING) from None
+    say = notify or _say_stderr
+    # before the store is touched; only the Dask executor imports Dask
+    runner = executor if isinstance(executor, Executor) else None
+    runner = runner or make_executor(executor, workers, scheduler, say=say)
     out = output_dir(out_dir)
     try:
-        with store_lock(out):
-            return _run_locked(
-                sweep, out, executor, workers, scheduler, restart, progress, notify or _say_stderr
-            )
+        with store_lock(out), runner:
+            return _run_locked(sweep, out, runner, restart, progress, say)
     except OSError as exc:  # anything the checks above did not name: still the user's files
         where = exc.filename or out
         raise input_error(str(where), "", f"cannot use the sweep store: {os_reason(exc)}") from None
@@ -1124,9 +982,7 @@ def run_sweep(
 def _run_locked(
     sweep: Sweep,
     out: Path,
-    executor: str,
-    workers: int,
-    scheduler: str | None,
+    executor: Executor,
     restart: bool,
     progress: bool | None,
     say: Callable[[str], None],
@@ -1244,10 +1100,7 @@ def _run_locked(
     appender = _Appender(jsonl)
     try:
         if tasks:
-            if executor == "dask":
-                _run_dask(tasks, workers, scheduler, on_done, interrupt.requested, stopping)
-            else:
-                _run_local(tasks, workers, on_done, interrupt.requested, stopping)
+            _run_tasks(executor, tasks, on_done, interrupt.requested, stopping)
     finally:
         appender.close()
         bar.close()

@@ -1,9 +1,10 @@
 """``astra-sim``: inputs ASTRA-sim 2.x's analytical backend runs, per job (docs/interfaces.md).
 
 - ``JOB.yml``: the analytical network configuration (``topology``, ``npus_count``, ``bandwidth``
-  in GB/s, ``latency`` in ns): the GPUs of a server as a ``Switch`` dimension (NVSwitch) and the
-  servers as the logical topology that the job's lightpaths form (``Ring``, ``FullyConnected``,
-  a hypercube as ``Ring`` dimensions of 2, else a ``Switch`` approximation).
+  in ASTRA-sim's "GB/s", which is GiB/s, ``latency`` in ns): the GPUs of a server as a
+  ``Switch`` dimension (NVSwitch) and the servers as the logical topology that the job's
+  lightpaths form (``Ring``, ``FullyConnected``, a hypercube as ``Ring`` dimensions of 2, else a
+  ``Switch`` approximation).
 - ``JOB.system.json``: the system layer, keys and values as astra-sim reads them
   (``Sys::initialize_sys`` in ``astra-sim/system/Sys.cc``,
   ``CollectiveImplLookup::setup_collective_impl_from_config`` in
@@ -35,7 +36,7 @@ def _num(x: float) -> str:
 def astra_dimensions(
     inst, results: dict[str, Any], job: str
 ) -> tuple[list[dict], list[str], list[str], int]:
-    """Dimensions of one job's logical topology: ``[{topology, npus, bandwidth (GB/s),
+    """Dimensions of one job's logical topology: ``[{topology, npus, bandwidth (GB/s, 1e9 B/s),
     latency (ns)}]``, the job's servers in NPU order, explanatory notes, and the GPUs per
     server (NPU id = GPU + that * position)."""
     place = results["placement"][job]
@@ -186,7 +187,10 @@ def astra_network_yaml(inst, results: dict[str, Any], job: str) -> str:
     lines.append("")
     lines.append(f"topology: [ {', '.join(d['topology'] for d in dims)} ]")
     lines.append(f"npus_count: [ {', '.join(str(d['npus']) for d in dims)} ]")
-    lines.append(f"bandwidth: [ {', '.join(_num(d['bandwidth']) for d in dims)} ]  # GB/s")
+    # astra-network-analytical reads "GB/s" as 2^30 B/s (bw_GBps_to_Bpns in
+    # common/NetworkFunction.cpp: bw * (1 << 30) / 1e9 B/ns); optnet's rates are decimal
+    gib = [_num(d["bandwidth"] * 1e9 / GIB) for d in dims]
+    lines.append(f"bandwidth: [ {', '.join(gib)} ]  # GB/s as ASTRA-sim reads it: GiB/s")
     lines.append(f"latency: [ {', '.join(_num(d['latency']) for d in dims)} ]  # ns")
     return "\n".join(lines) + "\n"
 
@@ -245,6 +249,8 @@ COMM_TYPE = {
     "broadcast": "BROADCAST",
 }
 ET_PREFIX = "et"
+#: bytes in ASTRA-sim's "GB" (astra-network-analytical ``bw_GBps_to_Bpns``).
+GIB = float(1 << 30)
 REMOTE_MEMORY = "remote_memory.json"
 
 
@@ -561,7 +567,10 @@ def astra_job(
         )
     system = {
         "scheduling-policy": "FIFO",
-        "endpoint-delay": 0,
+        # 1 ns, the least: with 0 a collective issued at time 0 schedules an event at the
+        # current time, which astra-network-analytical's EventQueue::proceed
+        # (common/event-queue/EventQueue.cpp) refuses with an assertion
+        "endpoint-delay": 1,
         "active-chunks-per-dimension": 1,
         "preferred-dataset-splits": 1,
         **impls,

@@ -74,7 +74,14 @@ NO_DASK = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("command", ["resilience", "pareto", "explain"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "resilience",
+        pytest.param("pareto", marks=pytest.mark.slow),
+        pytest.param("explain", marks=pytest.mark.slow),
+    ],
+)
 def test_dask_missing_is_exit_2_with_the_pip_command(command, tmp_path):
     arg = str(INSTANCES / "tiny.solution.json") if command == "explain" else TINY
     r = subprocess.run(
@@ -107,7 +114,7 @@ def test_in_process_runs_in_order_and_starts_nothing_after_a_stop():
 def test_pool_stop_starts_no_new_task_and_running_ones_stop_or_finish(tmp_path, interrupt_running):
     """Two workers, three tasks: the stop comes once a task has started. Running tasks are
     told (SIGTERM, their request) or left to finish; the third never starts."""
-    seconds = 30.0 if interrupt_running else 3.0
+    seconds = 30.0 if interrupt_running else 2.0
     tasks = [(str(tmp_path / f"m{i}"), seconds) for i in range(3)]
     told: list[int] = []
     stopped_at: list[float] = []
@@ -189,11 +196,17 @@ def _check_explain_does_not_depend_on_the_executor(tiny, dask_executor):
     }
 
 
-def test_dask_local_cluster(dask_executor, tiny, tmp_path):
-    """Every fast Dask check on the one LocalCluster (a second would cost seconds more): its
-    dashboard, resilience and explain giving what the local executors give, and a stop."""
+def test_dask_local_cluster(dask_executor, tiny):
+    """The fast tier's one Dask test (a LocalCluster costs seconds): its dashboard, and
+    resilience giving the same rows in this process, in a local pool and on Dask."""
     _check_dask_prints_its_dashboard_and_serves_it(dask_executor)
     _check_resilience_rows_do_not_depend_on_the_executor(tiny, dask_executor)
+
+
+@pytest.mark.slow
+def test_dask_explain_and_stop(dask_executor, tiny, tmp_path):
+    """Explain gives the same document on Dask; a stop there starts no new task, asks the
+    running ones to stop, and leaves the cluster clean for the next run."""
     _check_explain_does_not_depend_on_the_executor(tiny, dask_executor)
     _check_dask_stop_asks_running_tasks_to_stop_and_the_next_run_is_clean(dask_executor, tmp_path)
 

@@ -95,9 +95,38 @@ GPU_BUSY_W = 700.0
 #: convention (30 % of TDP); no measured source found [U].
 GPU_WAIT_W = 210.0
 
-#: Transceiver power per Gb/s of line rate: ~3.5 W for a 100G QSFP28, ~12 W for a 400G QSFP-DD
-#: (vendor datasheets, [U]).
+#: Transceiver power per Gb/s of line rate below 100 Gb/s (3.5 W at 100G, optnet's convention
+#: for a 100G QSFP28 [U]); from 100G up, TRANSCEIVER_POWER_W interpolates.
 TRANSCEIVER_W_PER_GBPS = 0.035
+
+#: Power of one transceiver (one lightpath end) at a line rate, (rate_gbps, W), interpolated
+#: linearly in between and at the top point's W per Gb/s above it.
+#: 100G: 3.5 W, optnet's convention for a 100G QSFP28 [U].
+#: 400G: 9 W, NVIDIA MMS4X00-NS400 400G single-port OSFP DR4, "draws 9 Watts maximum" (and 5 W
+#: in its 200G mode, which the interpolation's 5.3 W at 200G matches) [P, docs.nvidia.com/
+#: networking/display/mms4x00ns400].
+#: 800G: 17 W, NVIDIA MMS4X00-NM / MMS4X00-NS 800G twin-port OSFP 2x400G, maximum power
+#: dissipation 16 typ / 17 max W [P, docs.nvidia.com/networking/display/800gmms4x00ns/
+#: specifications]; the multimode 2xSR4 MMA4Z00-NS draws 15 W [P]. (The former 0.035 W per
+#: Gb/s gave 28 W at 800G.)
+TRANSCEIVER_POWER_W: tuple[tuple[float, float], ...] = ((100.0, 3.5), (400.0, 9.0), (800.0, 17.0))
+
+
+def transceiver_w_default(rate_gbps: float) -> float:
+    """Default power of one transceiver at ``rate_gbps`` (TRANSCEIVER_POWER_W).
+
+    >>> transceiver_w_default(100.0), transceiver_w_default(800.0)
+    (3.5, 17.0)
+    """
+    pts = TRANSCEIVER_POWER_W
+    if rate_gbps <= pts[0][0]:  # TRANSCEIVER_W_PER_GBPS, exact at the 100G point
+        return pts[0][1] * rate_gbps / pts[0][0]
+    for (r0, w0), (r1, w1) in zip(pts, pts[1:], strict=False):
+        if rate_gbps <= r1:
+            return w0 + (w1 - w0) * (rate_gbps - r0) / (r1 - r0)
+    r, w = pts[-1]
+    return w * rate_gbps / r
+
 
 #: An electrical packet switch of OCS-like radix draws ~3 kW against ~108 W for a MEMS OCS.
 #: Source: the Palomar comparison of OCS_POWER_W above [S].

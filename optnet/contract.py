@@ -156,8 +156,10 @@ def json_schema(name: str) -> dict[str, Any]:
     out.update({k: v for k, v in generated.items() if k not in ("title", "description")})
     if d.name == "topology":
         _optics_unless_direct(out)
+        _presets(out, out["$defs"])
     elif d.name == "instance":
         _optics_unless_direct(out["$defs"]["Cluster"])
+        _presets(out["$defs"]["Cluster"], out["$defs"])
     if d.version_key:
         out["$comment"] = (
             f"Version {d.major}: documents carry {d.version_key} {d.major}.x. The $id is an "
@@ -182,6 +184,35 @@ def _optics_unless_direct(cluster: dict[str, Any]) -> None:
     cluster["required"] = [k for k in cluster.get("required", []) if k not in optics]
     cluster["if"] = {"properties": {"direct": {"type": "null"}}}
     cluster["then"] = {"required": optics}
+
+
+def _presets(cluster: dict[str, Any], defs: dict[str, Any]) -> None:
+    """What ``optnet.presets.apply_presets`` accepts, in JSON Schema: ``preset`` in the topology
+    and in ``transceivers`` (docs/hardware.md). A topology preset fills in fields, so with one
+    nothing is required here (the loader validates the merged topology); without one the
+    generated requirements hold, ``transceivers.attach`` included."""
+    from optnet.presets import PRESETS, TRANSCEIVERS
+
+    cluster["properties"]["preset"] = {
+        "enum": sorted(PRESETS),
+        "description": "Hardware preset (docs/hardware.md): fills in every field this topology "
+        "leaves out; fields written here override it.",
+    }
+    trx = defs["Transceivers"]
+    trx["properties"]["preset"] = {
+        "enum": sorted(TRANSCEIVERS),
+        "description": "Transceiver module (docs/hardware.md): sets rate_gbps, the power of one "
+        "transceiver unless power.transceiver_w is given, and checks the trunks against its reach.",
+    }
+    trx["required"] = [k for k in trx.get("required", []) if k != "attach"]
+    rules = {"required": cluster.pop("required", [])}
+    if "if" in cluster:
+        rules["allOf"] = [{"if": cluster.pop("if"), "then": cluster.pop("then")}]
+    rules["properties"] = {
+        "transceivers": {"if": {"type": "object"}, "then": {"required": ["attach"]}}
+    }
+    cluster["if"] = {"not": {"required": ["preset"]}}
+    cluster["then"] = rules
 
 
 def help_text() -> str:

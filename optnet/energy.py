@@ -25,12 +25,13 @@ J_PER_KWH = 3.6e6
 
 
 def transceiver_w(inst: Instance) -> float:
-    """One active transceiver: the instance's figure, or 0.035 W per Gb/s of line rate."""
+    """One active transceiver: the instance's figure, or the default at its line rate
+    (``constants.transceiver_w_default``: 3.5 W at 100G, 9 W at 400G, 17 W at 800G)."""
     if inst.power.transceiver_w is not None:
         return inst.power.transceiver_w
-    from optnet.constants import TRANSCEIVER_W_PER_GBPS
+    from optnet.constants import transceiver_w_default
 
-    return TRANSCEIVER_W_PER_GBPS * inst.transceiver_rate_gbps
+    return transceiver_w_default(inst.transceiver_rate_gbps)
 
 
 def packet_switches(inst: Instance) -> int:

@@ -31,6 +31,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from optnet.errors import InputError, Problem, input_error
+from optnet.presets import apply_presets
 from optnet.safeio import read_bytes
 from optnet.schema import Cluster, InstanceFile, Workload
 
@@ -633,6 +634,8 @@ def _section(
                 f"{shown} is an instance file (it has a top-level {key!r}); an included file "
                 f"must hold the {what} itself (includes do not nest)",
             )
+        if model is Cluster:
+            data = apply_presets(data, shown, "")
         return _validate(model, data, shown, ""), shown, ""
     if not isinstance(value, dict):
         raise input_error(
@@ -641,6 +644,8 @@ def _section(
             f"expected the {what} as a mapping or a path to a YAML file "
             f"(relative to this file); got {_kind(value)}",
         )
+    if model is Cluster:
+        value = apply_presets(value, holder_name, f"{key}.")
     return _validate(model, value, holder_name, field), holder_name, f"{key}."
 
 

@@ -18,7 +18,9 @@ from optnet.instance import load_instance
 from optnet.solve import SolveOptions
 
 ROOT = Path(__file__).resolve().parent.parent
-REALISTIC = ROOT / "instances" / "realistic.yaml"
+REALISTIC = ROOT / "tests" / "data" / "realistic-4x100g.yaml"
+"""instances/realistic.yaml as it was for issue 22 (4 x 100G, ocs0..ocs3), before the dgx-h100
+rebuild: with 8 rails the plan survives an OCS failure without changes."""
 
 TEMPLATE = """\
 name: {name}

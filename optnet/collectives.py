@@ -23,8 +23,8 @@ ALGORITHMS: dict[str, tuple[str, ...]] = {
     "all_gather": ("ring", "recursive_doubling", "bruck"),
     "reduce_scatter": ("ring", "recursive_halving", "pairwise"),
     "all_to_all": ("pairwise", "bruck"),
-    "broadcast": ("binomial_tree", "scatter_ring_allgather"),
-    "reduce": ("binomial_tree", "rabenseifner"),
+    "broadcast": ("binomial_tree", "scatter_ring_allgather", "ring"),
+    "reduce": ("binomial_tree", "rabenseifner", "ring"),
     "send_recv": ("direct",),
 }
 KINDS = tuple(ALGORITHMS)
@@ -178,8 +178,15 @@ def _dbt_edges(n: int) -> list[tuple[int, int]]:
     return sorted({(min(a, b), max(a, b)) for a, b in tree1 + tree2})
 
 
-def schedule(kind: str, algorithm: str, n: int, nbytes: float) -> tuple[Step, ...]:
+def schedule(
+    kind: str, algorithm: str, n: int, nbytes: float, p2p_order: str = "mpich"
+) -> tuple[Step, ...]:
     """Steps of `algorithm` for `kind` on `n` members (empty for n == 1).
+
+    ``p2p_order`` only changes all_to_all pairwise for n a power of two: ``mpich`` pairs
+    i <-> i^k (MPICH's XOR exchange), ``nccl`` sends i -> i+k mod n as NCCL's p2p schedule does
+    (src/init.cc ``p2pSchedule``: in round r node i sends to i + delta_r and receives from
+    i - delta_r, the deltas a permutation of 0..n-1). Same ordered pairs, same closed form.
 
     On uniform links ``time_on_links_us(schedule(...))`` equals :func:`closed_form_us`.
     Structure (i position, m nbytes, L = log2 n, K = ceil(log2 n), "<->" both directions):
@@ -199,6 +206,11 @@ def schedule(kind: str, algorithm: str, n: int, nbytes: float) -> tuple[Step, ..
       scatter_ring_allgather: binomial scatter d = n/2..1 (d m/n bytes), then the AG ring
     - reduce binomial_tree: d = 1..2^(K-1), i in {d, 3d, 5d, ..} -> i-d, m; rabenseifner:
       the all_reduce RS, then binomial gather k = L-1..0, i in [2^k, 2^(k+1)) -> i-2^k
+    - broadcast ring: NCCL's pipelined chain 0 -> 1 -> .. -> n-1 (src/device/broadcast.h);
+      reduce ring: the chain 1 -> 2 -> .. -> n-1 -> 0 to the root (src/device/reduce.h): a
+      latency Step of count n-1 (0 bytes) and a bandwidth Step (alpha_mult 0, m bytes) over the
+      chain's links, the k -> infinity pipelined limit (NCCL keeps NCCL_STEPS = 8 chunks in
+      flight per channel, src/include/device.h, so a hop's latency is paid once, not per chunk)
     - send_recv direct: 0 -> 1, m
 
     Raises
@@ -208,11 +220,13 @@ def schedule(kind: str, algorithm: str, n: int, nbytes: float) -> tuple[Step, ..
     """
     _check(kind, algorithm, n)
     _check_nonneg(nbytes=nbytes)
+    if p2p_order not in ("mpich", "nccl"):
+        raise ValueError(f"p2p_order must be 'mpich' or 'nccl', got {p2p_order!r}")
     if n == 1:
         return ()
     m, lg, clg = float(nbytes), _lg(n), _clg(n)
     key = (kind, algorithm)
-    if algorithm == "ring":  # all_reduce (RS ring + AG ring), all_gather, reduce_scatter
+    if algorithm == "ring" and kind not in ("broadcast", "reduce"):  # all_reduce (RS + AG), AG, RS
         return (_ring(n, m / n, n - 1),) * (2 if kind == "all_reduce" else 1)
     if key in (("all_reduce", "rabenseifner"), ("reduce", "rabenseifner")):
         rs = [_xor(n, 1 << k, m / (1 << (k + 1))) for k in range(lg)]
@@ -244,13 +258,24 @@ def schedule(kind: str, algorithm: str, n: int, nbytes: float) -> tuple[Step, ..
     if key == ("reduce_scatter", "pairwise"):
         return tuple(_st((i, (i + k) % n, m / n) for i in range(n)) for k in range(1, n))
     if key == ("all_to_all", "pairwise"):  # MPICH: XOR pairing if n is a power of two
-        dst = (lambda i, k: i ^ k) if _is_pow2(n) else (lambda i, k: (i + k) % n)
+        xor = _is_pow2(n) and p2p_order != "nccl"
+        dst = (lambda i, k: i ^ k) if xor else (lambda i, k: (i + k) % n)
         return tuple(_st((i, dst(i, k), m / (n - 1)) for i in range(n)) for k in range(1, n))
     if key == ("all_to_all", "bruck"):  # step k: the blocks j in 1..n-1 with bit k set
         blocks = [sum(1 for j in range(1, n) if j >> k & 1) for k in range(clg)]
         return tuple(
             _st((i, (i + (1 << k)) % n, c * m / (n - 1)) for i in range(n))
             for k, c in enumerate(blocks)
+        )
+    if algorithm == "ring":  # broadcast, reduce: the pipelined chain along the ring
+        chain = (
+            [(i, i + 1) for i in range(n - 1)]
+            if kind == "broadcast"
+            else [(i, i + 1) for i in range(1, n - 1)] + [(n - 1, 0)]
+        )
+        return (
+            _st(((a, b, 0.0) for a, b in chain), n - 1),
+            _st(((a, b, m) for a, b in chain), 1, 0.0),
         )
     if kind == "broadcast":
         if algorithm == "binomial_tree":  # MPICH: root first sends to the farthest subtree
@@ -354,8 +379,10 @@ def _coefficients(kind: str, algorithm: str, n: int) -> tuple[float, float]:
         ("all_to_all", "bruck"): (clg, sum(bin(j).count("1") for j in range(1, n)) / (n - 1)),
         ("broadcast", "binomial_tree"): (clg, clg),
         ("broadcast", "scatter_ring_allgather"): (lg + n - 1, 2 * f),
+        ("broadcast", "ring"): (n - 1, 1.0),
         ("reduce", "binomial_tree"): (clg, clg),
         ("reduce", "rabenseifner"): (2 * lg, 2 * f),
+        ("reduce", "ring"): (n - 1, 1.0),
         ("send_recv", "direct"): (1, 1.0),
     }[(kind, algorithm)]
 
@@ -371,8 +398,10 @@ def closed_form_us(
     reduce_scatter ring and pairwise (n-1, f), recursive_halving (lgp, f); all_to_all pairwise
     (n-1, 1), bruck (K, P/(n-1)) with P the total popcount of 1..n-1 (P = n lgp/2 for n a
     power of two, i.e. MPICH's (n'/2) lgp with n' = nbytes n/(n-1) counting the self block);
-    broadcast binomial_tree (K, K), scatter_ring_allgather (lgp + n - 1, 2f); reduce
-    binomial_tree (K, K), rabenseifner (2 lgp, 2f); send_recv direct (1, 1).
+    broadcast binomial_tree (K, K), scatter_ring_allgather (lgp + n - 1, 2f), ring (n - 1, 1);
+    reduce binomial_tree (K, K), rabenseifner (2 lgp, 2f), ring (n - 1, 1); send_recv direct
+    (1, 1). The rings are NCCL's pipelined chains (its tuning model, src/graph/tuning.cc, has
+    busbw = algbw for them, and nccl-tests doc/PERFORMANCE.md the bus factor 1).
     Written out independently of :func:`schedule`; 0 for n == 1.
     """
     _check(kind, algorithm, n)
@@ -387,7 +416,8 @@ def gamma_coefficient(kind: str, algorithm: str, n: int) -> float:
     """c such that local reduction costs ``c * nbytes * gamma`` (MPICH comments).
 
     (n-1)/n for all_reduce ring/rabenseifner, every reduce_scatter and reduce rabenseifner;
-    lgp for all_reduce recursive_doubling; ceil(lgp) for reduce binomial_tree; 0 otherwise
+    lgp for all_reduce recursive_doubling; ceil(lgp) for reduce binomial_tree; 1 for reduce
+    ring (each rank reduces the m bytes passing through it once, the chain pipelined); 0 otherwise
     (including double_binary_tree: NCCL fuses the reduction into the pipelined copy).
     """
     _check(kind, algorithm, n)
@@ -402,6 +432,8 @@ def gamma_coefficient(kind: str, algorithm: str, n: int) -> float:
         return float(_lg(n))
     if (kind, algorithm) == ("reduce", "binomial_tree"):
         return float(_clg(n))
+    if (kind, algorithm) == ("reduce", "ring") and n > 1:
+        return 1.0  # every rank adds its m into the passing stream once, pipelined
     return 0.0
 
 

@@ -15,7 +15,7 @@ from optnet.decisions import Decisions, to_json
 from optnet.evaluate import UNITS, Evaluation
 from optnet.instance import Instance
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 
 def build_results(
@@ -57,6 +57,7 @@ def build_results(
             "input_hash": inst.input_hash,
             "files": inst.files,
             "failures": list(inst.raw.get("failures", [])),
+            "library": inst.library,
         },
     }
     if not reproducible:

@@ -19,7 +19,7 @@ optional. A new key means a new minor version, and a reader of an older one refu
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
@@ -72,6 +72,9 @@ class InstanceInfo(_Closed):
     files: dict[str, str]
     """file name -> its SHA-256 (the instance file and a -w workload)."""
     failures: list[str] = []
+    library: Literal["ideal", "nccl"] = "ideal"
+    """Communication library the plan was chosen for (``library:`` or ``--library``;
+    docs/collectives.md)."""
 
 
 class Rank(_Closed):

@@ -270,8 +270,8 @@ def test_algorithms_for_order_and_filtering():
     assert algorithms_for("all_reduce", 6) == ("ring", "double_binary_tree")
     assert algorithms_for("all_gather", 6) == ("ring", "bruck")
     assert algorithms_for("reduce_scatter", 3) == ("ring", "pairwise")
-    assert algorithms_for("broadcast", 12) == ("binomial_tree",)
-    assert algorithms_for("reduce", 12) == ("binomial_tree",)
+    assert algorithms_for("broadcast", 12) == ("binomial_tree", "ring")
+    assert algorithms_for("reduce", 12) == ("binomial_tree", "ring")
     assert algorithms_for("all_to_all", 7) == ("pairwise", "bruck")
     assert algorithms_for("send_recv", 2) == ("direct",)
     assert algorithms_for("send_recv", 3) == ()
@@ -397,4 +397,56 @@ def test_property_uniform_time_equals_closed_form(n, m, alpha, beta):
 def test_every_kind_has_algorithms():
     assert set(KINDS) == set(ALGORITHMS)
     assert all(ALGORITHMS[k] for k in KINDS)
-    assert len(ALL_PAIRS) == 17
+    assert len(ALL_PAIRS) == 19  # broadcast and reduce ring: NCCL's chains
+
+
+def test_power_of_two_servers_with_odd_ranks_per_server_solve(tmp_path):
+    """An all-reduce over 18 ranks on 2 servers (9 GPUs each) may use Rabenseifner across the
+    2 servers: its reduction work is the hierarchical sum, not a crash (it was exit 4), and the
+    evaluator agrees with the MILP."""
+    import json
+
+    import yaml
+    from click.testing import CliRunner
+
+    from optnet.cli import main
+
+    inst = {
+        "name": "odd-ranks",
+        "topology": {
+            "gpus_per_server": 9,
+            "transceivers": {"attach": ["ocs0"], "rate_gbps": 100},
+            "racks": [{"name": "r0", "servers": 2}],
+            "wavelengths_per_fibre": 2,
+            "ocs": [{"name": "ocs0", "ports": 2}],
+        },
+        "workload": {
+            "jobs": [
+                {
+                    "name": "j",
+                    "gpus": 18,
+                    "parallelism": {"dp": 18},
+                    "compute_time_us": 1000,
+                    "collectives": [
+                        {
+                            "name": "g",
+                            "kind": "all_reduce",
+                            "group": "dp",
+                            "message_bytes": 1e8,
+                            "algorithms": ["rabenseifner"],
+                        }
+                    ],
+                }
+            ]
+        },
+    }
+    path = tmp_path / "odd.yaml"
+    path.write_text(yaml.safe_dump(inst))
+    out = tmp_path / "r.json"
+    r = CliRunner().invoke(main, ["solve", str(path), "-o", str(out), "-q"])
+    assert r.exit_code == 0, r.output
+    res = json.loads(out.read_text())
+    (c,) = res["collectives"]
+    assert c["algorithm"] == "rabenseifner"
+    r = CliRunner().invoke(main, ["evaluate", str(path), str(out)])
+    assert r.exit_code == 0, r.output

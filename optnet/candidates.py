@@ -17,6 +17,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from optnet import collectives as coll
+from optnet import library
 from optnet.constants import inverse_rate_us_per_byte
 from optnet.errors import InputError, Problem
 from optnet.instance import CollectiveSpec, Instance, JobSpec
@@ -68,26 +69,64 @@ class JobCandidates:
 
 
 def _rank_groups(job: JobSpec, group: str) -> list[list[int]]:
-    tp, dp, pp, ep = job.tp, job.dp, job.pp, job.ep
+    """Rank groups in Megatron-LM's order tp-cp-ep-dp-pp (``RankGenerator`` in
+    megatron/core/parallel_state.py): rank = t + tp (c + cp (d + dp s)); ep and edp split the
+    combined index x = c + cp d like Megatron's expert generator (tp-ep-dp-pp, expert tp = tp)."""
+    tp, dp, pp, ep, cp = job.tp, job.dp, job.pp, job.ep, job.cp
+    width = cp * dp  # ranks of one dp_cp group
 
-    def rank(t: int, d: int, s: int) -> int:
-        return t + tp * (d + dp * s)
+    def rank(t: int, c: int, d: int, s: int) -> int:
+        return t + tp * (c + cp * (d + dp * s))
+
+    def xrank(t: int, x: int, s: int) -> int:
+        return t + tp * (x + width * s)
 
     if group == "world":
         return [list(range(job.gpus))]
     if group == "tp":
-        return [[rank(t, d, s) for t in range(tp)] for s in range(pp) for d in range(dp)]
-    if group == "dp":
-        return [[rank(t, d, s) for d in range(dp)] for s in range(pp) for t in range(tp)]
-    if group == "ep":
         return [
-            [rank(t, e * ep + i, s) for i in range(ep)]
+            [rank(t, c, d, s) for t in range(tp)]
+            for s in range(pp)
+            for d in range(dp)
+            for c in range(cp)
+        ]
+    if group == "cp":
+        return [
+            [rank(t, c, d, s) for c in range(cp)]
+            for s in range(pp)
+            for d in range(dp)
+            for t in range(tp)
+        ]
+    if group == "dp":
+        return [
+            [rank(t, c, d, s) for d in range(dp)]
             for s in range(pp)
             for t in range(tp)
-            for e in range(dp // ep)
+            for c in range(cp)
+        ]
+    if group == "dp_cp":
+        return [[xrank(t, x, s) for x in range(width)] for s in range(pp) for t in range(tp)]
+    if group == "ep":
+        return [
+            [xrank(t, e * ep + i, s) for i in range(ep)]
+            for s in range(pp)
+            for t in range(tp)
+            for e in range(width // ep)
+        ]
+    if group == "edp":
+        return [
+            [xrank(t, e + ep * j, s) for j in range(width // ep)]
+            for s in range(pp)
+            for t in range(tp)
+            for e in range(ep)
         ]
     if group == "pp":
-        return [[rank(t, d, s) for s in range(pp)] for d in range(dp) for t in range(tp)]
+        return [
+            [rank(t, c, d, s) for s in range(pp)]
+            for d in range(dp)
+            for c in range(cp)
+            for t in range(tp)
+        ]
     raise ValueError(group)
 
 
@@ -140,14 +179,25 @@ def _intra_us(inst: Instance, kind: str, g: int, nbytes: float) -> float:
     )
 
 
-def _gamma_us(inst: Instance, kind: str, algorithm: str, p: int, nbytes: float) -> float:
+def _gamma_us(
+    inst: Instance, kind: str, algorithm: str, p: int, nbytes: float, servers: int = 1
+) -> float:
+    """Reduction work ``c * nbytes * gamma`` of ``algorithm`` over ``p`` ranks.
+
+    ``c`` is :func:`optnet.collectives.gamma_coefficient` at ``p`` ranks. A server-level
+    algorithm that needs a power of two (of servers) may run over a rank count that is not one
+    (18 ranks on 2 servers): then ``c`` is the hierarchical sum, the intra-server reduce-scatter's
+    (g-1)/g plus the algorithm's coefficient over the ``servers`` on the 1/g shard, which equals
+    the p-rank coefficient wherever both exist for ring and Rabenseifner ((p-1)/p)."""
     if p < 2:
         return 0.0
-    return (
-        coll.gamma_coefficient(kind, algorithm, p)
-        * nbytes
-        * inverse_rate_us_per_byte(inst.reduce_rate_gbps)
-    )
+    if algorithm in coll.algorithms_for(kind, p) or servers < 2:
+        c = coll.gamma_coefficient(kind, algorithm, p)
+    else:
+        g = p // servers
+        intra = (g - 1) / g if kind in ("all_reduce", "reduce_scatter", "reduce") else 0.0
+        c = intra + coll.gamma_coefficient(kind, algorithm, servers) / g
+    return c * nbytes * inverse_rate_us_per_byte(inst.reduce_rate_gbps)
 
 
 def _intra_gamma_us(inst: Instance, kind: str, p: int, nbytes: float) -> float:
@@ -353,6 +403,7 @@ def collective_candidates(
                         ]
                     )
                 algs = tuple(a for a in algs if a in spec.algorithms)
+            algs = library.restrict(inst, job.name, spec, N, algs, where)
             intra = _intra_phase_us(inst, spec.kind, g, n, p)
             options = []
             if in_network_available(inst, spec):
@@ -364,11 +415,17 @@ def collective_candidates(
                 gs = tuple(
                     GroupSteps(
                         slots,
-                        coll.schedule(spec.kind, a, N, _server_bytes(spec.kind, n, g, c, p, N)),
+                        coll.schedule(
+                            spec.kind,
+                            a,
+                            N,
+                            _server_bytes(spec.kind, n, g, c, p, N),
+                            library.schedule_order(inst),
+                        ),
                     )
                     for slots, _g, c in groups
                 )
-                options.append(Option(a, intra + _gamma_us(inst, spec.kind, a, p, n), gs, intra))
+                options.append(Option(a, intra + _gamma_us(inst, spec.kind, a, p, n, N), gs, intra))
             if parameter_server_available(job, spec):
                 options.append(_parameter_server_option(inst, job, spec, groups, N, g, p, intra))
             cc = CollectiveCandidates(-1, spec, tuple(options), N, p)
@@ -378,6 +435,7 @@ def collective_candidates(
 def job_candidates(inst: Instance, ji: int) -> JobCandidates:
     """Options of every collective of job ``ji`` and the slot pairs they may use."""
     job = inst.jobs[ji]
+    library.refuse_parameter_servers(inst, job)
     cs = tuple(collective_candidates(inst, ji, c) for c in job.collectives)
     if job.ps_servers and not any(
         o.algorithm == coll.PARAMETER_SERVER for cc in cs for o in cc.options

@@ -136,6 +136,8 @@ class JobSpec:
     """Dedicated parameter-server slots (slots ``worker_slots .. slots-1``)."""
     ps_reduce_rate_gbps: float | None = None
     """Summation rate of one PS server; None: the cluster's ``reduce_rate_gbps``."""
+    cp: int = 1
+    """Context-parallel degree (ranks ordered tp-cp-dp-pp, Megatron-LM's default order)."""
 
     @property
     def worker_slots(self) -> int:
@@ -196,6 +198,9 @@ class Instance:
     relay_overhead_us: float | None = None
     """Relays through a third server (``topology.relay``, docs/model.md §5.4): the relay's extra
     time per relayed transfer; None: transfers never relay."""
+    library: str = "ideal"
+    """Communication library the jobs run (``optnet.library``): ideal or nccl. Not part of
+    ``input_hash``: like the solver options it changes which plan is chosen, not the input."""
 
     @property
     def relay(self) -> bool:
@@ -485,6 +490,7 @@ def build_instance(
         wavelength_switched=ws_fabric,
         phases=tuple(phases) if len(phases) >= 2 else (),
         relay_overhead_us=cluster.relay.overhead_us if cluster.relay is not None else None,
+        library=inst.library,
     )
     if inst.failures:  # what-if: failed elements are removed or degraded before solving
         from optnet.failures import apply_failures
@@ -589,10 +595,18 @@ def _ws_fabric(spec: schema.WavelengthSwitched, racks: list[Rack], tp) -> WsFabr
 def _workload_raw(workload: schema.Workload) -> dict:
     """The workload as plain data; a job without parameter servers leaves the key out, so
     instances written before the field existed keep their input hash."""
+    from optnet.shorthand import ADDED_FIELD_DEFAULTS
+
     raw = workload.model_dump(mode="json")
     for job in raw["jobs"]:
         if job.get("parameter_servers") is None:
             job.pop("parameter_servers", None)
+        if (job.get("parallelism") or {}).get("cp") == 1:  # cp came later: old hashes stay
+            del job["parallelism"]["cp"]
+        t = job.get("transformer")
+        for key, default in ADDED_FIELD_DEFAULTS.items() if t else ():
+            if key in t and t[key] == default:
+                del t[key]
     return raw
 
 
@@ -654,13 +668,21 @@ def _phases(workload: schema.Workload, wp) -> list[str]:
 def _job(j: schema.Job, ji: int, G: int, wp, phase_of: dict[str, int] | None = None) -> JobSpec:
     f = f"jobs[{ji}]"
     p = j.parallelism
-    if p.tp * p.pp * p.dp != j.gpus:
+    if p.cp == 1 and p.tp * p.pp * p.dp != j.gpus:
         wp(
             f"{f}.parallelism",
             f"tp*pp*dp = {p.tp}*{p.pp}*{p.dp} = {p.tp * p.pp * p.dp} must equal gpus = {j.gpus}",
         )
-    if p.dp % p.ep:
+    elif p.cp > 1 and p.tp * p.cp * p.pp * p.dp != j.gpus:
+        wp(
+            f"{f}.parallelism",
+            f"tp*cp*pp*dp = {p.tp}*{p.cp}*{p.pp}*{p.dp} = {p.tp * p.cp * p.pp * p.dp} must "
+            f"equal gpus = {j.gpus}",
+        )
+    if p.cp == 1 and p.dp % p.ep:
         wp(f"{f}.parallelism.ep", f"ep = {p.ep} must divide dp = {p.dp}")
+    elif p.cp > 1 and (p.dp * p.cp) % p.ep:
+        wp(f"{f}.parallelism.ep", f"ep = {p.ep} must divide dp*cp = {p.dp}*{p.cp}")
     if j.gpus > G and j.gpus % G:
         wp(
             f"{f}.gpus",
@@ -674,7 +696,7 @@ def _job(j: schema.Job, ji: int, G: int, wp, phase_of: dict[str, int] | None = N
         from optnet.shorthand import derive
 
         try:
-            derived_compute, derived = derive(j.transformer, p.tp, p.pp, p.dp, p.ep)
+            derived_compute, derived = derive(j.transformer, p.tp, p.pp, p.dp, p.ep, p.cp)
             for d in derived:
                 schema.Collective.model_validate(
                     {
@@ -795,4 +817,5 @@ def _job(j: schema.Job, ji: int, G: int, wp, phase_of: dict[str, int] | None = N
         j.tenant,
         ps.servers if ps is not None else 0,
         ps.reduce_rate_gbps if ps is not None else None,
+        cp=p.cp,
     )

@@ -31,7 +31,7 @@ KINDS = (
 Kind = Literal[
     "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv"
 ]
-Group = Literal["tp", "pp", "dp", "ep", "world"]
+Group = Literal["tp", "pp", "dp", "ep", "cp", "dp_cp", "edp", "world"]
 
 
 class Strict(BaseModel):
@@ -64,7 +64,7 @@ class Constants(Strict):
 class Transceivers(Strict):
     """The optical transceivers of every server (all servers are built alike)."""
 
-    attach: Annotated[list[Name], Field(min_length=1, max_length=64)]
+    attach: Annotated[list[Name], Field(min_length=1, max_length=128)]
     """OCS that transceiver k reaches through its rack's trunk fibre, one entry per transceiver."""
     rate_gbps: Annotated[float, Field(ge=10, le=1600, allow_inf_nan=False)] = 100.0
     """Line rate of one wavelength (100-400 Gb/s typical)."""
@@ -161,7 +161,8 @@ class Power(Strict):
     gpu_wait_w: NonNegFloat = C.GPU_WAIT_W
     """A GPU waiting on communication (exposed communication time)."""
     transceiver_w: NonNegFloat | None = None
-    """One active transceiver (each lightpath lights two); default rate x 0.035 W per Gb/s."""
+    """One active transceiver (each lightpath lights two); default by rate: 3.5 W at 100G, 9 W at
+    400G, 17 W at 800G (interpolated; docs/energy.md)."""
     packet_switch_w: NonNegFloat = C.PACKET_SWITCH_W
     """One electrical packet switch (leaf or spine) of the packet fabric."""
 
@@ -339,12 +340,18 @@ class Cluster(Strict):
 
 
 class Parallelism(Strict):
-    """How a job's ranks are split; tp * pp * dp = gpus, ep divides dp."""
+    """How a job's ranks are split; tp * cp * pp * dp = gpus, ep divides dp * cp. Ranks follow
+    Megatron-LM's order tp-cp-ep-dp-pp (tp fastest); groups: tp, cp, dp, dp_cp (the dp and cp
+    ranks together), ep (consecutive ranks of dp_cp), edp (expert data parallel: the dp_cp
+    ranks holding the same experts), pp, world."""
 
     tp: Annotated[int, Field(ge=1, le=1_000_000)] = 1
     pp: Annotated[int, Field(ge=1, le=1_000_000)] = 1
     dp: Annotated[int, Field(ge=1, le=1_000_000)] = 1
     ep: Annotated[int, Field(ge=1, le=1_000_000)] = 1
+    cp: Annotated[int, Field(ge=1, le=1_000_000)] = 1
+    """Context-parallel degree (Megatron-LM ``--context-parallel-size``): each sequence is split
+    over the cp ranks of a cp group, between the tp and dp indices."""
 
 
 class Collective(Strict):
@@ -437,3 +444,7 @@ class InstanceFile(Strict):
     failures: list[Annotated[str, Field(min_length=1, max_length=300)]] = []
     """Failed elements for a what-if solve, KIND:ELEMENT (docs/failures.md), e.g. ocs:ocs1,
     fibre:ra->ocs0, server:ra-s2, transceiver:ra-s0/1, sync:ws."""
+    library: Literal["ideal", "nccl"] = "ideal"
+    """Communication library the jobs run (docs/collectives.md, Library profiles): ideal offers
+    every algorithm optnet models (a plan may need a custom library to deploy); nccl only the
+    algorithms NVIDIA NCCL implements. ``optnet solve --library`` overrides it."""

@@ -18,6 +18,8 @@ import click
 from optnet import contract, errors, interrupt, streams
 from optnet.clitypes import (
     Finite,
+    executor_options,
+    library_option,
     mip_gap_option,
     seed_option,
     time_limit_option,
@@ -25,6 +27,7 @@ from optnet.clitypes import (
 )
 from optnet.commands_resilience import apply_cli_failures, fail_option, resilience
 from optnet.errors import OptnetError
+from optnet.library import recorded_library, with_library
 from optnet.safeio import prepare_output
 
 OBJECTIVES = (
@@ -192,6 +195,7 @@ def main() -> None:
     default=None,
     help="Every job's iteration time at most this (with --objective energy|carbon: the budget).",
 )
+@library_option()
 @_handle_errors
 def solve(
     instance,
@@ -212,6 +216,7 @@ def solve(
     change_penalty_us,
     fail,
     iteration_budget_us,
+    library,
 ) -> None:
     """Jointly choose placement, OCS circuits, wavelengths and collective algorithms for
     INSTANCE (a YAML file)."""
@@ -225,6 +230,7 @@ def solve(
     if out:
         prepare_output(out, force)
     inst = apply_cli_failures(load_instance(instance, workload), fail, quiet=quiet)
+    inst = with_library(inst, library)
     rep.target = inst  # its solves report global numbers (docs/progress.md)
     prev = _running_plan(inst, previous) if previous else None
     if prev is None and (max_changes is not None or change_penalty_us):
@@ -283,8 +289,12 @@ def _infeasible(violations: list[str]) -> None:
 @click.argument("solution", type=click.Path(dir_okay=False))
 @_with(_common)
 @fail_option
+@library_option(
+    "Price the plan with this library's schedules and refuse algorithms it cannot run "
+    "(default: the library a results file records, else the instance's library:)."
+)
 @_handle_errors
-def evaluate_cmd(instance, solution, workload, objective, out, fmt, force, fail) -> None:
+def evaluate_cmd(instance, solution, workload, objective, out, fmt, force, fail, library) -> None:
     """Check and score a full set of decisions for INSTANCE: SOLUTION is a solution or results
     file."""
     from optnet.decisions import PlanError
@@ -296,7 +306,9 @@ def evaluate_cmd(instance, solution, workload, objective, out, fmt, force, fail)
         raise errors.input_error(
             "--objective", "", "max-slowdown needs each job's time alone: use optnet solve"
         )
-    inst = apply_cli_failures(load_instance(instance, workload), fail)
+    if library is None:  # a results file prices with the library it was solved for
+        library = recorded_library(solution)
+    inst = with_library(apply_cli_failures(load_instance(instance, workload), fail), library)
     if objective == "carbon" and inst.carbon is None:
         raise errors.input_error(instance, "topology.carbon", "the carbon objective needs it")
     try:
@@ -418,27 +430,49 @@ def schema(part) -> None:
     help="Energy budgets between the fastest and the leanest plan (one joint MILP each).",
 )
 @time_limit_option("Seconds per point.")
+@executor_options(
+    "Processes solving the points of a round in parallel (the fastest and the leanest plan, "
+    "then the budgets); 1 solves them in this process; with --executor dask, the "
+    "LocalCluster's worker processes."
+)
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="Table as CSV.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="SVG or PNG plot.")
 @click.option("--force", is_flag=True, help="Overwrite an existing CSV or plot.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
+@library_option()
 @_handle_errors
-def pareto(instance, workload, points, time_limit, out, plot_path, force, quiet) -> None:
+def pareto(
+    instance,
+    workload,
+    points,
+    time_limit,
+    executor,
+    scheduler,
+    workers,
+    out,
+    plot_path,
+    force,
+    quiet,
+    library,
+) -> None:
     """Trace INSTANCE's latency-energy Pareto front (epsilon-constraint, each point a joint
     MILP)."""
     from optnet import progress
 
     progress.for_command(quiet, "loading instance")
+    from optnet.executors import make_executor
     from optnet.instance import load_instance
     from optnet.pareto import interrupted_note, pareto_front, plot_front
     from optnet.safeio import write_atomic
     from optnet.solve import SolveOptions
 
+    runner = make_executor(executor, workers, scheduler)  # before anything is read
     for p in (out, plot_path):
         if p:
             prepare_output(p, force)
-    inst = load_instance(instance, workload)
-    front = pareto_front(inst, SolveOptions(time_limit_s=time_limit), points)
+    inst = with_library(load_instance(instance, workload), library)
+    with runner:
+        front = pareto_front(inst, SolveOptions(time_limit_s=time_limit), points, runner)
     cols = ["max_iteration_us", "energy_j_per_iteration", "lightpaths", "budget_us", "status"]
     lines = [",".join(cols)] + [",".join(str(r[c]) for c in cols) for r in front]
     click.echo(f"{'max iteration us':>18} {'energy J/iter':>14} {'lightpaths':>10}  status")

@@ -49,3 +49,50 @@ def seed_option(help: str):
 def workload_option(help: str = "Workload YAML (overrides the instance's)."):
     """``-w/--workload``: a workload file read with the instance's topology."""
     return click.option("-w", "--workload", type=click.Path(dir_okay=False), help=help)
+
+
+def library_option(
+    help: str = "Communication library the plan must run on (overrides the "
+    "instance's library:): ideal = any modelled algorithm, nccl = only NCCL's "
+    "(docs/collectives.md).",
+):
+    """``--library``: the communication-library profile (``optnet.library``); default the
+    instance's."""
+    return click.option("--library", type=click.Choice(["ideal", "nccl"]), default=None, help=help)
+
+
+def executor_options(
+    workers_help: str,
+    workers_default: Any = 1,
+    workers_show_default: bool | str = True,
+    workers_max: int = 1024,
+):
+    """``--executor local|dask``, ``--scheduler ADDRESS`` and ``--workers N``: where a
+    many-solve command runs its independent solves (``optnet.executors``, docs/sweeps.md).
+    The parameters ``executor``, ``scheduler`` and ``workers``; ``workers_default`` may be a
+    callable (click calls it)."""
+
+    def decorate(f):
+        f = click.option(
+            "--workers",
+            type=click.IntRange(min=1, max=workers_max),
+            default=workers_default,
+            show_default=workers_show_default,
+            help=workers_help,
+        )(f)
+        f = click.option(
+            "--scheduler",
+            metavar="ADDRESS",
+            help="Address of a running Dask scheduler (tcp://HOST:8786); needs --executor dask.",
+        )(f)
+        return click.option(
+            "--executor",
+            type=click.Choice(["local", "dask"]),
+            default="local",
+            show_default=True,
+            help="local: this process or a process pool (--workers); dask: a Dask cluster "
+            "(--scheduler, else a LocalCluster of --workers processes; pip install "
+            "'optnet[dask]').",
+        )(f)
+
+    return decorate

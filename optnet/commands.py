@@ -13,7 +13,7 @@ import click
 
 from optnet import errors, streams
 from optnet.cli import _handle_errors
-from optnet.clitypes import Finite, workload_option
+from optnet.clitypes import Finite, executor_options, workload_option
 from optnet.export import FORMATS as EXPORT_FORMATS
 from optnet.safeio import prepare_output
 
@@ -31,20 +31,11 @@ def _default_workers() -> int:
     type=click.Path(file_okay=False),
     help="Output folder (default: out/sweeps/SPEC-NAME).",
 )
-@click.option(
-    "--workers",
-    type=click.IntRange(min=1, max=1024),
-    default=None,
-    help="Worker processes (default: CPU count, at most 8); 1 runs points in this process.",
+@executor_options(
+    "Worker processes (default: CPU count, at most 8); 1 runs points in this process.",
+    workers_default=None,
+    workers_show_default=False,
 )
-@click.option(
-    "--executor",
-    type=click.Choice(["local", "dask"]),
-    default="local",
-    show_default=True,
-    help="local: a process pool; dask: a Dask cluster (--scheduler, else a LocalCluster).",
-)
-@click.option("--scheduler", help="Address of a running Dask scheduler (tcp://HOST:8786).")
 @click.option("--time-limit", type=Finite(min=0.01), help="Seconds per point (overrides the spec).")
 @click.option(
     "--restart", is_flag=True, help="Forget earlier results in the folder and solve every point."
@@ -70,10 +61,15 @@ def sweep(spec, out, workers, executor, scheduler, time_limit, restart, dry_run,
     # tqdm's bar shows the points on a terminal (or with --progress); else one line per point
     bar = progress is True or (progress is None and sys.stderr.isatty())
     lines.for_command(progress is False or bar or dry_run, "reading sweep spec")
+    from optnet.executors import make_executor
     from optnet.sweep import SweepInterrupted, default_out, load_spec, run_sweep
 
-    if scheduler and executor != "dask":
-        raise errors.OptnetError("--scheduler needs --executor dask")
+    runner = make_executor(  # checks --executor/--scheduler before the spec is read
+        executor,
+        workers or _default_workers(),
+        scheduler,
+        say=lambda message: streams.say(f"optnet: {message}"),
+    )
     sw = load_spec(spec, time_limit)
     if dry_run:
         for p in sw.points:
@@ -84,9 +80,7 @@ def sweep(spec, out, workers, executor, scheduler, time_limit, restart, dry_run,
     result = run_sweep(
         sw,
         out,
-        executor=executor,
-        workers=workers or _default_workers(),
-        scheduler=scheduler,
+        executor=runner,
         restart=restart,
         progress=progress,
         notify=lambda message: streams.say(f"optnet: {message}"),
@@ -130,9 +124,18 @@ def sweep(spec, out, workers, executor, scheduler, time_limit, restart, dry_run,
 @workload_option("Its -w workload, if any.")
 @click.option(
     "--trx-type",
-    default="Voyager",
+    default=None,
+    help="GNPy transceiver type_variety for the service requests (from eqpt_config.json). "
+    "Default: Voyager (metro); datacentre: the one of 400G-DR4, 400G-FR4, 800G-DR8 at the "
+    "instance's rate that reaches its longest lightpath.",
+)
+@click.option(
+    "--gnpy-profile",
+    type=click.Choice(["metro", "datacentre"]),
+    default="metro",
     show_default=True,
-    help="GNPy transceiver type_variety for the service requests (from eqpt_config.json).",
+    help="gnpy: metro = GNPy's amplified ROADM design; datacentre = unamplified DR/FR optics, "
+    "the instance's losses (run GNPy with --no-insert-edfas).",
 )
 @click.option(
     "--hcf-variety",
@@ -144,19 +147,44 @@ def sweep(spec, out, workers, executor, scheduler, time_limit, restart, dry_run,
 @click.option(
     "--spacing-ghz",
     type=click.Choice(["50", "75", "100", "150"]),
-    default="50",
+    default=None,
+    help="GNPy channel spacing of the wavelength grid (wide enough for the transceiver mode). "
+    "Default: 50; gnpy: 75 for datacentre or rates above 100 Gb/s.",
+)
+@click.option(
+    "--cores-per-gpu",
+    type=click.IntRange(min=1, max=1024),
+    default=1,
     show_default=True,
-    help="GNPy channel spacing of the wavelength grid (wide enough for the transceiver mode).",
+    help="hostfile: logical CPU cores bound to each rank in the OpenMPI rankfile.",
 )
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
 @_handle_errors
 def export_cmd(
-    result, fmt, out, instance, workload, trx_type, hcf_variety, spacing_ghz, force
+    result,
+    fmt,
+    out,
+    instance,
+    workload,
+    trx_type,
+    gnpy_profile,
+    hcf_variety,
+    spacing_ghz,
+    cores_per_gpu,
+    force,
 ) -> None:
     """Export RESULT to a format another tool or an operator applies (docs/interfaces.md)."""
     from optnet.export import ExportOptions, export
 
-    opts = ExportOptions(trx_type=trx_type, hcf_variety=hcf_variety, spacing_ghz=float(spacing_ghz))
+    if spacing_ghz is None:  # gnpy picks it from the profile and rate
+        spacing_ghz = None if fmt == "gnpy" else 50.0
+    opts = ExportOptions(
+        trx_type=trx_type,
+        gnpy_profile=gnpy_profile,
+        hcf_variety=hcf_variety,
+        spacing_ghz=None if spacing_ghz is None else float(spacing_ghz),
+        cores_per_gpu=cores_per_gpu,
+    )
     paths, notes = export(
         result, fmt, out, instance=instance, workload=workload, force=force, opts=opts
     )

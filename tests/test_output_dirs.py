@@ -20,6 +20,7 @@ from conftest import INSTANCES, ROOT
 from optnet import errors
 from optnet.cli import main
 from optnet.errors import OptnetError
+from optnet.export.gnpy import gnpy_example_data
 from optnet.plots import write_plots
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -31,7 +32,15 @@ PLOTS = {
     for ext in ("svg", "png")
 }
 GNPY = {"topology.json", "services.json"}
-ASTRA = {"train.yml", "infer.yml"}
+if gnpy_example_data() is not None:  # GNPy is installed: its equipment library comes along
+    GNPY.add("eqpt_config.json")
+# the top level of an astra-sim export (docs/interfaces.md): per job the network, system and
+# trace folder, once the remote memory and README.txt
+ASTRA = {
+    *(f"{j}{ext}" for j in ("train", "infer") for ext in (".yml", ".system.json", "")),
+    "remote_memory.json",
+    "README.txt",
+}
 CLI_PASSES_FORCE = "write_plots(data, plots_dir, force=force)" in (
     ROOT / "optnet" / "cli.py"
 ).read_text(encoding="utf-8")

@@ -28,8 +28,15 @@ from optnet.results_file import load_results
 
 #: format name -> (module, one line of help). The CLI's --format choices and help come from here.
 FORMATS: dict[str, tuple[str, str]] = {
-    "gnpy": ("optnet.export.gnpy", "GNPy topology.json + services.json (the optical layer)"),
-    "astra-sim": ("optnet.export.astra_sim", "ASTRA-sim network YAML per job"),
+    "gnpy": ("optnet.export.gnpy", "GNPy network, services, equipment JSON (the optical layer)"),
+    "astra-sim": (
+        "optnet.export.astra_sim",
+        "ASTRA-sim 2.x inputs per job: network YAML, system JSON, Chakra traces, README.txt",
+    ),
+    "hostfile": ("optnet.export.hostfile", "OpenMPI/Slurm host and rank files, env per job"),
+    "ocs": ("optnet.export.ocs", "OCS cross-connects per phase and the changes between phases"),
+    "wdm": ("optnet.export.wdm", "channel (wavelength, THz) of every transceiver per phase"),
+    "nccl": ("optnet.export.nccl", "NCCL tuner-plugin CSV and env per job (NCCL algorithms)"),
 }
 
 
@@ -37,19 +44,23 @@ FORMATS: dict[str, tuple[str, str]] = {
 class ExportOptions:
     """Options of ``optnet export``; each format reads the ones it needs."""
 
-    trx_type: str = "Voyager"
-    """GNPy transceiver type_variety of the service requests."""
+    trx_type: str | None = None
+    """GNPy transceiver type_variety of the service requests (None: the GNPy profile's)."""
     hcf_variety: str = "HCF"
     """GNPy Fiber type_variety of hollow-core trunks."""
-    spacing_ghz: float = 50.0
-    """Channel spacing of the wavelength grid."""
+    spacing_ghz: float | None = 50.0
+    """Channel spacing of the wavelength grid (gnpy: None picks it from profile and rate)."""
+    gnpy_profile: str = "metro"
+    """GNPy design: metro (GNPy's amplified ROADM design) or datacentre (unamplified DR/FR)."""
+    cores_per_gpu: int = 1
+    """hostfile: logical cores bound to each rank in the OpenMPI rankfile."""
 
 
 @dataclass
 class Written:
     """What a format writes: relative path -> text, and notes for the user."""
 
-    files: dict[str, str] = field(default_factory=dict)
+    files: dict[str, str | bytes] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
 
@@ -64,7 +75,22 @@ def results_instance(
     instance: str | Path | None = None,
     workload: str | Path | None = None,
 ):
-    """The Instance the results were computed for; its input hash must match the results'."""
+    """The Instance the results were computed for (its input hash must match the results'),
+    with the collective library the results record (``solve --library`` overrides the file's,
+    and is not part of the input hash)."""
+    from optnet.library import with_library
+
+    inst = _instance_file(results, results_path, instance, workload)
+    return with_library(inst, results["instance"].get("library"))
+
+
+def _instance_file(
+    results: dict[str, Any],
+    results_path: str | Path,
+    instance: str | Path | None,
+    workload: str | Path | None,
+):
+    """The instance file the results name (or ``instance``), loaded and hash-checked."""
     from optnet.instance import load_instance
 
     want = results["instance"].get("input_hash")

@@ -239,12 +239,17 @@ def deploy_note(results: dict) -> str | None:
 
 def recorded_library(path: str | Path) -> str | None:
     """The ``instance.library`` a results file records (None: a solution file, no such key, or
-    not readable as JSON; the reader proper reports those)."""
+    not readable as JSON; the reader proper reports those). Read through
+    :func:`optnet.safeio.read_bytes` like every results file: a device, FIFO or folder is never
+    read, and nesting too deep for the JSON parser is the reader's to report."""
     import json
 
+    from optnet.errors import OptnetError
+    from optnet.safeio import read_bytes
+
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        doc = json.loads(read_bytes(path, "a results file"))
+    except (OptnetError, ValueError, RecursionError):
         return None
     inst = doc.get("instance") if isinstance(doc, dict) else None
     lib = inst.get("library") if isinstance(inst, dict) else None

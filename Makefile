@@ -43,13 +43,13 @@ gnpy: $(GNPY_STAMP)
 test: $(STAMP) browser $(GNPY_STAMP)
 	$(BIN)/ruff check optnet tests bench
 	$(BIN)/ruff format --check optnet tests bench
-	OPTNET_GNPY_PYTHON=$(CURDIR)/.venv-gnpy/bin/python $(BIN)/python -m pytest -n auto
+	OPTNET_GNPY_PYTHON=$(CURDIR)/.venv-gnpy/bin/python $(BIN)/python -m pytest -n auto --dist loadgroup
 
 ## test-fast: lint and the suite without the slow modules (tests/conftest.py SLOW_MODULES), for
 ## the inner loop; `make test` is the whole suite and what CI runs
 test-fast: $(STAMP)
 	$(BIN)/ruff check optnet tests bench
-	$(BIN)/python -m pytest -n auto -m "not slow"
+	$(BIN)/python -m pytest -n auto --dist loadgroup -m "not slow"
 
 ## fuzz: the fuzzing tier at length (hypothesis mutates results files and sweep stores; ~10 min)
 fuzz: $(STAMP)

@@ -29,6 +29,10 @@ playwright = pytest.importorskip(
     "playwright.sync_api", reason="pip install playwright (the test extra of pyproject.toml)"
 )
 
+#: One worker runs this module (``make test`` uses ``--dist loadgroup``): its pages fixture solves
+#: every bundled instance, which each worker would otherwise repeat.
+pytestmark = pytest.mark.xdist_group("browser")
+
 SOLVE_ARGS = {"torus": ["--objective", "traffic-hops"]}
 """Instances that need more than a plain solve (a direct-connect fabric: docs/direct.md)."""
 VIEWPORT = {"width": 1280, "height": 800}

@@ -48,6 +48,29 @@ def tiny_results(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.fixture(scope="session")
+def tiny_solved(tmp_path_factory) -> dict[str, tuple[Path, Path]]:
+    """name -> (instance, results) of tiny as bundled (intra-rack loopbacks) and with one
+    wavelength (inter-rack circuits), solved through the CLI: the exports' tests read them."""
+    import yaml
+    from click.testing import CliRunner
+
+    from optnet.cli import main
+
+    d = tmp_path_factory.mktemp("solved")
+    one = d / "tiny1.yaml"
+    data = yaml.safe_load((INSTANCES / "tiny.yaml").read_text())
+    data["topology"]["wavelengths_per_fibre"] = 1
+    one.write_text(yaml.safe_dump(data))
+    out = {}
+    for name, inst in (("tiny", INSTANCES / "tiny.yaml"), ("tiny1", one)):
+        res = d / f"{name}.json"
+        r = CliRunner().invoke(main, ["solve", str(inst), "-o", str(res)])
+        assert r.exit_code == 0, r.output
+        out[name] = (inst, res)
+    return out
+
+
 def tiny_variant(tmp_path, name: str, old: str, new: str):
     """instances/tiny.yaml with one piece of text replaced, loaded."""
     from optnet.instance import load_instance

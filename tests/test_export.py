@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-import yaml
 from click.testing import CliRunner
 from conftest import INSTANCES
 
@@ -25,23 +23,6 @@ def run(*args: str):
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
-@pytest.fixture(scope="module")
-def solved(tmp_path_factory):
-    """tiny as bundled (intra-rack loopbacks) and with one wavelength (inter-rack circuits)."""
-    d = tmp_path_factory.mktemp("solved")
-    one = d / "tiny1.yaml"
-    data = yaml.safe_load((INSTANCES / "tiny.yaml").read_text())
-    data["topology"]["wavelengths_per_fibre"] = 1
-    one.write_text(yaml.safe_dump(data))
-    out = {}
-    for name, inst in (("tiny", INSTANCES / "tiny.yaml"), ("tiny1", one)):
-        res = d / f"{name}.json"
-        r = run("solve", str(inst), "-o", str(res))
-        assert r.exit_code == 0, r.output
-        out[name] = (inst, res)
-    return out
-
-
 def test_freq_slot_grid():
     # channel 0 is GNPy's first default carrier, 191.35 THz = 193.1 THz - 280 * 6.25 GHz
     assert freq_slot(0) == {"N": -280, "M": 4}
@@ -49,8 +30,8 @@ def test_freq_slot_grid():
     assert freq_slot(1, 75e9) == {"N": -264, "M": 6}
 
 
-def test_export_finds_and_checks_the_instance(solved, tmp_path):
-    _, res = solved["tiny1"]
+def test_export_finds_and_checks_the_instance(tiny_solved, tmp_path):
+    _, res = tiny_solved["tiny1"]
     results = load_results(res)
     assert results_instance(results, res).name == "tiny"
     # the wrong instance is refused

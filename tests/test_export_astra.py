@@ -251,28 +251,11 @@ def run(*args: str):
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
-@pytest.fixture(scope="module")
-def solved(tmp_path_factory):
-    """tiny as bundled and with one wavelength (inter-rack circuits)."""
-    d = tmp_path_factory.mktemp("solved")
-    one = d / "tiny1.yaml"
-    data = yaml.safe_load((INSTANCES / "tiny.yaml").read_text())
-    data["topology"]["wavelengths_per_fibre"] = 1
-    one.write_text(yaml.safe_dump(data))
-    out = {}
-    for name, inst in (("tiny", INSTANCES / "tiny.yaml"), ("tiny1", one)):
-        res = d / f"{name}.json"
-        r = run("solve", str(inst), "-o", str(res))
-        assert r.exit_code == 0, r.output
-        out[name] = (inst, res)
-    return out
-
-
 # --- the network YAML (moved from tests/test_export.py) ----------------------------------------
 
 
-def test_astra_sim_export(solved, tmp_path):
-    inst_path, res = solved["tiny1"]
+def test_astra_sim_export(tiny_solved, tmp_path):
+    inst_path, res = tiny_solved["tiny1"]
     out = tmp_path / "astra"
     r = run("export", str(res), "--format", "astra-sim", "-o", str(out))
     assert r.exit_code == 0, r.output
@@ -338,11 +321,11 @@ def test_astra_logical_topologies():
 # --- the complete export -----------------------------------------------------------------------
 
 
-def test_complete_export_obeys_the_parsers(solved, tmp_path):
+def test_complete_export_obeys_the_parsers(tiny_solved, tmp_path):
     """Both bundled tiny variants: every file passes the parser rules, and the traces hold the
     job's compute time and each collective `count` times with ASTRA-sim's size convention."""
     for key in ("tiny", "tiny1"):
-        inst_path, res = solved[key]
+        inst_path, res = tiny_solved[key]
         out = tmp_path / key
         r = run("export", str(res), "--format", "astra-sim", "-o", str(out))
         assert r.exit_code == 0, r.output
@@ -382,11 +365,11 @@ def test_complete_export_obeys_the_parsers(solved, tmp_path):
                     assert peers == {npu[r] for r in grp}
 
 
-def test_traces_decode_the_same_with_both_readers(solved, tmp_path):
+def test_traces_decode_the_same_with_both_readers(tiny_solved, tmp_path):
     """optnet's own reader (used by `optnet import chakra`) agrees with protobuf's."""
     import chakra_pb as pb
 
-    _, res = solved["tiny"]
+    _, res = tiny_solved["tiny"]
     out = tmp_path / "x"
     assert run("export", str(res), "--format", "astra-sim", "-o", str(out)).exit_code == 0
     for f in sorted((out / "infer").glob("*.et")):
@@ -536,13 +519,13 @@ def test_jobs_astra_sim_cannot_hold_keep_their_network_only(tiny):
     assert any("network YAML only" in n for n in w.notes)
 
 
-def test_astra_sim_itself_runs_the_export(solved, tmp_path):
+def test_astra_sim_itself_runs_the_export(tiny_solved, tmp_path):
     """Optional: ASTRA-sim's analytical binary (OPTNET_ASTRA_SIM) runs every job of the export
     to completion; its iteration is at least the compute time."""
     binary = os.environ.get("OPTNET_ASTRA_SIM")
     if not binary:
         pytest.skip("set OPTNET_ASTRA_SIM to AstraSim_Analytical_Congestion_Unaware to run it")
-    inst_path, res = solved["tiny1"]
+    inst_path, res = tiny_solved["tiny1"]
     out = tmp_path / "run"
     assert run("export", str(res), "--format", "astra-sim", "-o", str(out)).exit_code == 0
     inst = load_instance(inst_path)

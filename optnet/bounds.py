@@ -87,15 +87,17 @@ def ideal_bound(inst: Instance, objective: str = "max-iteration") -> float:
         exposed = overl = 0.0
         for cc in jc.collectives:
             t = min(
-                o.constant_us
-                + max(
-                    (
-                        sum(
-                            st.count * max(b * beta for _a, _b, b in st.transfers) for st in g.steps
-                        )
-                        for g in o.groups
-                    ),
-                    default=0.0,
+                o.time_us(
+                    max(
+                        (
+                            sum(
+                                st.count * max(b * beta for _a, _b, b in st.transfers)
+                                for st in g.steps
+                            )
+                            for g in o.groups
+                        ),
+                        default=0.0,
+                    )
                 )
                 for o in cc.options
             )

@@ -46,7 +46,16 @@ class Option:
     """NVLink phases plus local reduction (gamma): independent of placement and optics."""
     groups: tuple[GroupSteps, ...]
     nvlink_us: float = 0.0
-    """The NVLink part of ``constant_us`` (the rest is local reduction)."""
+    """The NVLink phases' time (part of ``constant_us``, or the pipelined ``overlap_us``)."""
+    overlap_us: float = 0.0
+    """NVLink time pipelined with the network steps (``library: nccl``: NCCL streams chunks
+    through the intra- and inter-server rings at once): the option lasts
+    ``constant_us + max(overlap_us, network steps)``; 0 (``ideal``) adds the phases in sequence
+    (docs/collectives.md §5)."""
+
+    def time_us(self, network_us: float) -> float:
+        """The option's time when its network steps take ``network_us``."""
+        return self.constant_us + max(self.overlap_us, network_us)
 
 
 @dataclass(frozen=True)
@@ -177,6 +186,20 @@ def _intra_us(inst: Instance, kind: str, g: int, nbytes: float) -> float:
     return coll.ring_intra_server_time_us(
         kind, g, nbytes, inst.nvlink_latency_us, inst.nvlink_rate_gbps
     )
+
+
+def nvls_time_us(inst: Instance, g: int, nbytes: float) -> float:
+    """All-reduce of ``nbytes`` on g GPUs by NVLink SHARP (NCCL's NVLS algorithm): each GPU
+    sends every chunk once to the switches, which reduce it (``multimem.ld_reduce``), and sends
+    its reduced 1/g share once more for the switches to multicast (``multimem.st``), so each
+    direction of its NVLink carries n (1 + 1/g) bytes (docs/collectives.md §7):
+
+        t = lat_NVLS + n (1 + 1/g) / (e B_nvlink)
+
+    with e ``nvlink_sharp_efficiency`` (NCCL's nvlsEfficiency) and lat_NVLS NCCL's NVLink
+    latency of NVLS/Simple (src/graph/tuning.cc hwLatencies)."""
+    rate = inst.nvlink_rate_gbps * (inst.nvlink_sharp_efficiency or 0.0)
+    return library.NVLS_LATENCY_US + nbytes * (1 + 1 / g) * inverse_rate_us_per_byte(rate)
 
 
 def _gamma_us(
@@ -363,6 +386,17 @@ def _intra_phase_us(inst: Instance, kind: str, g: int, n: float, p: int) -> floa
     return _intra_us(inst, kind, g, n)
 
 
+def _hierarchical_option(
+    inst: Instance, spec: CollectiveSpec, algorithm: str, gs: tuple, intra: float, p: int, N: int
+) -> Option:
+    """NVLink phases plus the inter-server steps: in sequence with a reduction term (``ideal``),
+    or pipelined with the reduction fused (``nccl``; ``library.pipelined``)."""
+    if library.pipelined(inst):
+        return Option(algorithm, 0.0, gs, intra, overlap_us=intra)
+    gamma = _gamma_us(inst, spec.kind, algorithm, p, spec.message_bytes, N)
+    return Option(algorithm, intra + gamma, gs, intra)
+
+
 def collective_candidates(
     inst: Instance, ji: int, spec: CollectiveSpec, where: str = "workload"
 ) -> CollectiveCandidates:
@@ -381,8 +415,13 @@ def collective_candidates(
             cc = CollectiveCandidates(-1, spec, (Option("none", 0.0, ()),), N, p)
         elif N == 1:
             nv = _intra_us(inst, spec.kind, g, n)
-            const = nv + _intra_gamma_us(inst, spec.kind, p, n)
-            cc = CollectiveCandidates(-1, spec, (Option("nvlink_ring", const, (), nv),), N, p)
+            fused = library.pipelined(inst)  # nccl reduces inside the copy
+            const = nv + (0.0 if fused else _intra_gamma_us(inst, spec.kind, p, n))
+            options = [Option("nvlink_ring", const, (), nv)]
+            if library.nvls_available(inst, spec.kind, g):
+                t = nvls_time_us(inst, g, n)
+                options.append(Option("nvls", t, (), t))
+            cc = CollectiveCandidates(-1, spec, tuple(options), N, p)
         else:
             algs = coll.algorithms_for(spec.kind, N)
             if spec.algorithms is not None:
@@ -425,7 +464,7 @@ def collective_candidates(
                     )
                     for slots, _g, c in groups
                 )
-                options.append(Option(a, intra + _gamma_us(inst, spec.kind, a, p, n, N), gs, intra))
+                options.append(_hierarchical_option(inst, spec, a, gs, intra, p, N))
             if parameter_server_available(job, spec):
                 options.append(_parameter_server_option(inst, job, spec, groups, N, g, p, intra))
             cc = CollectiveCandidates(-1, spec, tuple(options), N, p)

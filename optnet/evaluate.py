@@ -539,7 +539,7 @@ def _option_time(
                 bd[key] += st.count * v
         if total > best_t:
             best_t, best_bd = total, bd
-    return opt.constant_us + best_t, best_bd, missing
+    return opt.time_us(best_t), best_bd, missing
 
 
 def _option_time_shared(
@@ -614,10 +614,22 @@ def _option_time_shared(
         total += count * worst
         for key, v in zip(("fixed", "prop", "ser", "switch"), worst_bd):
             bd[key] += count * v
-    return opt.constant_us + total, bd, missing
+    return opt.time_us(total), bd, missing
 
 
 _NO_LINK = PairLink("none", 0, 0.0, 0.0, 0.0)
+
+
+def _intra_and_reduction_us(opt: Option, network_us: float) -> dict[str, float]:
+    """The NVLink time an option exposes and the rest of its constant (local reduction, base
+    latency): the serial NVLink part ``nvlink_us - overlap_us`` plus what of the pipelined
+    ``overlap_us`` the network steps do not hide, so the breakdown sums to
+    ``constant_us + max(overlap_us, network_us)``."""
+    serial = opt.nvlink_us - opt.overlap_us
+    return {
+        "intra_server": serial + max(0.0, opt.overlap_us - network_us),
+        "reduction": opt.constant_us - serial,
+    }
 
 
 def relay_map(
@@ -813,8 +825,7 @@ def evaluate(
                         "propagation": bd["prop"],
                         "serialisation": bd["ser"],
                         "reconfiguration": bd["switch"],
-                        "intra_server": opt.nvlink_us,
-                        "reduction": opt.constant_us - opt.nvlink_us,
+                        **_intra_and_reduction_us(opt, sum(bd.values())),
                     },
                     "algbw_gbytes_per_s": algbw,
                     "busbw_gbytes_per_s": algbw * busbw_factor(cc.spec.kind, p)

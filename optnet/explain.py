@@ -108,6 +108,7 @@ class Sensitivities:
     beta_pkt: dict[Pair, float] = field(default_factory=dict)
     alpha_pkt: dict[Pair, float] = field(default_factory=dict)
     const: dict[tuple[int, int], float] = field(default_factory=dict)  # chosen option constant
+    floor: dict[tuple[int, int], float] = field(default_factory=dict)  # its pipelined floor
     job: dict[int, float] = field(default_factory=dict)  # d objective / d iter_j
 
 
@@ -162,6 +163,9 @@ def fixed_lp_sensitivities(
     for j, ci, a, g in m.OPTION_GROUPS:
         if chosen.get((j, ci)) == a:
             rows.append(("const", (j, ci), m.collective_time[j, ci, a, g], m.T[j, ci]))
+    for j, ci, a in getattr(m, "PIPELINED", ()):  # T >= constant + pipelined NVLink time
+        if chosen.get((j, ci)) == a:
+            rows.append(("floor", (j, ci), m.pipelined_floor[j, ci, a], m.T[j, ci]))
     if md.objective not in ("weighted-sum",):
         rows.extend(("job", j, m.max_iteration[j], m.Z) for j in m.JOBS)
     coef = [_coef(con, var) for _t, _k, con, var in rows]
@@ -726,6 +730,11 @@ class Explainer:
                 new = self._chosen(cands2, j, ci)
                 if old is not None and new is not None:
                     total += sens * (old.constant_us - new.constant_us)
+            for (j, ci), sens in s.floor.items():
+                old = self._chosen(self.cands, j, ci)
+                new = self._chosen(cands2, j, ci)
+                if j in jobs and old is not None and new is not None:
+                    total += sens * (old.time_us(0.0) - new.time_us(0.0))
         return total
 
     def _chosen(self, cands, j, ci):
@@ -740,6 +749,10 @@ class Explainer:
         """The NVLink part of job j's iteration time (sensitivity-weighted intra-server time)."""
         total = 0.0
         for (jj, ci), sens in self.job.const.items():
+            opt = self._chosen(self.cands, j, ci) if jj == j else None
+            if opt is not None:
+                total += sens * (opt.nvlink_us - opt.overlap_us)
+        for (jj, ci), sens in self.job.floor.items():
             opt = self._chosen(self.cands, j, ci) if jj == j else None
             if opt is not None:
                 total += sens * opt.nvlink_us
@@ -950,7 +963,8 @@ READ_FIELDS = frozenset(
         "name", "input_hash", "files", "racks", "ocses", "transceiver_ocs",
         "transceiver_rate_gbps", "transceiver_latency_us", "transceiver_wavelengths",
         "transceiver_power_budget_db", "wavelengths_per_fibre", "gpus_per_server",
-        "nvlink_rate_gbps", "nvlink_latency_us", "reduce_rate_gbps", "constants", "jobs", "raw",
+        "nvlink_rate_gbps", "nvlink_latency_us", "nvlink_sharp_efficiency", "reduce_rate_gbps",
+        "constants", "jobs", "raw",
         "library",
     }
 )  # fmt: skip

@@ -164,6 +164,7 @@ class Instance:
     nvlink_rate_gbps: float
     nvlink_latency_us: float
     reduce_rate_gbps: float
+    nvlink_sharp_efficiency: float | None
     packet: schema.PacketFabric | None
     constants: schema.Constants
     jobs: tuple[JobSpec, ...]
@@ -457,7 +458,7 @@ def build_instance(
     }
     if topology_given is not cluster:  # the optics a direct cluster left out stay out
         raw["topology"] = topology_given.model_dump(mode="json")
-    for key in ("wavelength_switched", "relay"):  # hashes of older instances stay
+    for key in ("wavelength_switched", "relay", "nvlink_sharp_efficiency"):  # older hashes stay
         if raw["topology"].get(key, 0) is None:
             del raw["topology"][key]
     _drop_phase_defaults(raw)
@@ -479,6 +480,7 @@ def build_instance(
         nvlink_rate_gbps=cluster.nvlink_rate_gbps,
         nvlink_latency_us=cluster.nvlink_latency_us,
         reduce_rate_gbps=cluster.reduce_rate_gbps,
+        nvlink_sharp_efficiency=cluster.nvlink_sharp_efficiency,
         packet=cluster.packet_fabric,
         constants=consts,
         jobs=tuple(jobs),

@@ -77,6 +77,10 @@ NCCL: dict[str, dict[str, NcclAlgorithm]] = {
         "nvlink_ring": NcclAlgorithm(
             "ring", _RING, "src/device/all_reduce.h RunWorkColl<AllReduce, RING>"
         ),
+        # NVLink SHARP inside one server (NVSwitch reduction and multicast)
+        "nvls": NcclAlgorithm(
+            "nvls", ("simple",), "src/device/all_reduce.h RunWorkColl<AllReduce, NVLS, SIMPLE>"
+        ),
     },
     "all_gather": {
         "ring": NcclAlgorithm(
@@ -145,6 +149,32 @@ def runnable(library: str, kind: str, algorithm: str) -> bool:
 def schedule_order(inst: Instance) -> str:
     """``p2p_order`` of :func:`optnet.collectives.schedule` for ``inst``'s library."""
     return "nccl" if inst.library == "nccl" else "mpich"
+
+
+def pipelined(inst: Instance) -> bool:
+    """Whether a hierarchical collective streams its NVLink and network phases at once, with the
+    reduction fused into the copy (``nccl``: its kernels move chunks through the intra- and
+    inter-server rings together and reduce in registers, and its tuner, src/graph/tuning.cc
+    ``ncclTopoTuneModel``, has no separate compute term), or runs them one after the other with
+    a separate reduction term (``ideal``, MPICH's hierarchical composition)."""
+    return inst.library == "nccl"
+
+
+#: NCCL's NVLink hardware latency of NVLS with the Simple protocol, µs (src/graph/tuning.cc,
+#: ``ncclTunerConstantsDefaults.hwLatencies[NVLINK][NVLS][SIMPLE]``); on one node NCCL's NVLS
+#: latency is this alone (``latencies = intraLat``).
+NVLS_LATENCY_US = 25.0
+
+
+def nvls_available(inst: Instance, kind: str, g: int) -> bool:
+    """NCCL's NVLS all-reduce: ``library: nccl``, an NVSwitch with NVLink SHARP
+    (``nvlink_sharp_efficiency``) and at least 2 GPUs of the group in the server."""
+    return (
+        inst.library == "nccl"
+        and kind == "all_reduce"
+        and g >= 2
+        and inst.nvlink_sharp_efficiency is not None
+    )
 
 
 def restrict(

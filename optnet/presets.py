@@ -153,10 +153,20 @@ _DGX_NICS = (
 )
 
 
-def _dgx(links: int, link_gb_s: float, hbm_gb_s: float, busy_w: float) -> dict:
+#: NCCL's NVLS efficiency per GPU generation (NVIDIA/nccl src/graph/tuning.cc
+#: ``nvlsEfficiency``: Hopper 0.85, Blackwell 0.74) [P]; A100 has no NVLink SHARP.
+NVLS_HOPPER, NVLS_BLACKWELL = 0.85, 0.74
+_NVLS_SOURCE = (
+    "NVLink SHARP on the third-generation NVSwitch and later; efficiency = NVIDIA/nccl "
+    "src/graph/tuning.cc nvlsEfficiency (Hopper 0.85, Blackwell 0.74) [P]"
+)
+
+
+def _dgx(links: int, link_gb_s: float, hbm_gb_s: float, busy_w: float, nvls: float) -> dict:
     return {
         "gpus_per_server": 8,
         "nvlink_rate_gbps": _nvlink_gbps(links, link_gb_s),
+        "nvlink_sharp_efficiency": nvls,
         "reduce_rate_gbps": _reduce_gbps(hbm_gb_s),
         "transceivers": {"preset": "800g-2xdr4-osfp", "attach": list(_RAILS)},
         "ocs": copy.deepcopy(_RAIL_OCS),
@@ -170,13 +180,14 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "dgx-h100",
             "NVIDIA DGX H100: 8 H100 SXM5 GPUs on 4 NVSwitch chips, 8 ConnectX-7 400G rails",
-            _dgx(18, 20.6, _H100_HBM_GB_S, 700.0),
+            _dgx(18, 20.6, _H100_HBM_GB_S, 700.0, NVLS_HOPPER),
             {
                 "gpus_per_server": "DGX BasePOD Core Components: 'Eight NVIDIA Hopper GPUs', "
                 "'Four NVIDIA NVSwitch chips' [P]",
                 "nvlink_rate_gbps": "18 NVLink4 links x SM90_NVLINK_BW 20.6 GB/s (NVIDIA/nccl "
                 "src/graph/topo.h) = 370.8 GB/s; NCCL team: 450 GB/s line rate, ~370 effective "
                 "(NVIDIA/nccl-tests#212) [P]",
+                "nvlink_sharp_efficiency": _NVLS_SOURCE,
                 "reduce_rate_gbps": "H100 SXM5 HBM3 3.35 TB/s / 3 [P, /3 optnet's]",
                 "transceivers": _DGX_NICS,
                 "ocs": _PALOMAR_PORTS,
@@ -192,11 +203,12 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "dgx-h200",
             "NVIDIA DGX H200: as DGX H100 with H200 GPUs (HBM3e 4.8 TB/s)",
-            _dgx(18, 20.6, _H200_HBM_GB_S, 700.0),
+            _dgx(18, 20.6, _H200_HBM_GB_S, 700.0, NVLS_HOPPER),
             {
                 "gpus_per_server": "DGX BasePOD Core Components: DGX H200 and H100 share the "
                 "platform, '1,128 GB total GPU memory for H200' [P]",
                 "nvlink_rate_gbps": "as dgx-h100 (Hopper, 18 links x 20.6 GB/s) [P]",
+                "nvlink_sharp_efficiency": _NVLS_SOURCE,
                 "reduce_rate_gbps": "H200 HBM3e 4.8 TB/s (NVIDIA H200 product page) / 3 [S]",
                 "transceivers": _DGX_NICS,
                 "ocs": _PALOMAR_PORTS,
@@ -207,13 +219,14 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "dgx-b200",
             "NVIDIA DGX B200: 8 B200 GPUs, NVLink 5 (1.8 TB/s per GPU), 8 ConnectX-7 400G rails",
-            _dgx(18, 40.1, _B200_HBM_GB_S, 1000.0),
+            _dgx(18, 40.1, _B200_HBM_GB_S, 1000.0, NVLS_BLACKWELL),
             {
                 "gpus_per_server": "DGX BasePOD Core Components: 'Built with eight NVIDIA "
                 "B200' [P]",
                 "nvlink_rate_gbps": "18 NVLink5 links x SM100_NVLINK_BW 40.1 GB/s (NVIDIA/nccl "
                 "src/graph/topo.h) = 721.8 GB/s effective (line rate 900 GB/s per direction, "
                 "1.8 TB/s bidirectional) [P]",
+                "nvlink_sharp_efficiency": _NVLS_SOURCE,
                 "reduce_rate_gbps": "B200 HBM3e 8 TB/s (DGX B200 datasheet: 64 TB/s for 8 GPUs) "
                 "/ 3 [S]",
                 "transceivers": _DGX_NICS,
@@ -230,6 +243,7 @@ PRESETS: dict[str, Preset] = {
             {
                 "gpus_per_server": 72,
                 "nvlink_rate_gbps": _nvlink_gbps(18, 40.1),
+                "nvlink_sharp_efficiency": NVLS_BLACKWELL,
                 "reduce_rate_gbps": _reduce_gbps(_B200_HBM_GB_S),
                 "transceivers": {
                     "preset": "400g-dr4-osfp",
@@ -246,6 +260,7 @@ PRESETS: dict[str, Preset] = {
                 "nvlink_rate_gbps": "18 NVLink5 links x SM100_NVLINK_BW 40.1 GB/s (NVIDIA/nccl "
                 "src/graph/topo.h) [P]; 72 x 1.8 TB/s = 130 TB/s aggregate (GB200 NVL72 "
                 "datasheet) [S]",
+                "nvlink_sharp_efficiency": _NVLS_SOURCE,
                 "reduce_rate_gbps": "Blackwell HBM3e 8 TB/s per GPU (GB200 NVL72: 576 TB/s for "
                 "72 GPUs) / 3 [S]",
                 "transceivers": "one ConnectX-7 400G per GPU, 4 per compute tray (the tuning "

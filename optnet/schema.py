@@ -281,6 +281,10 @@ class Cluster(Strict):
     nvlink_rate_gbps: PositiveFloat = C.NVLINK_RATE_GBPS
     """NVLink/NVSwitch bandwidth per GPU per direction."""
     nvlink_latency_us: NonNegFloat = C.NVLINK_LATENCY_US
+    nvlink_sharp_efficiency: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] | None = None
+    """The NVSwitches reduce and multicast (NVLink SHARP, NCCL's NVLS algorithm) at this share of
+    ``nvlink_rate_gbps`` (NCCL's ``nvlsEfficiency``: Hopper 0.85, Blackwell 0.74); omitted: no
+    NVLS. Used by ``library: nccl`` (docs/collectives.md §7)."""
     reduce_rate_gbps: PositiveFloat = C.REDUCE_RATE_GBPS
     """Local reduction throughput per GPU (gamma = 1 / rate)."""
     transceivers: Transceivers | None = None

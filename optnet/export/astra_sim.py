@@ -206,6 +206,7 @@ ALGORITHM_MAP: dict[str, dict[str, tuple[str, bool]]] = {
     "all_reduce": {
         "ring": ("ring", True),
         "nvlink_ring": ("ring", True),
+        "nvls": ("ring", False),  # ASTRA-sim has no NVSwitch reduction
         "rabenseifner": ("halvingDoubling", True),
         "recursive_doubling": ("halvingDoubling", False),
         "double_binary_tree": ("doubleBinaryTree", True),

@@ -59,6 +59,7 @@ FAMILIES = (
     ("packet share", collectives.add_packet_share),
     ("shared step time", collectives.add_shared_step_time),
     ("collective time", collectives.add_collective_time),
+    ("pipelined floor", collectives.add_pipelined_floor),
     ("collective lower bound", collectives.add_collective_lower_bound),
     ("reconfiguration", reconfiguration.add_reconfiguration),
     ("iteration time", objective.add_iteration_time),

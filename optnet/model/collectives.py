@@ -383,7 +383,7 @@ def option_big_m(md: ModelData, j: int, ci: int, a: int) -> float:
                 ]
             )
         worst = max(worst, total)
-    return opt.constant_us + worst
+    return opt.time_us(worst)
 
 
 def add_collective_time(m: pyo.ConcreteModel, md: ModelData) -> None:
@@ -412,6 +412,22 @@ def add_collective_time(m: pyo.ConcreteModel, md: ModelData) -> None:
         ) - big_m * (1 - m.x[j, ci, a])
 
     m.collective_time = pyo.Constraint(m.OPTION_GROUPS, rule=rule)
+
+
+def add_pipelined_floor(m: pyo.ConcreteModel, md: ModelData) -> None:
+    """T[c] >= (const_a + overlap_a) x[c,a]   for every option whose NVLink phase is pipelined
+    with its network steps (``Option.overlap_us`` > 0): with ``collective_time``,
+    T[c] >= const_a + max(overlap_a, sum_s count_s t[c,a,g,s]) for the chosen option."""
+    rows = [o for o in m.OPTIONS if md.cands[o[0]].collectives[o[1]].options[o[2]].overlap_us > 0]
+    if not rows:
+        return
+    m.PIPELINED = pyo.Set(initialize=rows, dimen=3, ordered=True)
+
+    def rule(m, j, ci, a):
+        opt = md.cands[j].collectives[ci].options[a]
+        return m.T[j, ci] >= (opt.constant_us + opt.overlap_us) * m.x[j, ci, a]
+
+    m.pipelined_floor = pyo.Constraint(m.PIPELINED, rule=rule)
 
 
 def mandatory_pairs(md: ModelData, j: int, phase: int | None = None) -> dict[int, set]:
@@ -532,7 +548,7 @@ def _bound_over_steps(
                 best = max(best, mult * md.alpha_min + mb * beta)
             total += st.count * best
         worst = max(worst, total)
-    return opt.constant_us + worst
+    return opt.time_us(worst)
 
 
 def _split_beta(md: ModelData, d: int) -> float | None:
@@ -732,7 +748,7 @@ def shared_option_big_m(md: ModelData, j: int, ci: int, a: int) -> float:
     for (jj, cc, aa, _s), (count, mult, flows) in md.shared_steps.items():
         if (jj, cc, aa) == (j, ci, a):
             total += count * shared_step_big_m(md, mult, flows)
-    return opt.constant_us + total
+    return opt.time_us(total)
 
 
 def _add_shared_collective_time(m: pyo.ConcreteModel, md: ModelData) -> None:

@@ -255,7 +255,7 @@ def relay_option_lower_bound(md: ModelData, j: int, ci: int, a: int) -> float:
         transfers = md.relay_transfers = relay_transfers(md)  # type: ignore[attr-defined]
     T = md.max_lightpaths
     if T == 0 and not md.has_packet:
-        return float("inf") if opt.groups else opt.constant_us
+        return float("inf") if opt.groups else opt.time_us(0.0)
     worst = 0.0
     for g, gs in enumerate(opt.groups):
         total = 0.0
@@ -272,4 +272,4 @@ def relay_option_lower_bound(md: ModelData, j: int, ci: int, a: int) -> float:
                 best = max(best, st.alpha_mult * md.alpha_min + heaviest * md.beta_lp[T])
             total += st.count * best
         worst = max(worst, total)
-    return opt.constant_us + worst
+    return opt.time_us(worst)

@@ -33,7 +33,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import re
 import statistics
 from pathlib import Path
 from typing import Annotated, Any
@@ -42,7 +41,17 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from optnet import collectives
-from optnet.errors import InputError, OptnetError, Problem, input_error
+from optnet.errors import InputError, OptnetError, Problem
+from optnet.nccl_tests import (  # noqa: F401  (re-exported: the reader moved there)
+    DTYPES,
+    NCCL_TESTS,
+    Measurement,
+    NcclTable,
+    kind_of,
+    measured_link,
+    parse_nccl_tests,
+    read_nccl_tests,
+)
 from optnet.safeio import prepare_output
 
 LINK_TYPES = ("nvlink", "lightpath", "packet")
@@ -51,227 +60,10 @@ LINK_TYPES = ("nvlink", "lightpath", "packet")
 RMS_WARN_PCT = 10.0
 """A fit whose RMS relative error exceeds this is warned about (stderr and the JSON)."""
 
-#: nccl-tests program name (without ``_perf``/``_perf_mpi``) -> optnet collective kind.
-NCCL_TESTS = {
-    "reduce_scatter": "reduce_scatter",
-    "all_reduce": "all_reduce",
-    "all_gather": "all_gather",
-    "alltoall": "all_to_all",
-    "broadcast": "broadcast",
-    "sendrecv": "send_recv",
-    "reduce": "reduce",
-}
-
-DTYPES = {
-    "int8",
-    "uint8",
-    "int32",
-    "uint32",
-    "int64",
-    "uint64",
-    "half",
-    "float",
-    "double",
-    "bfloat16",
-    "char",
-    "int",
-    "fp8_e4m3",
-    "fp8_e5m2",
-    "f8e4m3",
-    "f8e5m2",
-}
-
-_RANK = re.compile(r"#\s*Rank\s+(\d+)\s+Group\s+\d+\s+Pid")
-_RANK_HOST = re.compile(r"#\s*Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)")
-_TYPE_IN_NAME = re.compile(r"(?<![a-z])(nvlink|lightpath|packet)(?![a-z])")
-_PROGRAM = re.compile(r"Collective test starting:\s*(\S+)")
-
-
-@dataclasses.dataclass(frozen=True)
-class Measurement:
-    size: int
-    """nccl-tests ``size`` column, bytes."""
-    count: int
-    dtype: str
-    times_us: tuple[float, ...]
-    """Out-of-place then in-place time."""
-    busbw: tuple[float, ...]
-    """GB/s, as printed."""
-    wrong: int
-
-
-@dataclasses.dataclass
-class NcclTable:
-    file: str
-    kind: str
-    ranks: int
-    rows: list[Measurement]
-    link_type: str = "lightpath"
-    hosts: tuple[str, ...] = ()
-    """The host of every '#  Rank' line, in order (empty when the output has none)."""
-
-
-# ------------------------------------------------------------------------------------------
-# reading nccl-tests output
-
-
-def kind_of(name: str) -> str | None:
-    """optnet collective kind of an nccl-tests program or file name (``all_reduce_perf``,
-    ``alltoall_perf_mpi``, ``node3-all_gather.txt``) or of an optnet kind; None if unknown."""
-    low = name.lower().replace("-", "_")
-    if low in collectives.KINDS:
-        return low
-    for prog, kind in NCCL_TESTS.items():  # longest names first: reduce_scatter before reduce
-        if prog in low:
-            return kind
-    return None
-
-
-def parse_nccl_tests(
-    text: str, file: str, kind: str | None = None, ranks: int | None = None
-) -> NcclTable:
-    """Parse one nccl-tests output; ``kind``/``ranks`` override what the file says."""
-    lines = text.splitlines()
-    header: list[str] | None = None
-    program = None
-    rank_ids: set[int] = set()
-    hosts: list[str] = []
-    rows: list[Measurement] = []
-    for line in lines:
-        m = _PROGRAM.search(line)
-        if m:
-            program = m.group(1)
-        m = _RANK.search(line)
-        if m:
-            rank_ids.add(int(m.group(1)))
-        m = _RANK_HOST.search(line)
-        if m:
-            hosts.append(m.group(1))
-        if "#" in line:
-            tail = line[line.index("#") + 1 :].split()
-            if header is None and "size" in tail and "busbw" in tail:
-                header = tail[tail.index("size") :]
-            continue
-        if header is None:
-            continue
-        row = _row(line.split(), header)
-        if row is not None:
-            rows.append(row)
-    if header is None:
-        raise input_error(
-            file,
-            "",
-            "no nccl-tests table header found (the line '#  size  count  type  redop "
-            "root  time  algbw  busbw  #wrong ...' that all_reduce_perf and friends print)",
-        )
-    if not rows:
-        raise input_error(file, "", "the nccl-tests table has no data rows")
-    if kind is None:
-        kind = kind_of(program) if program else None
-        kind = kind or kind_of(Path(file).name)
-        if kind is None:
-            raise input_error(
-                file,
-                "",
-                "cannot tell which collective this is (no 'Collective test starting' "
-                "line, no test name in the file name); pass --collective",
-            )
-    elif kind_of(kind) is None:
-        raise input_error(
-            file,
-            "",
-            f"unknown collective {kind!r}; expected one of "
-            f"{', '.join(NCCL_TESTS)} or {', '.join(collectives.KINDS)}",
-        )
-    else:
-        kind = kind_of(kind)
-    if ranks is None:
-        ranks = len(rank_ids) if rank_ids else _ranks_from_busbw(kind, rows)
-        if ranks is None:
-            raise input_error(
-                file,
-                "",
-                "cannot tell the number of ranks (no '#  Rank N Group ...' lines); pass --ranks",
-            )
-    if ranks < 2:
-        raise input_error(file, "", f"{ranks} rank(s): a collective needs at least 2")
-    return NcclTable(file, kind, ranks, rows, hosts=tuple(hosts))
-
-
-def measured_link(tab: NcclTable) -> tuple[str | None, str]:
-    """The link type a file measured, as far as it says, and the evidence: a link type in its
-    file name (``..._nvlink.txt``), else its ranks' hosts (all on one server: NVLink; on
-    several: a network, ``lightpath`` or ``packet``, which the output cannot tell apart).
-    (None, "") when it says nothing."""
-    named = _TYPE_IN_NAME.findall(Path(tab.file).name.lower())
-    hosts = set(tab.hosts)
-    on = f"ranks on {len(hosts)} host{'s' if len(hosts) != 1 else ''}" if hosts else ""
-    if len(set(named)) == 1:
-        return named[0], "file name" + (f"; {on}" if on else "")
-    if len(hosts) == 1 and tab.ranks > 1:
-        return "nvlink", on
-    if len(hosts) > 1:
-        return "network", on
-    return None, ""
-
 
 def _clash(a: str, b: str) -> bool:
     """Two measured link types that cannot share one parameter set."""
     return not (a == b or ("network" in (a, b) and "nvlink" not in (a, b)))
-
-
-def _row(tokens: list[str], header: list[str]) -> Measurement | None:
-    n = len(header)
-    if len(tokens) < n:
-        return None
-    cand = tokens[-n:]
-    try:
-        size = int(cand[0])
-        count = int(cand[1])
-    except ValueError:
-        return None
-    times, busbw, wrong = [], [], 0
-    dtype = cand[header.index("type")] if "type" in header else ""
-    if dtype and dtype not in DTYPES:
-        return None
-    try:
-        for i, name in enumerate(header):
-            if name in ("time", "cputime"):
-                times.append(float(cand[i]))
-            elif name == "busbw":
-                busbw.append(float(cand[i]))
-            elif name in ("#wrong", "error") and cand[i] not in ("N/A", "n/a"):
-                wrong += int(float(cand[i]))
-    except ValueError:
-        return None
-    if not times or size <= 0 or any(not (t > 0 and math.isfinite(t)) for t in times):
-        return None
-    return Measurement(size, count, dtype, tuple(times), tuple(busbw), wrong)
-
-
-def _ranks_from_busbw(kind: str, rows: list[Measurement]) -> int | None:
-    """n from busbw/algbw at the largest size (needs the factor to depend on n)."""
-    if kind in ("broadcast", "reduce", "send_recv"):
-        return None
-    big = max(rows, key=lambda r: r.size)
-    if not big.busbw or not big.times_us:
-        return None
-    algbw = big.size / big.times_us[0] / 1e3
-    r = big.busbw[0] / algbw if algbw > 0 else 0
-    n = 2 / (2 - r) if kind == "all_reduce" and r < 2 else (1 / (1 - r) if r < 1 else None)
-    if n is None or not math.isfinite(n) or n < 1.5:
-        return None
-    return round(n) if abs(n - round(n)) < 0.1 * n else None
-
-
-def read_nccl_tests(
-    path: str | Path, kind: str | None = None, ranks: int | None = None
-) -> NcclTable:
-    from optnet.safeio import read_bytes
-
-    path = Path(path)
-    text = read_bytes(path, "nccl-tests output (a text file)").decode("utf-8", errors="replace")
-    return parse_nccl_tests(text, str(path), kind, ranks)
 
 
 # ------------------------------------------------------------------------------------------

@@ -12,10 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-try:  # the brief names optnet.calibrate; the parser lives in optnet.nccl_tests today
-    from optnet.calibrate import parse_nccl_tests
-except ImportError:
-    from optnet.nccl_tests import parse_nccl_tests
+from optnet.nccl_tests import parse_nccl_tests
 
 TABLES = Path(__file__).resolve().parent.parent / "bench" / "fidelity" / "tables"
 KEYS = {

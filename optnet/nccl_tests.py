@@ -63,7 +63,6 @@ _PREFIX = re.compile(r"^\s*(?:\[\d+,\d+\]<std(?:out|err)>:|\d+:(?=\s|#|$))")
 _TAG = re.compile(r"\[\d+\]")
 """``[0]`` tags interleaved in a row by multi-threaded output (NVIDIA/nccl#1453)."""
 _RANK = re.compile(r"#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+(?:\s+on\s+(\S+))?")
-_RANK_HOST = re.compile(r"#\s*Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)")
 _TYPE_IN_NAME = re.compile(r"(?<![a-z])(nvlink|lightpath|packet)(?![a-z])")
 _PROGRAM = re.compile(r"Collective test starting:\s*(\S+)")
 _COMMAND = re.compile(r"(?:^|[\s/])([a-z_]+)_perf(?:_mpi)?(?=\s|$)")

@@ -1,6 +1,6 @@
-"""Checks on the published single-node nccl-tests tables in bench/fidelity/tables/.
+"""Checks on the published nccl-tests tables in bench/fidelity/tables/.
 
-Every ``single-*.yaml`` must carry exactly the agreed provenance keys, its ``.txt``
+Every ``*.yaml`` must carry exactly the agreed provenance keys, its ``.txt``
 must parse with the nccl-tests parser, and each row's printed busbw must equal
 algbw (size / time) times the nccl-tests bus factor, to catch transcription errors.
 """
@@ -28,7 +28,8 @@ GPUS = {
     "H100-PCIe", "A100-PCIe", "V100-SXM2", "other",
 }  # fmt: skip
 XFAIL: dict[str, str] = {}  # id -> reason, only for formats the parser cannot read
-YAMLS = sorted(TABLES.glob("single-*.yaml"))
+YAMLS = sorted(TABLES.glob("*.yaml"))
+NETWORKS = {"ib-ndr", "ib-hdr", "ib-edr", "roce", "efa", "tcpx", "tcpxo", "ethernet-tcp", "other"}
 
 
 def _factor(kind: str, n: int) -> float:
@@ -45,8 +46,8 @@ def _params():
         yield pytest.param(p, id=p.stem, marks=marks)
 
 
-def test_there_are_single_node_tables():
-    assert YAMLS, f"no single-*.yaml in {TABLES}"
+def test_there_are_tables():
+    assert YAMLS, f"no *.yaml in {TABLES}"
 
 
 @pytest.mark.parametrize("path", list(_params()))
@@ -57,8 +58,11 @@ def test_table(path: Path):
     assert meta["url"].startswith("https://")
     assert meta["collective"] in KINDS
     assert meta["gpu"] in GPUS
-    assert meta["nodes"] == 1
-    assert meta["network"] is None and meta["nic_rate_gbps"] is None
+    assert meta["id"].startswith("single-" if meta["nodes"] == 1 else "multi-")
+    if meta["nodes"] == 1:
+        assert meta["network"] is None and meta["nic_rate_gbps"] is None
+    else:
+        assert meta["network"] in NETWORKS and meta["nic_rate_gbps"] > 0 and meta["nics_per_node"] >= 1
     assert isinstance(meta["healthy"], bool)
     n = meta["nodes"] * meta["gpus_per_node"]
     txt = path.with_suffix(".txt")

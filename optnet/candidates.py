@@ -14,7 +14,7 @@ consume these options; neither re-derives them.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from optnet import collectives as coll
 from optnet import library
@@ -52,6 +52,10 @@ class Option:
     through the intra- and inter-server rings at once): the option lasts
     ``constant_us + max(overlap_us, network steps)``; 0 (``ideal``) adds the phases in sequence
     (docs/collectives.md §5)."""
+
+    protocol: str | None = None
+    """NCCL protocol (``ll``, ``ll128``, ``simple``) the option is priced with under
+    ``library: nccl`` (None: ``ideal``, or an operation NCCL's tuner does not price)."""
 
     def time_us(self, network_us: float) -> float:
         """The option's time when its network steps take ``network_us``."""
@@ -397,6 +401,121 @@ def _hierarchical_option(
     return Option(algorithm, intra + gamma, gs, intra)
 
 
+def _nccl_tree_schedule(kind: str, _alg: str, N: int, D: float, order: str) -> tuple:
+    """Server-level steps of NCCL's tree and NVLS-tree all-reduce: the double binary tree of D
+    bytes between servers. On two servers both trees are the one edge, each reducing its half
+    towards one end and broadcasting it back, so each direction carries D once, not twice (NCCL's
+    tuner doubles NVLS-tree's network bandwidth for N <= 2, src/graph/tuning.cc line 320; its
+    maintainers call two nodes 'an ideal case for the TREE protocol', nccl-tests issue #309)."""
+    steps = coll.schedule(kind, "double_binary_tree", N, D, order)
+    if N != 2:
+        return steps
+    lat, bw = steps
+    return (lat, coll.Step(bw.transfers, 1, bw.alpha_mult))
+
+
+def _scaled(gs: tuple[GroupSteps, ...], w: float) -> tuple[GroupSteps, ...]:
+    """``gs`` with every transfer's bytes times ``w``."""
+    if w == 1.0:
+        return gs
+    return tuple(
+        GroupSteps(
+            g.slots,
+            tuple(
+                coll.Step(
+                    tuple((a, b, x * w) for a, b, x in st.transfers),
+                    st.count,
+                    st.alpha_mult,
+                    st.shared_nic,
+                )
+                for st in g.steps
+            ),
+        )
+        for g in gs
+    )
+
+
+def nominal_network(inst: Instance) -> tuple[float, float]:
+    """(alpha_us, beta_us_per_byte) a server's network offers at its nominal rate, what NCCL's
+    tuner sees (its NICs' line rate): every live transceiver's lightpath, or the packet NIC if
+    faster. Chooses the protocol (``_nccl_option``), never prices a plan."""
+    from optnet import physics
+
+    live = sum(1 for k in inst.transceiver_ocs if k >= 0 and inst.ocses[k].racks)
+    rate, alpha = live * inst.transceiver_rate_gbps, physics.lightpath_fixed_latency_us(inst)
+    if inst.packet is not None and (rate <= 0 or inst.packet.rate_gbps > rate):
+        rate, alpha = inst.packet.rate_gbps, physics.packet_fixed_latency_us(inst, 0, 0)
+    return alpha, inverse_rate_us_per_byte(max(rate, 1e-9))
+
+
+def _nccl_option(
+    inst: Instance,
+    spec: CollectiveSpec,
+    algorithm: str,
+    gs: tuple[GroupSteps, ...],
+    N: int,
+    g: int,
+    p: int,
+    only: tuple[str, ...] | None = None,
+) -> Option:
+    """The option of ``algorithm`` as NCCL prices it (docs/collectives.md §7, ``nccl_cost``):
+    for protocol P,
+
+        t_P = L(a, P) + max(NVLink_P, LLcap_P, network steps with bytes x w_P),
+
+    L NCCL's latency, NVLink_P the intra-server bytes over f_P B_nvlink (a flat ring's
+    busbw-factor x n, a tree's 2n, NVLS's n (1 + 1/g) at the NVLS efficiency), LLcap_P
+    NCCL's bus-bandwidth cap of LL, w_P = flat-ring volume / (f_P x NIC efficiency). The
+    protocol is the one of least t_P at the nominal network (``nominal_network``): NCCL's own
+    choice, independent of the plan. ``only``: these protocols (tests)."""
+    from optnet import nccl_cost as nc
+
+    kind, n = spec.kind, spec.message_bytes
+    nccl_alg = {"nvlink_ring": "ring", "double_binary_tree": "tree"}.get(algorithm, algorithm)
+    eff = inst.nic_efficiency or nc.DEFAULT_NIC_EFFICIENCY
+    volume = nc.flat_ring_volume(kind, p, N) if nccl_alg == "ring" else 1.0
+    alpha, beta = nominal_network(inst)
+    best: tuple[float, Option] | None = None
+    for proto in only or nc.protocols(nccl_alg):
+        f = nc.bandwidth_factor(nccl_alg, proto, kind, N)
+        if nccl_alg == "ring":
+            nvl_bytes = n * (coll.busbw_factor(kind, p) if kind in _RING_VOLUME else 1.0)
+        elif nccl_alg == "tree":
+            nvl_bytes = 2 * n
+        else:  # nvls_tree: NVLS inside the server, as one server's nvls
+            nvl_bytes, f = n * (1 + 1 / g), (inst.nvlink_sharp_efficiency or 1.0)
+        nvlink = nvl_bytes / f * inverse_rate_us_per_byte(inst.nvlink_rate_gbps) if g > 1 else 0
+        cap = nc.ll_max_busbw(proto, nccl_alg, N, inst.gpu_arch)
+        floor = max(nvlink, coll.busbw_factor(kind, p) * n / (cap * 1e3) if cap < 1e300 else 0)
+        lat = nc.latency_us(nccl_alg, proto, kind, p, N, inst.constants.message_overhead_us)
+        steps = _scaled(gs, volume * nc.network_weight(nccl_alg, proto, kind, N, eff))
+        opt = Option(algorithm, lat, steps, nvlink, overlap_us=floor, protocol=proto)
+        net = max(
+            (
+                coll.time_on_links_us(gg.steps, lambda _a, _b: alpha, lambda _a, _b: beta)
+                for gg in steps
+            ),
+            default=0.0,
+        )
+        t = opt.time_us(net)
+        if best is None or t < best[0] - 1e-12:
+            best = (t, opt)
+    assert best is not None
+    return best[1]
+
+
+#: kinds whose ring moves busbw_factor x n through every GPU's link
+_RING_VOLUME = ("all_reduce", "all_gather", "reduce_scatter")
+
+
+def launch_floor(opt: Option, launch_us: float) -> Option:
+    """``opt`` lasting at least ``launch_us``: time = max(launch, const + max(overlap, net)),
+    written as the pipelined floor overlap' = max(overlap, launch - const). The host issues the
+    next call while the GPUs run this one, so its issue time overlaps the collective rather
+    than adding to it (docs/collectives.md §7)."""
+    return replace(opt, overlap_us=max(opt.overlap_us, launch_us - opt.constant_us))
+
+
 def collective_candidates(
     inst: Instance, ji: int, spec: CollectiveSpec, where: str = "workload"
 ) -> CollectiveCandidates:
@@ -414,13 +533,15 @@ def collective_candidates(
         if p < 2:
             cc = CollectiveCandidates(-1, spec, (Option("none", 0.0, ()),), N, p)
         elif N == 1:
-            nv = _intra_us(inst, spec.kind, g, n)
-            fused = library.pipelined(inst)  # nccl reduces inside the copy
-            const = nv + (0.0 if fused else _intra_gamma_us(inst, spec.kind, p, n))
-            options = [Option("nvlink_ring", const, (), nv)]
+            if library.pipelined(inst) and spec.kind != "all_to_all":
+                options = [_nccl_option(inst, spec, "nvlink_ring", (), 1, g, p)]
+            else:
+                nv = _intra_us(inst, spec.kind, g, n)
+                const = nv + _intra_gamma_us(inst, spec.kind, p, n)
+                options = [Option("nvlink_ring", const, (), nv)]
             if library.nvls_available(inst, spec.kind, g):
                 t = nvls_time_us(inst, g, n)
-                options.append(Option("nvls", t, (), t))
+                options.append(Option("nvls", t, (), t, protocol="simple"))
             cc = CollectiveCandidates(-1, spec, tuple(options), N, p)
         else:
             algs = coll.algorithms_for(spec.kind, N)
@@ -428,7 +549,7 @@ def collective_candidates(
                 unknown = [
                     a
                     for a in spec.algorithms
-                    if a not in algs and a not in ("in_network", coll.PARAMETER_SERVER)
+                    if a not in algs and a not in ("in_network", "nvls_tree", coll.PARAMETER_SERVER)
                 ]
                 if unknown:
                     raise InputError(
@@ -442,6 +563,10 @@ def collective_candidates(
                         ]
                     )
                 algs = tuple(a for a in algs if a in spec.algorithms)
+            if library.nvls_available(inst, spec.kind, g) and (
+                spec.algorithms is None or "nvls_tree" in spec.algorithms
+            ):
+                algs = (*algs, "nvls_tree")  # NVLS inside the servers, trees between them
             algs = library.restrict(inst, job.name, spec, N, algs, where)
             intra = _intra_phase_us(inst, spec.kind, g, n, p)
             options = []
@@ -451,12 +576,14 @@ def collective_candidates(
                 gamma = _gamma_us(inst, spec.kind, "ring", p, n)
                 options.append(Option("in_network", intra + net + gamma, (), intra))
             for a in algs:
+                tree = a == "nvls_tree" or (a == "double_binary_tree" and library.pipelined(inst))
+                sched = _nccl_tree_schedule if tree else coll.schedule
                 gs = tuple(
                     GroupSteps(
                         slots,
-                        coll.schedule(
+                        sched(
                             spec.kind,
-                            a,
+                            "double_binary_tree" if a == "nvls_tree" else a,
                             N,
                             _server_bytes(spec.kind, n, g, c, p, N),
                             library.schedule_order(inst),
@@ -464,11 +591,18 @@ def collective_candidates(
                     )
                     for slots, _g, c in groups
                 )
-                options.append(_hierarchical_option(inst, spec, a, gs, intra, p, N))
+                if library.pipelined(inst) and spec.kind != "all_to_all":
+                    options.append(_nccl_option(inst, spec, a, gs, N, g, p))
+                else:
+                    options.append(_hierarchical_option(inst, spec, a, gs, intra, p, N))
             if parameter_server_available(job, spec):
                 options.append(_parameter_server_option(inst, job, spec, groups, N, g, p, intra))
             cc = CollectiveCandidates(-1, spec, tuple(options), N, p)
-    return CollectiveCandidates(ji, cc.spec, cc.options, cc.span_slots, cc.ranks)
+    options = cc.options
+    launch = inst.constants.launch_overhead_us
+    if launch and library.pipelined(inst):  # no call is faster than the host issues them
+        options = tuple(o if o.algorithm == "none" else launch_floor(o, launch) for o in options)
+    return CollectiveCandidates(ji, cc.spec, options, cc.span_slots, cc.ranks)
 
 
 def job_candidates(inst: Instance, ji: int) -> JobCandidates:

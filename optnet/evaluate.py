@@ -819,6 +819,7 @@ def evaluate(
                     "count": cc.spec.count,
                     "overlap": cc.spec.overlap,
                     "algorithm": alg,
+                    **({"protocol": opt.protocol} if opt.protocol else {}),
                     "time_us": t,
                     "breakdown_us": {
                         "fixed_latency": bd["fixed"],

@@ -964,7 +964,7 @@ READ_FIELDS = frozenset(
         "transceiver_rate_gbps", "transceiver_latency_us", "transceiver_wavelengths",
         "transceiver_power_budget_db", "wavelengths_per_fibre", "gpus_per_server",
         "nvlink_rate_gbps", "nvlink_latency_us", "nvlink_sharp_efficiency", "reduce_rate_gbps",
-        "constants", "jobs", "raw",
+        "gpu_arch", "nic_efficiency", "constants", "jobs", "raw",
         "library",
     }
 )  # fmt: skip

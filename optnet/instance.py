@@ -165,6 +165,8 @@ class Instance:
     nvlink_latency_us: float
     reduce_rate_gbps: float
     nvlink_sharp_efficiency: float | None
+    gpu_arch: str | None
+    nic_efficiency: float | None
     packet: schema.PacketFabric | None
     constants: schema.Constants
     jobs: tuple[JobSpec, ...]
@@ -458,9 +460,17 @@ def build_instance(
     }
     if topology_given is not cluster:  # the optics a direct cluster left out stay out
         raw["topology"] = topology_given.model_dump(mode="json")
-    for key in ("wavelength_switched", "relay", "nvlink_sharp_efficiency"):  # older hashes stay
+    for key in (
+        "wavelength_switched",
+        "relay",
+        "nvlink_sharp_efficiency",
+        "gpu_arch",
+        "nic_efficiency",
+    ):  # older hashes stay
         if raw["topology"].get(key, 0) is None:
             del raw["topology"][key]
+    if raw["constants"].get("launch_overhead_us", 0) is None:  # older hashes stay
+        del raw["constants"]["launch_overhead_us"]
     _drop_phase_defaults(raw)
     digest = hashlib.sha256(json.dumps(raw, sort_keys=True).encode()).hexdigest()
     instance = Instance(
@@ -481,6 +491,8 @@ def build_instance(
         nvlink_latency_us=cluster.nvlink_latency_us,
         reduce_rate_gbps=cluster.reduce_rate_gbps,
         nvlink_sharp_efficiency=cluster.nvlink_sharp_efficiency,
+        gpu_arch=cluster.gpu_arch,
+        nic_efficiency=cluster.nic_efficiency,
         packet=cluster.packet_fabric,
         constants=consts,
         jobs=tuple(jobs),

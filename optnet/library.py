@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from optnet.errors import InputError, Problem, input_error
+from optnet.nccl_cost import HW_LATENCY_US
 
 if TYPE_CHECKING:
     from optnet.instance import Instance
@@ -80,6 +81,12 @@ NCCL: dict[str, dict[str, NcclAlgorithm]] = {
         # NVLink SHARP inside one server (NVSwitch reduction and multicast)
         "nvls": NcclAlgorithm(
             "nvls", ("simple",), "src/device/all_reduce.h RunWorkColl<AllReduce, NVLS, SIMPLE>"
+        ),
+        # NVLS inside each server, NCCL's double binary tree between them
+        "nvls_tree": NcclAlgorithm(
+            "nvls_tree",
+            ("simple",),
+            "src/device/all_reduce.h RunWorkColl<AllReduce, NVLS_TREE, SIMPLE>",
         ),
     },
     "all_gather": {
@@ -163,7 +170,7 @@ def pipelined(inst: Instance) -> bool:
 #: NCCL's NVLink hardware latency of NVLS with the Simple protocol, µs (src/graph/tuning.cc,
 #: ``ncclTunerConstantsDefaults.hwLatencies[NVLINK][NVLS][SIMPLE]``); on one node NCCL's NVLS
 #: latency is this alone (``latencies = intraLat``).
-NVLS_LATENCY_US = 25.0
+NVLS_LATENCY_US = HW_LATENCY_US["nvlink"]["nvls"][2]
 
 
 def nvls_available(inst: Instance, kind: str, g: int) -> bool:

@@ -162,11 +162,20 @@ _NVLS_SOURCE = (
 )
 
 
-def _dgx(links: int, link_gb_s: float, hbm_gb_s: float, busy_w: float, nvls: float) -> dict:
+_ARCH_SOURCE = (
+    "the GPU's NVIDIA architecture (A100 Ampere, H100/H200 Hopper, B200/GB200 Blackwell), which "
+    "selects NVIDIA/nccl src/graph/tuning.cc's per-architecture constants (llMaxBws) [P]"
+)
+
+
+def _dgx(
+    links: int, link_gb_s: float, hbm_gb_s: float, busy_w: float, nvls: float, arch: str
+) -> dict:
     return {
         "gpus_per_server": 8,
         "nvlink_rate_gbps": _nvlink_gbps(links, link_gb_s),
         "nvlink_sharp_efficiency": nvls,
+        "gpu_arch": arch,
         "reduce_rate_gbps": _reduce_gbps(hbm_gb_s),
         "transceivers": {"preset": "800g-2xdr4-osfp", "attach": list(_RAILS)},
         "ocs": copy.deepcopy(_RAIL_OCS),
@@ -180,7 +189,7 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "dgx-h100",
             "NVIDIA DGX H100: 8 H100 SXM5 GPUs on 4 NVSwitch chips, 8 ConnectX-7 400G rails",
-            _dgx(18, 20.6, _H100_HBM_GB_S, 700.0, NVLS_HOPPER),
+            _dgx(18, 20.6, _H100_HBM_GB_S, 700.0, NVLS_HOPPER, "hopper"),
             {
                 "gpus_per_server": "DGX BasePOD Core Components: 'Eight NVIDIA Hopper GPUs', "
                 "'Four NVIDIA NVSwitch chips' [P]",
@@ -188,6 +197,7 @@ PRESETS: dict[str, Preset] = {
                 "src/graph/topo.h) = 370.8 GB/s; NCCL team: 450 GB/s line rate, ~370 effective "
                 "(NVIDIA/nccl-tests#212) [P]",
                 "nvlink_sharp_efficiency": _NVLS_SOURCE,
+                "gpu_arch": _ARCH_SOURCE,
                 "reduce_rate_gbps": "H100 SXM5 HBM3 3.35 TB/s / 3 [P, /3 optnet's]",
                 "transceivers": _DGX_NICS,
                 "ocs": _PALOMAR_PORTS,
@@ -203,12 +213,13 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "dgx-h200",
             "NVIDIA DGX H200: as DGX H100 with H200 GPUs (HBM3e 4.8 TB/s)",
-            _dgx(18, 20.6, _H200_HBM_GB_S, 700.0, NVLS_HOPPER),
+            _dgx(18, 20.6, _H200_HBM_GB_S, 700.0, NVLS_HOPPER, "hopper"),
             {
                 "gpus_per_server": "DGX BasePOD Core Components: DGX H200 and H100 share the "
                 "platform, '1,128 GB total GPU memory for H200' [P]",
                 "nvlink_rate_gbps": "as dgx-h100 (Hopper, 18 links x 20.6 GB/s) [P]",
                 "nvlink_sharp_efficiency": _NVLS_SOURCE,
+                "gpu_arch": _ARCH_SOURCE,
                 "reduce_rate_gbps": "H200 HBM3e 4.8 TB/s (NVIDIA H200 product page) / 3 [S]",
                 "transceivers": _DGX_NICS,
                 "ocs": _PALOMAR_PORTS,
@@ -219,7 +230,7 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "dgx-b200",
             "NVIDIA DGX B200: 8 B200 GPUs, NVLink 5 (1.8 TB/s per GPU), 8 ConnectX-7 400G rails",
-            _dgx(18, 40.1, _B200_HBM_GB_S, 1000.0, NVLS_BLACKWELL),
+            _dgx(18, 40.1, _B200_HBM_GB_S, 1000.0, NVLS_BLACKWELL, "blackwell"),
             {
                 "gpus_per_server": "DGX BasePOD Core Components: 'Built with eight NVIDIA "
                 "B200' [P]",
@@ -227,6 +238,7 @@ PRESETS: dict[str, Preset] = {
                 "src/graph/topo.h) = 721.8 GB/s effective (line rate 900 GB/s per direction, "
                 "1.8 TB/s bidirectional) [P]",
                 "nvlink_sharp_efficiency": _NVLS_SOURCE,
+                "gpu_arch": _ARCH_SOURCE,
                 "reduce_rate_gbps": "B200 HBM3e 8 TB/s (DGX B200 datasheet: 64 TB/s for 8 GPUs) "
                 "/ 3 [S]",
                 "transceivers": _DGX_NICS,
@@ -244,6 +256,7 @@ PRESETS: dict[str, Preset] = {
                 "gpus_per_server": 72,
                 "nvlink_rate_gbps": _nvlink_gbps(18, 40.1),
                 "nvlink_sharp_efficiency": NVLS_BLACKWELL,
+                "gpu_arch": "blackwell",
                 "reduce_rate_gbps": _reduce_gbps(_B200_HBM_GB_S),
                 "transceivers": {
                     "preset": "400g-dr4-osfp",
@@ -261,6 +274,7 @@ PRESETS: dict[str, Preset] = {
                 "src/graph/topo.h) [P]; 72 x 1.8 TB/s = 130 TB/s aggregate (GB200 NVL72 "
                 "datasheet) [S]",
                 "nvlink_sharp_efficiency": _NVLS_SOURCE,
+                "gpu_arch": _ARCH_SOURCE,
                 "reduce_rate_gbps": "Blackwell HBM3e 8 TB/s per GPU (GB200 NVL72: 576 TB/s for "
                 "72 GPUs) / 3 [S]",
                 "transceivers": "one ConnectX-7 400G per GPU, 4 per compute tray (the tuning "
@@ -284,6 +298,7 @@ PRESETS: dict[str, Preset] = {
             {
                 "gpus_per_server": 8,
                 "nvlink_rate_gbps": _nvlink_gbps(12, 20.0),
+                "gpu_arch": "ampere",
                 "reduce_rate_gbps": _reduce_gbps(_A100_HBM_GB_S),
                 "transceivers": {"rate_gbps": 200.0, "attach": list(_RAILS)},
                 "ocs": copy.deepcopy(_RAIL_OCS),
@@ -291,6 +306,7 @@ PRESETS: dict[str, Preset] = {
             },
             {
                 "gpus_per_server": "NVIDIA DGX A100 datasheet: 8x A100, 6 NVSwitches [S]",
+                "gpu_arch": _ARCH_SOURCE,
                 "nvlink_rate_gbps": "12 NVLink3 links (A100 datasheet: 600 GB/s) x "
                 "SM80_NVLINK_BW 20.0 GB/s (NVIDIA/nccl src/graph/topo.h) = 240 GB/s [P]",
                 "reduce_rate_gbps": "A100 80GB SXM HBM2e 2,039 GB/s (A100 datasheet) / 3 [S]",

@@ -156,6 +156,8 @@ class CollectiveOut(_Closed):
     count: Count
     overlap: Num
     algorithm: str
+    protocol: Literal["ll", "ll128", "simple"] | None = None
+    """``library: nccl``: the NCCL protocol the time is priced with (schema 1.2)."""
     time_us: Num
     breakdown_us: Breakdown
     algbw_gbytes_per_s: Num

@@ -59,6 +59,12 @@ class Constants(Strict):
     """Insertion loss of a rack's (de)multiplexer; a lightpath passes two."""
     connector_loss_db: NonNegFloat = C.CONNECTOR_LOSS_DB
     """Loss per connector pair; a lightpath passes two (one per trunk end at the OCS)."""
+    launch_overhead_us: NonNegFloat | None = None
+    """``library: nccl``: host-side time of issuing one collective call (kernel launches, NCCL's
+    enqueue). Issue overlaps the previous call's run, so it is a floor on every collective's
+    time, not an addend; omitted: 0. Not a hardware constant: fit it on a measurement (a
+    one-process, 8-GPU nccl-tests run issues 8 launches per call; bench/fidelity,
+    docs/collectives.md §7)."""
 
 
 class Transceivers(Strict):
@@ -285,6 +291,13 @@ class Cluster(Strict):
     """The NVSwitches reduce and multicast (NVLink SHARP, NCCL's NVLS algorithm) at this share of
     ``nvlink_rate_gbps`` (NCCL's ``nvlsEfficiency``: Hopper 0.85, Blackwell 0.74); omitted: no
     NVLS. Used by ``library: nccl`` (docs/collectives.md §7)."""
+    gpu_arch: Literal["volta", "ampere", "hopper", "blackwell"] | None = None
+    """GPU architecture, for NCCL's per-architecture tuner constants (``library: nccl``: the LL
+    protocol's bandwidth cap inside one server, docs/collectives.md §7); omitted: no cap."""
+    nic_efficiency: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] | None = None
+    """Share of a network NIC's line rate (lightpath or packet) that NCCL's transfers reach
+    (``library: nccl``); omitted: 0.94, a 400G NDR NIC's 46-48 of 50 GB/s that NCCL's maintainers
+    state as expected (NVIDIA/nccl-tests issue #290). ``library: ideal`` uses the line rate."""
     reduce_rate_gbps: PositiveFloat = C.REDUCE_RATE_GBPS
     """Local reduction throughput per GPU (gamma = 1 / rate)."""
     transceivers: Transceivers | None = None

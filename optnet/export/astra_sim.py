@@ -207,6 +207,7 @@ ALGORITHM_MAP: dict[str, dict[str, tuple[str, bool]]] = {
         "ring": ("ring", True),
         "nvlink_ring": ("ring", True),
         "nvls": ("ring", False),  # ASTRA-sim has no NVSwitch reduction
+        "nvls_tree": ("doubleBinaryTree", False),  # no NVSwitch reduction: the trees alone
         "rabenseifner": ("halvingDoubling", True),
         "recursive_doubling": ("halvingDoubling", False),
         "double_binary_tree": ("doubleBinaryTree", True),

@@ -99,7 +99,7 @@ def tuner_csv(results: dict[str, Any], job: str) -> tuple[str, list[str]]:
                 "type": TUNER_COLLECTIVE[kind],
                 "bytes": int(round(float(c["bytes"]))),
                 "algorithm": nccl.name,
-                "protocol": "simple",
+                "protocol": c.get("protocol") or "simple",  # schema < 1.2 / ideal: Simple
                 "nNodes": int(c["servers"]),
                 "nRanks": int(c["ranks"]),
             }

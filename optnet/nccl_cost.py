@@ -1,0 +1,176 @@
+"""NCCL's cost model, as optnet prices a collective under ``library: nccl``.
+
+docs/collectives.md §7 states every formula here.
+
+Every constant is transcribed from NVIDIA/nccl ``src/graph/tuning.cc``
+(``ncclTunerConstantsDefaults``, ``ncclTopoTuneModel``); the line ranges are those of the
+NVIDIA/nccl master read for this module (2026). NCCL times a collective as
+
+    t = latency(algorithm, protocol) + bytes / bandwidth(algorithm, protocol)
+
+and picks the (algorithm, protocol) pair of least t. optnet keeps NCCL's latencies and protocol
+factors and replaces NCCL's bandwidth (``nChannels x bw`` of its topology search) by the links a
+plan provides: the steps of the algorithm's schedule on those links (``optnet.collectives``), with
+each network byte weighted by the protocol's wire overhead and the NIC's efficiency
+(:func:`network_weight`). The algorithm is optnet's decision; the protocol is chosen as NCCL's
+tuner does, at the hardware's nominal rates (``candidates._nccl_protocol``), so it does not
+depend on the plan, and the MILP and the evaluator price the same option.
+"""
+
+from __future__ import annotations
+
+import math
+
+PROTOCOLS: tuple[str, ...] = ("ll", "ll128", "simple")
+_P = {p: i for i, p in enumerate(PROTOCOLS)}
+
+#: tuning.cc lines 149-155 ``baseLatencies`` (µs), per NCCL algorithm, (LL, LL128, Simple)
+BASE_LATENCY_US: dict[str, tuple[float, float, float]] = {
+    "tree": (6.8, 14.0, 8.4),
+    "ring": (6.6, 14.0, 8.4),
+    "collnet_direct": (0.0, 0.0, 0.0),
+    "collnet_chain": (0.0, 0.0, 0.0),
+    "nvls": (0.0, 0.0, 0.0),
+    "nvls_tree": (0.0, 0.0, 0.0),
+}
+#: tuning.cc lines 156-176 ``hwLatencies`` (µs) per hop type and NCCL algorithm, (LL, LL128, Simple)
+HW_LATENCY_US: dict[str, dict[str, tuple[float, float, float]]] = {
+    "nvlink": {
+        "tree": (0.6, 1.25, 4.0),
+        "ring": (0.6, 1.9, 3.4),
+        "collnet_direct": (0.0, 0.0, 3.7),
+        "collnet_chain": (0.0, 0.0, 2.8),
+        "nvls": (0.0, 0.0, 25.0),
+        "nvls_tree": (0.0, 0.0, 25.0),
+    },
+    "net": {
+        "tree": (5.0, 8.5, 14.0),
+        "ring": (2.7, 4.0, 14.0),
+        "collnet_direct": (0.0, 0.0, 31.0),
+        "collnet_chain": (0.0, 0.0, 30.0),
+        "nvls": (0.0, 0.0, 18.0),
+        "nvls_tree": (0.0, 0.0, 20.9),
+    },
+}
+#: tuning.cc lines 177-183 ``llMaxBws`` (GB/s of bus bandwidth): on one node by GPU architecture
+#: (column N1); across nodes by CPU vendor, Intel assumed (row 0: N2, N4 = more than 2 nodes).
+LL_MAX_BUSBW_ONE_NODE: dict[str, float] = {
+    "volta": 39.0,
+    "ampere": 87.7,
+    "hopper": 141.0,
+    "blackwell": 282.0,
+}
+LL_MAX_BUSBW_TWO_NODES = 39.0
+LL_MAX_BUSBW_MORE_NODES = 20.4
+#: tuning.cc ``getNetOverhead``: x86 Intel (and other CPUs) 1 µs per network step, x 3 for Simple
+NET_OVERHEAD_US = 1.0
+
+#: NIC efficiency under ``library: nccl`` when the topology sets none: a 400G NDR NIC delivers
+#: 46-48 of its 50 GB/s to NCCL (NVIDIA/nccl-tests issue #290, the maintainers' expected figure),
+#: midpoint 47 / 50.
+DEFAULT_NIC_EFFICIENCY = 0.94
+
+
+def protocols(nccl_algorithm: str) -> tuple[str, ...]:
+    """Protocols NCCL's tuner considers for an algorithm (tuning.cc line 301: NVLS and NVLS-tree
+    run Simple only; lines 338-339: CollNet only Simple)."""
+    if nccl_algorithm in ("nvls", "nvls_tree", "collnet_direct", "collnet_chain"):
+        return ("simple",)
+    return PROTOCOLS
+
+
+def bandwidth_factor(nccl_algorithm: str, protocol: str, kind: str, nodes: int) -> float:
+    """The fraction of the links' bandwidth a protocol delivers (tuning.cc lines 327-337):
+    ring LL 1/2, LL128 0.92 (120 of 128 bytes), Simple 1; tree all-reduce x 0.92 and then LL
+    x 1/3.8, LL128 x 7/9 on one node or 120/128 across nodes."""
+    f = 1.0
+    if nccl_algorithm == "ring":
+        f = {"ll": 0.5, "ll128": 0.92, "simple": 1.0}[protocol]
+    elif nccl_algorithm == "tree":
+        if kind == "all_reduce":
+            f = 0.92
+        if protocol == "ll":
+            f /= 3.8
+        elif protocol == "ll128":
+            f *= 7.0 / 9.0 if nodes == 1 else 120.0 / 128.0
+    return f
+
+
+def ll_max_busbw(protocol: str, nccl_algorithm: str, nodes: int, gpu_arch: str | None) -> float:
+    """NCCL's cap on an LL ring's bus bandwidth, GB/s (tuning.cc line 327); inf otherwise or
+    when the architecture is unknown."""
+    if protocol != "ll" or nccl_algorithm != "ring":
+        return math.inf
+    if nodes == 1:
+        return LL_MAX_BUSBW_ONE_NODE.get(gpu_arch or "", math.inf)
+    return LL_MAX_BUSBW_TWO_NODES if nodes == 2 else LL_MAX_BUSBW_MORE_NODES
+
+
+def _log2i(n: int) -> int:
+    return max(0, n.bit_length() - 1)
+
+
+def latency_us(
+    nccl_algorithm: str,
+    protocol: str,
+    kind: str,
+    ranks: int,
+    nodes: int,
+    message_overhead_us: float,
+) -> float:
+    """NCCL's latency of one collective (tuning.cc lines 384-435), less what optnet's network
+    steps already charge: each inter-node step of optnet's schedule costs the path's alpha, which
+    includes ``message_overhead_us`` (the software overhead that NCCL's per-step network latency
+    also holds), so that overhead is subtracted once per inter-node step.
+
+    ring (all-reduce, all-gather, reduce-scatter):
+        base + (s - s_net) max(lat_nvl, o_net) + s_net lat_net,
+        s = 2(p-1) or p-1 steps, s_net = 2(N-1) or N-1, o_net = 1 µs (x 3 for Simple) if N > 1
+    ring (broadcast, reduce): base + lat (NCCL's ``sameChannels`` case)
+    tree (all-reduce): base + 2 ((p/N - 1) lat_nvl + log2 N lat_net)
+    nvls: lat_nvl (one node)
+    nvls_tree: lat_nvl + 2 log2 N lat_net
+    collnet_chain: 2 (p/N - 1) lat_nvl + lat_net
+
+    lat_net is NCCL's network latency of the algorithm (of ``tree`` when there is one rank per
+    node), with NCCL's Simple-protocol flush counted as in tuning.cc line 391 (the plugin's
+    latency, 0 for InfiniBand, is optnet's path alpha)."""
+    i = _P[protocol]
+    base = BASE_LATENCY_US[nccl_algorithm][i]
+    ppn = ranks // nodes
+    lat_nvl = HW_LATENCY_US["nvlink"][nccl_algorithm][i]
+    lat_net = HW_LATENCY_US["net"]["tree" if ppn == 1 else nccl_algorithm][i]
+    net_step = max(0.0, lat_net - message_overhead_us)
+    if nccl_algorithm == "ring":
+        if kind in ("broadcast", "reduce"):
+            return base + (lat_nvl if nodes == 1 else net_step)
+        steps = 2 * (ranks - 1) if kind == "all_reduce" else ranks - 1
+        net_steps = 0 if nodes == 1 else (2 * (nodes - 1) if kind == "all_reduce" else nodes - 1)
+        o_net = 0.0 if nodes == 1 else NET_OVERHEAD_US * (3 if protocol == "simple" else 1)
+        return base + (steps - net_steps) * max(lat_nvl, o_net) + net_steps * net_step
+    if nccl_algorithm == "tree":
+        return base + 2 * ((ppn - 1) * lat_nvl + _log2i(nodes) * net_step)
+    if nccl_algorithm == "nvls":
+        return lat_nvl + (net_step if nodes > 1 else 0.0)
+    if nccl_algorithm == "nvls_tree":
+        return lat_nvl + 2 * _log2i(nodes) * net_step
+    if nccl_algorithm in ("collnet_chain", "collnet_direct"):
+        return 2 * (ppn - 1) * lat_nvl + net_step
+    raise ValueError(nccl_algorithm)
+
+
+def network_weight(
+    nccl_algorithm: str, protocol: str, kind: str, nodes: int, nic_eff: float
+) -> float:
+    """Weight of each network byte of the schedule: 1 / (protocol factor x NIC efficiency)."""
+    return 1.0 / (bandwidth_factor(nccl_algorithm, protocol, kind, nodes) * nic_eff)
+
+
+def flat_ring_volume(kind: str, ranks: int, nodes: int) -> float:
+    """Bytes through each node's NICs of NCCL's ring over all ``ranks`` (one ring through every
+    GPU, each node entered and left once per channel), over those of optnet's server-level ring
+    on the same bytes: busbw_factor(p) / busbw_factor(N), i.e. ((p-1)/p) / ((N-1)/N) for
+    all-reduce, all-gather and reduce-scatter; 1 for the other kinds."""
+    if kind not in ("all_reduce", "all_gather", "reduce_scatter") or nodes < 2:
+        return 1.0
+    return ((ranks - 1) / ranks) / ((nodes - 1) / nodes)

@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OUT := out
 
-.PHONY: run test lint fuzz format bench bench-quick sweep sweep-realistic sweep-dask clean browser tutorial test-fast
+.PHONY: run test lint fuzz format bench bench-quick fidelity sweep sweep-realistic sweep-dask clean browser tutorial test-fast
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -70,6 +70,11 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.scale
 	$(BIN)/python -m bench.report_scale
+
+## fidelity: predicted vs measured busbw on every published nccl-tests table in
+## bench/fidelity/tables (ideal and nccl profiles, default and calibrated; ~10 s)
+fidelity: $(STAMP)
+	$(BIN)/python -m bench.fidelity.run
 
 ## bench-quick: the bundled instances only
 bench-quick: $(STAMP)

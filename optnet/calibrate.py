@@ -41,7 +41,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from optnet import collectives
-from optnet.errors import InputError, OptnetError, Problem
+from optnet.errors import InputError, OptnetError, Problem, input_error
 from optnet.nccl_tests import (  # noqa: F401  (re-exported: the reader moved there)
     DTYPES,
     NCCL_TESTS,
@@ -347,9 +347,14 @@ class Calibration:
     telemetry: dict[str, dict[str, Any]]
     changes: list[dict[str, Any]]
     warnings: list[str] = dataclasses.field(default_factory=list)
+    model: dict[str, Any] | None = None
+    """``library: nccl``: the fitted parameters of solve's own model and the error per size
+    band (``optnet.calibrate_model``); None: the alpha-beta fits."""
 
     def to_json(self) -> dict[str, Any]:
+        extra = {"model_fit": self.model} if self.model is not None else {}
         return {
+            **extra,
             "fits": [
                 dict(
                     dataclasses.asdict(f),
@@ -382,6 +387,7 @@ def calibrate(
     instance: str | None = None,
     output: str | None = None,
     force: bool = False,
+    nccl_algo: str | None = None,
 ) -> Calibration:
     """Fit every link type, compare, and (with ``instance`` and ``output``) write the
     calibrated instance."""
@@ -416,6 +422,14 @@ def calibrate(
         raise InputError(problems)
     for label, tabs in tables.items():
         _one_link_type(label, tabs)
+    if instance and _library_of(instance) == "nccl":
+        if telemetry:
+            raise OptnetError(
+                "--telemetry sets library ideal's alpha-beta link parameters; the instance is "
+                "library: nccl, whose parameters are fitted from nccl-tests files alone"
+            )
+        every = [t for tabs in tables.values() for t in tabs]
+        return _calibrate_nccl(every, instance, output, force, nccl_algo)
     fits, rows = [], []
     for label, tabs in tables.items():
         fit = fit_link(tabs, label)
@@ -479,6 +493,106 @@ def calibrate(
     return Calibration(fits, rows, tel, changes, warnings)
 
 
+def _library_of(instance: str) -> str:
+    from optnet.instance import load_instance
+
+    return load_instance(instance).library
+
+
+def _calibrate_nccl(
+    tabs: list[NcclTable], instance: str, output: str | None, force: bool, nccl_algo: str | None
+) -> Calibration:
+    """Fit the parameters of the model ``solve`` uses (``optnet.calibrate_model``) on the rows
+    of at most 64 MiB of every table, report every size (the larger ones held out), and write
+    the calibrated instance."""
+    from optnet import calibrate_model as cm
+    from optnet.instance import load_instance
+    from optnet.sweep import instance_data
+
+    base, inst = instance_data(instance), load_instance(instance)
+    allowed = cm.allowed_algorithms(f"NCCL_ALGO={nccl_algo}" if nccl_algo else None)
+    if nccl_algo and not allowed:
+        raise input_error("--nccl-algo", nccl_algo, f"allowed: {', '.join(cm.NCCL_ALGO)}")
+    ms = []
+    for tab in tabs:
+        rows = [r for r in tab.rows if r.size > 0]
+        nodes = tab.nodes or max(1, tab.ranks // inst.gpus_per_server)
+        ms.append(
+            cm.Measured(
+                tab.kind,
+                tab.ranks,
+                nodes,
+                tuple(r.size for r in rows),
+                tuple(r.times_us[0] for r in rows),
+                tab.file,
+                frozenset(allowed) if allowed is not None else None,
+            )
+        )
+    if len({m.nodes > 1 for m in ms}) > 1:
+        each = "; ".join(f"{m.label}: {m.nodes} node(s)" for m in ms)
+        raise InputError(
+            [
+                Problem(
+                    "files",
+                    "",
+                    f"would fit one-node (NVLink) and several-node (network) tables into one "
+                    f"parameter set ({each}); calibrate each kind in its own run",
+                )
+            ]
+        )
+    model = cm.fit(base, ms)
+    rows_out: list[dict[str, Any]] = []
+    bands: list[dict[str, Any]] = []
+    for m in ms:
+        pred = cm.predict(base, m, model.params)
+        bands += cm.band_errors(m, pred)
+        f = collectives.busbw_factor(m.kind, m.ranks) if m.kind != "send_recv" else 1.0
+        for size, mt, (pt, _alg) in zip(m.sizes, m.times_us, pred):
+            rows_out.append(
+                {
+                    "link_type": "nvlink" if m.nodes == 1 else "network",
+                    "file": m.label,
+                    "collective": m.kind,
+                    "ranks": m.ranks,
+                    "size_bytes": size,
+                    "measured_us": mt,
+                    "predicted_us": pt,
+                    "error_pct": 100 * (pt / mt - 1),
+                    "measured_busbw_gbytes_per_s": size / mt / 1e3 * f,
+                    "predicted_busbw_gbytes_per_s": size / pt / 1e3 * f,
+                }
+            )
+    changes = []
+    for key, value in sorted(model.params.items()):
+        where = "constants" if key in cm.CONSTANTS else "topology"
+        old = (
+            getattr(inst.constants, key, None) if where == "constants" else getattr(inst, key, None)
+        )
+        changes.append(
+            {"field": f"{where}.{key}", "old": old, "new": value, "source": "fit of "
+             + ", ".join(m.label for m in ms)}
+        )  # fmt: skip
+    for w in model.warnings:
+        from optnet import streams
+
+        streams.say(f"optnet: warning: {w}")
+    if output:
+        from optnet.printable import text_safe
+        from optnet.safeio import write_atomic
+        from optnet.sweep import dump_yaml, instance_from_data
+
+        data = cm.apply(base, model.params)
+        instance_from_data(data, str(output), Path(instance).stem)  # the loader must accept it
+        head = [
+            f"# Calibrated by `optnet calibrate` (library nccl) from {text_safe(instance)}.",
+            *("# " + text_safe(f"{c['field']}: {c['old']} -> {c['new']}") for c in changes),
+        ]
+        write_atomic(output, "\n".join(head) + "\n" + dump_yaml(data), force=force)
+    return Calibration(
+        [], rows_out, {}, changes, model.warnings, {"params": model.params, "bands": bands}
+    )
+
+
 def _one_link_type(label: str, tabs: list[NcclTable]) -> None:
     """Refuse (exit 2) to fit files that measured different link types into one set."""
     seen = [(tab.file, *measured_link(tab)) for tab in tabs]
@@ -513,6 +627,16 @@ def _size(n: float) -> str:
 def text_report(cal: Calibration) -> str:
     """Fitted parameters per link type, then measured vs predicted per message size."""
     out = []
+    if cal.model is not None:
+        fitted = ", ".join(f"{k} {v:g}" for k, v in sorted(cal.model["params"].items()))
+        out.append(f"library nccl: fitted on the rows of at most 64 MiB: {fitted}")
+        out.append(f"{'table':<40} {'band':<9} {'points':>6} {'median err %':>12} {'worst %':>8}")
+        for b in cal.model["bands"]:
+            label = b["band"] + (" (held out)" if b["held_out"] else "")
+            out.append(
+                f"{b['table'][-40:]:<40} {label:<20} {b['points']:>6} "
+                f"{b['median_error_pct']:>12.1f} {b['worst_error_pct']:>8.1f}"
+            )
     for f in cal.fits:
         errs = [r["error_pct"] for r in cal.rows if r["link_type"] == f.link_type]
         note = " (latency fixed at 0: a free fit went negative)" if f.alpha_fixed_at_zero else ""

@@ -478,17 +478,13 @@ def _nccl_option(
     best: tuple[float, Option] | None = None
     for proto in only or nc.protocols(nccl_alg):
         f = nc.bandwidth_factor(nccl_alg, proto, kind, N)
-        if nccl_alg == "ring":
-            nvl_bytes = n * (coll.busbw_factor(kind, p) if kind in _RING_VOLUME else 1.0)
-        elif nccl_alg == "tree":
-            nvl_bytes = 2 * n
-        else:  # nvls_tree: NVLS inside the server, as one server's nvls
-            nvl_bytes, f = n * (1 + 1 / g), (inst.nvlink_sharp_efficiency or 1.0)
-        nvlink = nvl_bytes / f * inverse_rate_us_per_byte(inst.nvlink_rate_gbps) if g > 1 else 0
+        f *= nc.size_factor(nccl_alg, proto, kind, n, inst.gpu_arch)
+        nvlink = _nccl_nvlink_us(inst, nccl_alg, kind, n, g, p, f)
         cap = nc.ll_max_busbw(proto, nccl_alg, N, inst.gpu_arch)
         floor = max(nvlink, coll.busbw_factor(kind, p) * n / (cap * 1e3) if cap < 1e300 else 0)
         lat = nc.latency_us(nccl_alg, proto, kind, p, N, inst.constants.message_overhead_us)
-        steps = _scaled(gs, volume * nc.network_weight(nccl_alg, proto, kind, N, eff))
+        lat *= nc.plateau(nccl_alg, proto, kind, p, N, n, inst.gpu_arch)
+        steps = _scaled(gs, volume / (f * eff))
         opt = Option(algorithm, lat, steps, nvlink, overlap_us=floor, protocol=proto)
         net = max(
             (
@@ -508,12 +504,32 @@ def _nccl_option(
 _RING_VOLUME = ("all_reduce", "all_gather", "reduce_scatter")
 
 
-def launch_floor(opt: Option, launch_us: float) -> Option:
-    """``opt`` lasting at least ``launch_us``: time = max(launch, const + max(overlap, net)),
-    written as the pipelined floor overlap' = max(overlap, launch - const). The host issues the
-    next call while the GPUs run this one, so its issue time overlaps the collective rather
-    than adding to it (docs/collectives.md §7)."""
-    return replace(opt, overlap_us=max(opt.overlap_us, launch_us - opt.constant_us))
+def _nccl_nvlink_us(
+    inst: Instance, nccl_alg: str, kind: str, n: float, g: int, p: int, f: float
+) -> float:
+    """Time of the NVLink part of an NCCL algorithm at protocol factor ``f``: a ring's
+    busbw_factor(p) x n through every GPU's link (a flat ring over all p ranks), a tree's chain
+    up and down (2n), NVLS-tree's n (1 + 1/g) at the NVLS efficiency; 0 for one GPU."""
+    if g < 2:
+        return 0.0
+    if nccl_alg == "ring":
+        nbytes = n * (coll.busbw_factor(kind, p) if kind in _RING_VOLUME else 1.0)
+    elif nccl_alg == "tree":
+        nbytes = 2 * n
+    else:  # nvls_tree: NVLS inside the server, as one server's nvls
+        nbytes = n * (1 + 1 / g)
+        f *= inst.nvlink_sharp_efficiency or 1.0
+    return nbytes / f * inverse_rate_us_per_byte(inst.nvlink_rate_gbps)
+
+
+def launch_floor(opt: Option, extra_us: float, launch_us: float) -> Option:
+    """``opt`` with ``extra_us`` more latency, lasting at least ``launch_us``:
+    time = max(launch, extra + const + max(overlap, net)), written as const' = const + extra and
+    the pipelined floor overlap' = max(overlap, launch - const'). The host issues the next call
+    while the GPUs run this one, so its issue time overlaps the collective rather than adding
+    to it (docs/collectives.md §7)."""
+    const = opt.constant_us + extra_us
+    return replace(opt, constant_us=const, overlap_us=max(opt.overlap_us, launch_us - const))
 
 
 def collective_candidates(
@@ -599,9 +615,12 @@ def collective_candidates(
                 options.append(_parameter_server_option(inst, job, spec, groups, N, g, p, intra))
             cc = CollectiveCandidates(-1, spec, tuple(options), N, p)
     options = cc.options
-    launch = inst.constants.launch_overhead_us
-    if launch and library.pipelined(inst):  # no call is faster than the host issues them
-        options = tuple(o if o.algorithm == "none" else launch_floor(o, launch) for o in options)
+    extra, launch = inst.constants.collective_latency_us, inst.constants.launch_overhead_us
+    if (extra or launch) and library.pipelined(inst):
+        options = tuple(
+            o if o.algorithm == "none" else launch_floor(o, extra or 0.0, launch or 0.0)
+            for o in options
+        )
     return CollectiveCandidates(ji, cc.spec, options, cc.span_slots, cc.ranks)
 
 

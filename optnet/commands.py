@@ -239,13 +239,29 @@ def export_cmd(
     type=click.Path(dir_okay=False),
     help="Write the calibration report as JSON.",
 )
+@click.option(
+    "--nccl-algo",
+    help="The runs' NCCL_ALGO (e.g. ring), when it was set: a library nccl fit then prices "
+    "only those algorithms.",
+)
 @click.option("--force", is_flag=True, help="Overwrite existing output files.")
 @_handle_errors
 def calibrate(
-    files, link_types, collective, ranks, propagation_us, telemetry, instance, out, json_out, force
+    files,
+    link_types,
+    collective,
+    ranks,
+    propagation_us,
+    telemetry,
+    instance,
+    out,
+    json_out,
+    nccl_algo,
+    force,
 ) -> None:
-    """Fit alpha-beta link parameters to nccl-tests FILES; apply them and telemetry to an
-    instance."""
+    """Fit link parameters to nccl-tests FILES and apply them (and telemetry) to an instance:
+    alpha-beta per link type, or, for a library nccl instance, the parameters of the model solve
+    uses (docs/collectives.md §7)."""
 
     from optnet import calibrate as cal_mod
     from optnet.safeio import write_atomic
@@ -262,6 +278,7 @@ def calibrate(
         instance=instance,
         output=out,
         force=force,
+        nccl_algo=nccl_algo,
     )
     click.echo(cal_mod.text_report(cal), nl=False)
     if json_out:

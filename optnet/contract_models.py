@@ -286,8 +286,29 @@ class InstanceChange(_Closed):
     source: str
 
 
+class BandOut(_Closed):
+    table: str
+    band: str
+    points: Count
+    median_error_pct: Num
+    """busbw error, predicted / measured - 1, in %."""
+    worst_error_pct: Num
+    held_out: bool
+    """The band's rows were not fitted on (larger than 64 MiB)."""
+
+
+class ModelFitOut(_Closed):
+    """``library: nccl``: the fitted parameters of solve's own model (optnet.calibrate_model)."""
+
+    params: dict[str, Num]
+    bands: list[BandOut]
+
+
 class CalibrationReport(_Closed):
     """``optnet calibrate --json FILE``: the fits, their errors, telemetry and what changed."""
+
+    model_fit: ModelFitOut | None = None
+    """With a ``library: nccl`` instance: solve's model fitted instead of alpha-beta."""
 
     fits: list[FitOut]
     comparison: list[ComparisonRow]

@@ -469,8 +469,9 @@ def build_instance(
     ):  # older hashes stay
         if raw["topology"].get(key, 0) is None:
             del raw["topology"][key]
-    if raw["constants"].get("launch_overhead_us", 0) is None:  # older hashes stay
-        del raw["constants"]["launch_overhead_us"]
+    for key in ("collective_latency_us", "launch_overhead_us"):  # older hashes stay
+        if raw["constants"].get(key, 0) is None:
+            del raw["constants"][key]
     _drop_phase_defaults(raw)
     digest = hashlib.sha256(json.dumps(raw, sort_keys=True).encode()).hexdigest()
     instance = Instance(

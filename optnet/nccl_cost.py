@@ -71,6 +71,25 @@ NET_OVERHEAD_US = 1.0
 DEFAULT_NIC_EFFICIENCY = 0.94
 
 
+#: tuning.cc lines 620-627 ``treeCorrectionFactor``: the tree's bandwidth at 64 B x 2^i
+#: (i = log2(bytes / 64), 0..23) per protocol (LL, LL128, Simple), "trees are not perfectly
+#: sticking to the model for medium sizes"
+TREE_CORRECTION: tuple[tuple[float, ...], ...] = (
+    (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5,
+     .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0),  # LL
+    (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6,
+     .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0),  # LL128
+    (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5,
+     .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9),  # Simple
+)  # fmt: skip
+#: tuning.cc line 649: a multi-node Simple ring all-reduce's latency x 1.4 (x 1.9 before Ampere),
+#: "plateau effect of ring", once each channel carries 64 B per rank
+RING_PLATEAU = 1.4
+RING_PLATEAU_PRE_AMPERE = 1.9
+#: NCCL's channel count assumed for that threshold (MAXCHANNELS, src/include/device.h)
+MAX_CHANNELS = 32
+
+
 def protocols(nccl_algorithm: str) -> tuple[str, ...]:
     """Protocols NCCL's tuner considers for an algorithm (tuning.cc line 301: NVLS and NVLS-tree
     run Simple only; lines 338-339: CollNet only Simple)."""
@@ -104,6 +123,34 @@ def ll_max_busbw(protocol: str, nccl_algorithm: str, nodes: int, gpu_arch: str |
     if nodes == 1:
         return LL_MAX_BUSBW_ONE_NODE.get(gpu_arch or "", math.inf)
     return LL_MAX_BUSBW_TWO_NODES if nodes == 2 else LL_MAX_BUSBW_MORE_NODES
+
+
+def size_factor(
+    nccl_algorithm: str, protocol: str, kind: str, nbytes: float, gpu_arch: str | None
+) -> float:
+    """NCCL's size-dependent bandwidth correction (tuning.cc lines 639-646): the tree all-reduce
+    at 64 B .. 256 MiB, and NVLS-tree on Blackwell (x86 CPU assumed) at 64 B .. 512 MiB."""
+    i = _log2i(int(nbytes) >> 6) if nbytes >= 64 else -1
+    table = TREE_CORRECTION[_P[protocol]]
+    if kind != "all_reduce" or i < 0:
+        return 1.0
+    if nccl_algorithm == "tree" and i < 23:
+        return table[i]
+    if nccl_algorithm == "nvls_tree" and gpu_arch == "blackwell" and i < 24:
+        return table[i]
+    return 1.0
+
+
+def plateau(
+    nccl_algorithm: str, protocol: str, kind: str, ranks: int, nodes: int, nbytes: float,
+    gpu_arch: str | None,
+) -> float:  # fmt: skip
+    """NCCL's latency multiplier of a multi-node Simple ring all-reduce (tuning.cc line 649)."""
+    if (nccl_algorithm, protocol, kind) != ("ring", "simple", "all_reduce") or nodes < 2:
+        return 1.0
+    if nbytes / (MAX_CHANNELS * ranks) < 64:
+        return 1.0
+    return RING_PLATEAU_PRE_AMPERE if gpu_arch == "volta" else RING_PLATEAU
 
 
 def _log2i(n: int) -> int:

@@ -59,6 +59,9 @@ class Constants(Strict):
     """Insertion loss of a rack's (de)multiplexer; a lightpath passes two."""
     connector_loss_db: NonNegFloat = C.CONNECTOR_LOSS_DB
     """Loss per connector pair; a lightpath passes two (one per trunk end at the OCS)."""
+    collective_latency_us: NonNegFloat | None = None
+    """``library: nccl``: a fixed latency added to every collective call beyond NCCL's tuner
+    latencies (``optnet calibrate`` fits it; docs/collectives.md §7); omitted: 0."""
     launch_overhead_us: NonNegFloat | None = None
     """``library: nccl``: host-side time of issuing one collective call (kernel launches, NCCL's
     enqueue). Issue overlaps the previous call's run, so it is a floor on every collective's

@@ -14,7 +14,6 @@ import yaml
 
 from bench.fidelity import run as fidelity
 from optnet import nccl_cost as nc
-from optnet.nccl_tests import parse_nccl_tests
 
 TABLES = Path(__file__).resolve().parent.parent / "bench" / "fidelity" / "tables"
 
@@ -83,28 +82,69 @@ def test_environment_restricts_the_algorithms():
     assert fidelity.allowed_algorithms(None) is None
 
 
+BASE = """
+name: one-dgx
+library: nccl
+topology:
+  preset: dgx-h100
+  racks: {count: 1, servers_per_rack: 1, trunk_length_km: 0.05}
+  wavelengths_per_fibre: 4
+workload:
+  jobs:
+    - name: llm
+      gpus: 8
+      parallelism: {tp: 8}
+      compute_time_us: 1000
+      collectives:
+        - {name: tp_ar, kind: all_reduce, group: tp, message_bytes: 1.0e6}
+"""
+
+
 def test_calibrated_prediction_is_what_solve_predicts(tmp_path):
-    """calibrate fits the parameters of solve's own model: the calibrated instance, solved,
-    times every size exactly as the calibration predicted it."""
-    yml, meta = _table("single-h100-8gpu-allreduce-nvls-together")
-    assert fidelity.allowed_algorithms(meta["env"]) is None  # NCCL chose freely, as solve does
-    txt = yml.with_suffix(".txt")
-    rows = parse_nccl_tests(txt.read_text(), str(txt), kind="all_reduce", ranks=8).rows
-    rows = [r for r in rows if r.size > 0][::3]
-    params, _warnings = fidelity.fit(meta, rows, "nccl")
-    assert set(params) == {"nvlink_rate_gbps", "launch_overhead_us"}
-    sizes = [r.size for r in rows]
-    predicted = fidelity.predict(meta, sizes, "nccl", params)
-    path, out = tmp_path / "calibrated.yaml", tmp_path / "out.json"
-    path.write_text(fidelity.instance_yaml(meta, sizes, "nccl", params))
+    """optnet calibrate fits solve's own model under library nccl: the calibrated instance,
+    solved, times every size of the table exactly as calibrate predicted it."""
+    table = TABLES / "single-h100-8gpu-allreduce-nvls-together.txt"
+    base = tmp_path / "base.yaml"
+    base.write_text(BASE)
+    cal_yaml, cal_json = tmp_path / "cal.yaml", tmp_path / "cal.json"
+    optnet = [sys.executable, "-m", "optnet"]
     subprocess.run(
-        [sys.executable, "-m", "optnet", "solve", str(path), "-o", str(out), "-q"], check=True
-    )
-    got = {
-        c["name"]: (c["time_us"], c["algorithm"])
-        for c in json.loads(out.read_text())["collectives"]
-    }
-    for i, (t, _alg) in enumerate(predicted):
-        assert math.isclose(
-            got[f"s{i}"][0], t, rel_tol=1e-8, abs_tol=1e-3
-        )  # results: 6 decimals, (sizes[i], got[f"s{i}"], t, alg)
+        [*optnet, "calibrate", str(table), "--collective", "all_reduce", "--ranks", "8",
+         "--instance", str(base), "-o", str(cal_yaml), "--json", str(cal_json)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    report = json.loads(cal_json.read_text())
+    params = report["model_fit"]["params"]
+    assert set(params) == {"nvlink_rate_gbps", "collective_latency_us", "launch_overhead_us"}
+    assert any(b["held_out"] for b in report["model_fit"]["bands"])
+    rows = report["comparison"]
+    from optnet import calibrate_model as cm
+    from optnet.sweep import dump_yaml, instance_data
+
+    m = cm.Measured(
+        "all_reduce", 8, 1, tuple(r["size_bytes"] for r in rows),
+        tuple(r["measured_us"] for r in rows), "t",
+    )  # fmt: skip
+    point = tmp_path / "point.yaml"
+    point.write_text(dump_yaml(cm.measurement_data(instance_data(cal_yaml), m)))
+    out = tmp_path / "out.json"
+    subprocess.run([*optnet, "solve", str(point), "-o", str(out), "-q"], check=True)
+    got = [c["time_us"] for c in json.loads(out.read_text())["collectives"]]
+    want = [r["predicted_us"] for r in rows]
+    assert got == pytest.approx(want, rel=1e-8, abs=1e-3)  # results carry 6 decimals
+
+
+def test_calibrate_refuses_what_it_cannot_fit(tmp_path):
+    from optnet import calibrate as cal
+    from optnet.errors import InputError, OptnetError
+
+    base = tmp_path / "base.yaml"
+    base.write_text(BASE)
+    one = str(TABLES / "single-h100-8gpu-allreduce-ring-together.txt")
+    two = str(TABLES / "multi-h100-2node-ibndr-allreduce-ncclt309.txt")
+    with pytest.raises(InputError, match="one-node .NVLink. and several-node .network. tables"):
+        cal.calibrate([one, two], [], kind="all_reduce", instance=str(base), ranks=None)
+    with pytest.raises(OptnetError, match="no packet_fabric to model it"):
+        cal.calibrate([two], [], kind="all_reduce", ranks=16, instance=str(base))
+    with pytest.raises(InputError, match="--nccl-algo"):
+        cal.calibrate([one], [], kind="all_reduce", ranks=8, instance=str(base), nccl_algo="x")

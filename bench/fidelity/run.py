@@ -2,7 +2,7 @@
 
 For every table in ``bench/fidelity/tables/`` (``<id>.txt`` rows as published, ``<id>.yaml`` the
 provenance: hardware, network, NCCL version) this builds the instance that models the measured
-system *from the provenance alone* (:func:`instance_yaml`: the GPU's hardware preset, one server
+system *from the provenance alone* (:func:`base_data`: the GPU's hardware preset, one server
 per node, the network as a non-blocking packet fabric of ``nics_per_node x nic_rate_gbps`` per
 server), puts one job on all of it whose collectives are the table's sizes, and predicts each
 size with optnet's own evaluator (:func:`optnet.evaluate.evaluate`, no solve): every option the
@@ -21,15 +21,12 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
-from optnet.decisions import Decisions
-from optnet.evaluate import evaluate
-from optnet.instance import load_instance
+from optnet import calibrate_model as cm
 from optnet.nccl_tests import parse_nccl_tests
 
 TABLES = Path(__file__).resolve().parent / "tables"
@@ -44,32 +41,7 @@ PRESET = {
     "A800-SXM": "dgx-a100",
     "B200": "dgx-b200",
 }
-#: NCCL_ALGO names (src/graph/tuning.cc ncclAlgoStr, case-insensitive) -> optnet's algorithms
-NCCL_ALGO = {
-    "ring": {"ring", "nvlink_ring"},
-    "tree": {"double_binary_tree"},
-    "nvls": {"nvls"},
-    "nvlstree": {"nvls_tree"},
-    "collnet": {"in_network"},
-    "collnetchain": {"in_network"},
-}
-
-
-def allowed_algorithms(env: str | None) -> set[str] | None:
-    """Algorithms the table's NCCL could run, from its env (``NCCL_ALGO=...``,
-    ``NCCL_NVLS_ENABLE=0``); None: any."""
-    import re
-
-    if not env:
-        return None
-    allowed: set[str] | None = None
-    m = re.search(r"NCCL_ALGO=([A-Za-z,]+)", env)
-    if m:
-        allowed = set().union(*(NCCL_ALGO.get(a.lower(), set()) for a in m.group(1).split(",")))
-    if re.search(r"NCCL_NVLS_ENABLE=0", env):
-        every = set().union(*NCCL_ALGO.values()) | {"rabenseifner", "recursive_doubling"}
-        allowed = (allowed if allowed is not None else every) - {"nvls", "nvls_tree"}
-    return allowed
+allowed_algorithms = cm.allowed_algorithms
 
 
 def bus_factor(kind: str, n: int) -> float:
@@ -113,126 +85,36 @@ class Result:
     warnings: list[str] = field(default_factory=list)
 
 
-def instance_yaml(
-    meta: dict, sizes: list[int], library: str, params: dict | None = None
-) -> str | None:
-    """The optnet instance modelling the table's system, or None when optnet has no preset for
-    its GPU. Multi-node: a non-blocking leaf-spine packet fabric of nics x nic_rate per server
-    (all nodes under one leaf), rail traffic aggregated (docs/fidelity.md)."""
+def base_data(meta: dict) -> dict | None:
+    """The instance data modelling the table's system, or None when optnet has no preset for
+    its GPU: the preset, one server per node, and for several nodes a non-blocking leaf-spine
+    packet fabric of nics x nic_rate per server (all nodes under one leaf, rails aggregated)."""
     preset = PRESET.get(meta["gpu"])
     if preset is None:
         return None
-    nodes, g = meta["nodes"], meta["gpus_per_node"]
-    kind = meta["collective"]
     topo: dict = {
         "preset": preset,
-        "gpus_per_server": g,
-        "racks": {"count": 1, "servers_per_rack": nodes, "trunk_length_km": 0.05},
+        "gpus_per_server": meta["gpus_per_node"],
+        "racks": {"count": 1, "servers_per_rack": meta["nodes"], "trunk_length_km": 0.05},
         "wavelengths_per_fibre": 4,
     }
-    if nodes > 1:
-        topo["packet_fabric"] = {"rate_gbps": meta["nics_per_node"] * meta["nic_rate_gbps"]}
-    params = dict(params or {})
-    launch = params.pop("launch_overhead_us", None)
-    topo.update(params)
-    colls = [
-        {
-            "name": f"s{i}",
-            "kind": kind,
-            "group": "world",
-            "message_bytes": float(s),
-        }
-        for i, s in enumerate(sizes)
-    ]
-    doc = {
-        "name": meta["id"],
-        "library": library,
-        "topology": topo,
-        **({"constants": {"launch_overhead_us": launch}} if launch is not None else {}),
-        "workload": {
-            "jobs": [
-                {
-                    "name": "bench",
-                    "gpus": nodes * g,
-                    "parallelism": {"dp": nodes * g},
-                    "compute_time_us": 0,
-                    "collectives": colls,
-                }
-            ]
-        },
-    }
-    return yaml.safe_dump(doc, sort_keys=False)
-
-
-def predict(
-    meta: dict, sizes: list[int], library: str, params: dict | None = None
-) -> list[tuple[float, str]] | None:
-    """Predicted (time_us, option) per size: the fastest option of each collective, evaluated
-    with every node a server of one job and no lightpaths (the packet fabric carries it)."""
-    text = instance_yaml(meta, sizes, library, params)
-    if text is None:
-        return None
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / f"{meta['id']}.yaml"
-        path.write_text(text)
-        inst = load_instance(path)
-    from optnet.candidates import all_candidates
-
-    cands = all_candidates(inst)
-    allowed = allowed_algorithms(meta.get("env"))
-    placement = {0: tuple(range(meta["nodes"]))}
-    colls = cands[0].collectives
-    times: list[list[tuple[float, str]]] = [[] for _ in colls]
-    for k in range(max(len(cc.options) for cc in colls)):
-        algs = {
-            (0, ci): cc.options[min(k, len(cc.options) - 1)].algorithm
-            for ci, cc in enumerate(colls)
-        }
-        ev = evaluate(inst, Decisions(placement=placement, algorithms=algs), candidates=cands)
-        if ev.violations:
-            raise RuntimeError(f"{meta['id']}: {ev.violations[:3]}")
-        for ci, c in enumerate(ev.collectives):
-            if allowed is None or c["algorithm"] in allowed:
-                times[ci].append((c["time_us"], c["algorithm"]))
-    best = [min(t) for t in times]
-    return best
-
-
-FIT_MAX_BYTES = 64 * MIB
-
-
-def fit(meta: dict, rows: list, library: str) -> tuple[dict, list[str]]:
-    """Calibrate the model ``solve`` uses on the table's rows of at most 64 MiB: the network's
-    ``nic_efficiency`` (several nodes) or ``nvlink_rate_gbps`` (one node) on a grid, and for each
-    the ``constants.launch_overhead_us`` (a floor on every call's time) of least relative
-    squared error among 0 and the measured times. Returns the parameters and warnings (a
-    parameter the sizes cannot identify keeps its default)."""
-    fit_rows = [r for r in rows if r.size <= FIT_MAX_BYTES]
-    warnings = []
-    sizes = [r.size for r in fit_rows]
-    measured = [r.times_us[0] for r in fit_rows]
     if meta["nodes"] > 1:
-        knob, grid = "nic_efficiency", [round(0.30 + 0.01 * i, 2) for i in range(71)]
-    else:
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "x.yaml"
-            path.write_text(instance_yaml(meta, [1024], library) or "")
-            rate = load_instance(path).nvlink_rate_gbps
-        knob, grid = "nvlink_rate_gbps", [round(rate * (0.5 + 0.01 * i), 3) for i in range(101)]
-    if max(sizes, default=0) < MIB:
-        warnings.append(f"{knob}: no row of 1 MiB or more to fit on; kept the default")
-        grid = [None]
-    best: tuple[float, dict] | None = None
-    floors = [0.0, *sorted({round(m, 3) for m in measured})]
-    for value in grid:
-        params = {} if value is None else {knob: value}
-        pred = [t for t, _a in predict(meta, sizes, library, params) or []]
-        for launch in floors:  # the floor is common to every option: max(launch, t)
-            err = sum((max(launch, t) - m) ** 2 / m for m, t in zip(measured, pred))
-            if best is None or err < best[0] - 1e-15:
-                best = (err, {**params, "launch_overhead_us": launch})
-    assert best is not None
-    return best[1], warnings
+        topo["packet_fabric"] = {"rate_gbps": meta["nics_per_node"] * meta["nic_rate_gbps"]}
+    return {"name": meta["id"], "topology": topo}
+
+
+def measured(meta: dict, rows: list) -> cm.Measured:
+    """The table as the fit sees it: out-of-place times, the run's algorithms."""
+    allowed = allowed_algorithms(meta.get("env"))
+    return cm.Measured(
+        meta["collective"],
+        meta["nodes"] * meta["gpus_per_node"],
+        meta["nodes"],
+        tuple(r.size for r in rows),
+        tuple(r.times_us[0] for r in rows),
+        meta["id"],
+        frozenset(allowed) if allowed is not None else None,
+    )
 
 
 def run_table(yml: Path, library: str, calibrated: bool = False) -> Result:
@@ -245,14 +127,17 @@ def run_table(yml: Path, library: str, calibrated: bool = False) -> Result:
     if meta["collective"] == "send_recv":
         res.skipped = "send_recv tables: nccl-tests times one peer pair, not a job collective"
         return res
-    params = None
-    if calibrated and PRESET.get(meta["gpu"]):
-        params, res.warnings = fit(meta, rows, library)
-        res.params = params
-    got = predict(meta, [r.size for r in rows], library, params)
-    if got is None:
+    base = base_data(meta)
+    if base is None:
         res.skipped = f"no optnet preset for gpu {meta['gpu']!r}"
         return res
+    m = measured(meta, rows)
+    params = None
+    if calibrated:
+        fitted = cm.fit(base, [m])
+        params, res.warnings = fitted.params, fitted.warnings
+        res.params = params
+    got = cm.predict(base, m, params, library)
     for r, (t, alg) in zip(rows, got, strict=True):
         res.points.append(Point(r.size, r.times_us[0], t, alg))
     return res

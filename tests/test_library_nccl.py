@@ -217,9 +217,12 @@ def test_nccl_candidates_are_nccl_runnable_and_ideal_is_untouched(name):
                     o.algorithm, o.algorithm
                 )
                 N, p = cc.span_slots, cc.ranks
-                assert o.constant_us == nccl_cost.latency_us(
+                lat = nccl_cost.latency_us(
                     nc_alg, o.protocol, cc.spec.kind, p, N, inst.constants.message_overhead_us
                 )
+                n = cc.spec.message_bytes
+                plateau = nccl_cost.plateau(nc_alg, o.protocol, cc.spec.kind, p, N, n, None)
+                assert o.constant_us == pytest.approx(lat * plateau, rel=1e-12)
                 net = nominal_network(nccl_inst)
 
                 for proto in nccl_cost.protocols(nc_alg):

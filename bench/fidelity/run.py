@@ -234,6 +234,40 @@ def _print_table(results: list[Result]) -> None:
             )
 
 
+def _band_median(res: Result, band: str, ratio: bool = False) -> str:
+    lo, hi = next((lo, hi) for name, lo, hi in BANDS if name == band)
+    pts = [p for p in res.points if lo <= p.size <= hi]
+    if not pts:
+        return ""
+    if ratio:
+        return f"{statistics.median(p.predicted_us / p.measured_us for p in pts):.2f}"
+    return _pct(statistics.median(p.error for p in pts))
+
+
+def _print_per_table(by_label: dict[str, list[Result]]) -> None:
+    """Per table: median busbw error at >= 512 MiB and 1-64 MiB, median time ratio at
+    <= 64 KiB, for each model run (markdown, for docs/fidelity.md)."""
+    labels = list(by_label)
+    print("\n## per table (median per band; <=64KiB: predicted / measured time)\n")
+    head = " | ".join(f"{lab} {b}" for lab in labels for b in (">=512MiB", "1-64MiB", "<=64KiB"))
+    print(f"| table | healthy | {head} |")
+    print("|---|---|" + "---|" * (3 * len(labels)))
+    first = by_label[labels[0]]
+    for i, res in enumerate(first):
+        if res.skipped:
+            print(f"| {res.id} | skipped: {res.skipped} |" + " |" * (3 * len(labels)))
+            continue
+        cells = []
+        for lab in labels:
+            r = by_label[lab][i]
+            cells += [
+                _band_median(r, ">=512MiB"),
+                _band_median(r, "1-64MiB"),
+                _band_median(r, "<=64KiB", ratio=True),
+            ]
+        print(f"| {res.id} | {'yes' if res.meta['healthy'] else 'no'} | {' | '.join(cells)} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("ids", nargs="*", help="table ids (default: all)")
@@ -250,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         variants += [(lib, True) for lib in libs if lib == "nccl"]
     dump: dict = {}
     summaries = []
+    by_label: dict[str, list[Result]] = {}
     for lib, cal in variants:
         label = f"{lib}, {'calibrated' if cal else 'default'}"
         print(f"\n## library {label}\n")
@@ -261,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
             if not r.skipped
         }
         summaries += [(label, b) for b in summary(done)]
+        by_label[label] = done
     print("\n## summary over the healthy tables\n")
     print("targets: >=512MiB busbw within 10 % (median |error| <= 5 %), 1-64MiB within 25 %,")
     print("<=64KiB time within 1.5x; calibrated: fitted on the <= 64 MiB rows of each table\n")
@@ -274,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{b['points_within']}/{b['points']} | {100 * b['median_abs_error']:.1f} % | "
             f"{b['median_time_ratio']:.2f} |"
         )
+    _print_per_table(by_label)
     dump["summary"] = [{"model": label, **b} for label, b in summaries]
     if args.json:
         Path(args.json).write_text(json.dumps(dump, indent=1))

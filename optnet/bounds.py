@@ -70,13 +70,14 @@ def ideal_bound(inst: Instance, objective: str = "max-iteration") -> float:
     decision-independent NVLink/reduction part; iteration time as in docs/model.md §4."""
     from optnet.candidates import all_candidates
     from optnet.constants import inverse_rate_us_per_byte
+    from optnet.physics import server_packet_rate_gbps
 
     live = sum(1 for k in inst.transceiver_ocs if k >= 0 and inst.ocses[k].racks) or 1
     beta = inverse_rate_us_per_byte(live * inst.transceiver_rate_gbps)
     if inst.packet is not None:
-        beta = min(beta, inverse_rate_us_per_byte(inst.packet.rate_gbps))
+        beta = min(beta, inverse_rate_us_per_byte(server_packet_rate_gbps(inst)))
         if inst.packet.hybrid:  # a pair may stripe over both at once
-            rate = live * inst.transceiver_rate_gbps + inst.packet.rate_gbps
+            rate = live * inst.transceiver_rate_gbps + server_packet_rate_gbps(inst)
             beta = min(beta, inverse_rate_us_per_byte(rate))
     if inst.ws is not None:  # a pair may instead own every channel of the fabric
         from optnet.physics import ws_inverse_rate

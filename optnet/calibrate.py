@@ -327,7 +327,8 @@ def apply_link(
                 latency_us - floor,
             )
         if rate_gbps is not None:
-            put("topology.packet_fabric.rate_gbps", inst.packet.rate_gbps, rate_gbps)
+            nics = inst.packet.nics or 1  # the fit is the server's: each rail carries 1/nics
+            put("topology.packet_fabric.rate_gbps", inst.packet.rate_gbps, rate_gbps / nics)
     else:
         raise OptnetError(
             f"{source}: link type {link_type!r} has no instance fields; use one of "

@@ -271,7 +271,9 @@ def in_network_time_us(inst: Instance, server_bytes: float) -> float:
         + _reduction_hops(inst) * pf.hop_latency_us
         + 2 * max(r.trunk_delay_us for r in inst.racks)
     )
-    rate = pf.rate_gbps / pf.oversubscription
+    from optnet.physics import server_packet_rate_gbps
+
+    rate = server_packet_rate_gbps(inst) / pf.oversubscription
     if pf.reduction_rate_gbps is not None:
         rate = min(rate, pf.reduction_rate_gbps)
     return alpha + server_bytes * inverse_rate_us_per_byte(rate)
@@ -443,8 +445,9 @@ def nominal_network(inst: Instance) -> tuple[float, float]:
 
     live = sum(1 for k in inst.transceiver_ocs if k >= 0 and inst.ocses[k].racks)
     rate, alpha = live * inst.transceiver_rate_gbps, physics.lightpath_fixed_latency_us(inst)
-    if inst.packet is not None and (rate <= 0 or inst.packet.rate_gbps > rate):
-        rate, alpha = inst.packet.rate_gbps, physics.packet_fixed_latency_us(inst, 0, 0)
+    packet = physics.server_packet_rate_gbps(inst) if inst.packet is not None else 0.0
+    if packet > rate:
+        rate, alpha = packet, physics.packet_fixed_latency_us(inst, 0, 0)
     return alpha, inverse_rate_us_per_byte(max(rate, 1e-9))
 
 

@@ -469,6 +469,9 @@ def build_instance(
     ):  # older hashes stay
         if raw["topology"].get(key, 0) is None:
             del raw["topology"][key]
+    pf = raw["topology"].get("packet_fabric")
+    if isinstance(pf, dict) and pf.get("nics", 0) is None:  # older hashes stay
+        del pf["nics"]
     for key in ("collective_latency_us", "launch_overhead_us"):  # older hashes stay
         if raw["constants"].get(key, 0) is None:
             del raw["constants"][key]

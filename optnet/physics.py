@@ -122,12 +122,18 @@ def packet_latency_us(inst: Instance, rack_a: int, rack_b: int) -> float:
     )
 
 
+def server_packet_rate_gbps(inst: Instance) -> float:
+    """A server's rate into the packet fabric: its ``nics`` rails x ``rate_gbps`` each."""
+    assert inst.packet is not None
+    return inst.packet.rate_gbps * (inst.packet.nics or 1)
+
+
 def packet_rate_gbps(inst: Instance, rack_a: int, rack_b: int) -> float:
     """Rate a packet flow gets on its own: without a congestion model the NIC rate, divided by
     the oversubscription between racks (the worst-case fair share); with one, the NIC rate times
     the achievable utilisation (sharing of NICs and leaf uplinks is then modelled per step)."""
     assert inst.packet is not None
-    rate = inst.packet.rate_gbps
+    rate = server_packet_rate_gbps(inst)
     if inst.packet.congestion_control is not None:
         return rate * packet_utilisation(inst)
     if rack_a != rack_b:
@@ -143,7 +149,7 @@ def packet_inverse_rate(inst: Instance, rack_a: int, rack_b: int) -> float:
 def nic_inverse_rate(inst: Instance) -> float:
     """us per byte through one NIC direction under the congestion model: 1 / (U * rate)."""
     assert inst.packet is not None
-    return inverse_rate_us_per_byte(inst.packet.rate_gbps * packet_utilisation(inst))
+    return inverse_rate_us_per_byte(server_packet_rate_gbps(inst) * packet_utilisation(inst))
 
 
 def uplink_inverse_rate(inst: Instance, rack: int) -> float:
@@ -153,7 +159,7 @@ def uplink_inverse_rate(inst: Instance, rack: int) -> float:
     assert pf is not None
     n = max(1, len(inst.racks[rack].servers))
     return inverse_rate_us_per_byte(
-        n * pf.rate_gbps / pf.oversubscription * packet_utilisation(inst)
+        n * server_packet_rate_gbps(inst) / pf.oversubscription * packet_utilisation(inst)
     )
 
 

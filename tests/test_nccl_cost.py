@@ -148,3 +148,32 @@ def test_calibrate_refuses_what_it_cannot_fit(tmp_path):
         cal.calibrate([two], [], kind="all_reduce", ranks=16, instance=str(base))
     with pytest.raises(InputError, match="--nccl-algo"):
         cal.calibrate([one], [], kind="all_reduce", ranks=8, instance=str(base), nccl_algo="x")
+
+
+def test_rails_are_the_servers_nics_in_parallel(tmp_path):
+    """packet_fabric.nics rails of rate r price as one server link of nics x r (NCCL stripes its
+    channels over every rail), and an instance without the field keeps its input hash."""
+    from optnet import calibrate_model as cm
+    from optnet.instance import load_instance
+
+    yml, meta = _table("multi-h100-4node-ibndr-allreduce-ncclt309")
+    base = fidelity.base_data(meta)
+    assert base["topology"]["packet_fabric"] == {"rate_gbps": 400, "nics": 8}
+    m = cm.Measured("all_reduce", 32, 4, (2**20, 2**30), (1.0, 1.0), "t")
+    one = {**base, "topology": {**base["topology"], "packet_fabric": {"rate_gbps": 3200}}}
+    assert cm.predict(base, m) == cm.predict(one, m)
+    hybrid = Path(__file__).resolve().parent.parent / "instances" / "hybrid.yaml"
+    text = hybrid.read_text()
+    assert "nics" not in text
+    with_one = tmp_path / "hybrid.yaml"
+    with_one.write_text(
+        text.replace(
+            "rate_gbps: 100\n    oversubscription",
+            "rate_gbps: 100\n    nics: 1\n    oversubscription",
+        )
+    )
+    assert "nics: 1" in with_one.read_text()
+    a, b = load_instance(hybrid), load_instance(with_one)
+    assert a.input_hash != b.input_hash  # a stated field is part of the input
+    # hybrid.yaml's hash from before the field existed (commit 6c11967)
+    assert a.input_hash == "3d3fa7bc53001872b16167f5a1108989cf32c5a2794fef51c33ad138f6002e45"

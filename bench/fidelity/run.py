@@ -88,7 +88,8 @@ class Result:
 def base_data(meta: dict) -> dict | None:
     """The instance data modelling the table's system, or None when optnet has no preset for
     its GPU: the preset, one server per node, and for several nodes a non-blocking leaf-spine
-    packet fabric of nics x nic_rate per server (all nodes under one leaf, rails aggregated)."""
+    packet fabric of the table's NICs per server (``nics`` rails of ``nic_rate_gbps``; all
+    nodes under one leaf)."""
     preset = PRESET.get(meta["gpu"])
     if preset is None:
         return None
@@ -99,7 +100,7 @@ def base_data(meta: dict) -> dict | None:
         "wavelengths_per_fibre": 4,
     }
     if meta["nodes"] > 1:
-        topo["packet_fabric"] = {"rate_gbps": meta["nics_per_node"] * meta["nic_rate_gbps"]}
+        topo["packet_fabric"] = {"rate_gbps": meta["nic_rate_gbps"], "nics": meta["nics_per_node"]}
     return {"name": meta["id"], "topology": topo}
 
 

@@ -129,6 +129,7 @@ def generate(size: str, density: str, seed: int = 0) -> dict:
     ]
     return {
         "name": f"{size}-{density}",
+        "library": "ideal",  # synthetic instances: the what-if profile the scale table measures
         "topology": {
             "gpus_per_server": 8,
             "transceivers": {

@@ -559,8 +559,9 @@ def collective_candidates(
                 const = nv + _intra_gamma_us(inst, spec.kind, p, n)
                 options = [Option("nvlink_ring", const, (), nv)]
             if library.nvls_available(inst, spec.kind, g):
-                t = nvls_time_us(inst, g, n)
-                options.append(Option("nvls", t, (), t, protocol="simple"))
+                nv = nvls_time_us(inst, g, n) - library.NVLS_LATENCY_US
+                lat = library.NVLS_LATENCY_US
+                options.append(Option("nvls", lat, (), nv, overlap_us=nv, protocol="simple"))
             cc = CollectiveCandidates(-1, spec, tuple(options), N, p)
         else:
             algs = coll.algorithms_for(spec.kind, N)

@@ -1,8 +1,9 @@
 """Communication-library profiles: which of optnet's collective algorithms a library runs.
 
-``library: ideal`` (the default) offers every algorithm optnet has a schedule for: a plan may
-then need a custom collective library to deploy. ``library: nccl`` restricts each collective's
-candidates to the algorithms NVIDIA NCCL implements (docs/collectives.md, "Library profiles").
+``library: nccl`` (the default) restricts each collective's candidates to the algorithms NVIDIA
+NCCL implements, priced as NCCL runs them (``optnet.nccl_cost``). ``library: ideal`` offers every
+algorithm optnet has a schedule for, for what-if studies: a plan may then need a custom
+collective library to deploy (docs/collectives.md §7).
 
 NCCL's collective algorithms are ring, tree (double binary tree), CollNet direct/chain, NVLS,
 NVLS-tree and PAT, each with the LL, LL128 or Simple protocol; which (algorithm, protocol) pairs
@@ -29,7 +30,9 @@ if TYPE_CHECKING:
 
 Library = Literal["ideal", "nccl"]
 LIBRARIES: tuple[str, ...] = ("ideal", "nccl")
-DEFAULT_LIBRARY = "ideal"
+DEFAULT_LIBRARY = "nccl"
+#: What a results file without ``instance.library`` (schema < 1.1) was solved with.
+LEGACY_RESULTS_LIBRARY = "ideal"
 
 #: NCCL's protocols (src/include/nccl_common.h NCCL_PROTO_LL, NCCL_PROTO_LL128, NCCL_PROTO_SIMPLE)
 ALL_PROTOCOLS: tuple[str, ...] = ("ll", "ll128", "simple")
@@ -255,7 +258,7 @@ def deploy_note(results: dict) -> str | None:
     every chosen algorithm NCCL cannot run (None: ideal and everything NCCL-runnable, so the
     report stays as it was)."""
     inst = results.get("instance")
-    library = inst.get("library", DEFAULT_LIBRARY) if isinstance(inst, dict) else None
+    library = inst.get("library", LEGACY_RESULTS_LIBRARY) if isinstance(inst, dict) else None
     try:
         offenders = not_runnable(results)
     except (KeyError, TypeError, AttributeError):  # a hand-edited results file: say nothing

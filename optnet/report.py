@@ -325,13 +325,17 @@ def report_model(r: dict[str, Any]) -> Report:
             )
         )
     rows = []
-    for c in r.get("collectives", []):
+    colls = r.get("collectives", [])
+    nccl = any((c.get("breakdown_us") or {}).get("library_latency") is not None for c in colls)
+    for c in colls:
         bd = c.get("breakdown_us") or {}
         rows.append(
             [
                 c.get("job"), c.get("name"), c.get("kind"), c.get("group"), c.get("ranks"),
                 c.get("servers"), _whole(c.get("bytes")), c.get("count"), c.get("algorithm"),
+                *([c.get("protocol")] if nccl else []),
                 c.get("time_us"), c.get("algbw_gbytes_per_s"), c.get("busbw_gbytes_per_s"),
+                *([bd.get("library_latency")] if nccl else []),
                 bd.get("fixed_latency"), bd.get("propagation"), bd.get("serialisation"),
                 bd.get("reconfiguration"), bd.get("intra_server"),
             ]
@@ -341,11 +345,13 @@ def report_model(r: dict[str, Any]) -> Report:
             "collectives",
             "Collectives",
             ["job", "collective", "kind", "group", "ranks", "servers", "bytes", "count",
-             "algorithm", "time us", "algbw GB/s", "busbw GB/s", "fixed us", "prop us",
+             "algorithm", *(["protocol"] if nccl else []), "time us", "algbw GB/s",
+             "busbw GB/s", *(["nccl lat us"] if nccl else []), "fixed us", "prop us",
              "serial us", "reconf us", "intra us"],
             rows,
             "time = one call, split into fixed latency, propagation, serialisation, "
-            "reconfiguration and intra-server (NVLink) parts; algbw = bytes / time; "
+            "reconfiguration and intra-server (NVLink) parts (library nccl: plus NCCL's latency "
+            "of the algorithm and protocol, nccl lat); algbw = bytes / time; "
             "busbw = algbw x the nccl-tests bus factor (all_reduce 2(p-1)/p; all_gather, "
             "reduce_scatter, all_to_all (p-1)/p; broadcast, reduce, send_recv 1; p = ranks), "
             "comparable with nccl-tests' busbw.",

@@ -143,6 +143,9 @@ class Breakdown(_Closed):
     reconfiguration: Num
     intra_server: Num
     reduction: Num
+    library_latency: Num = None
+    """``library: nccl``: NCCL's latency of the option's algorithm and protocol (schema 1.2);
+    its reduction is fused (``reduction`` 0)."""
 
 
 class CollectiveOut(_Closed):

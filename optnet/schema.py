@@ -468,7 +468,8 @@ class InstanceFile(Strict):
     failures: list[Annotated[str, Field(min_length=1, max_length=300)]] = []
     """Failed elements for a what-if solve, KIND:ELEMENT (docs/failures.md), e.g. ocs:ocs1,
     fibre:ra->ocs0, server:ra-s2, transceiver:ra-s0/1, sync:ws."""
-    library: Literal["ideal", "nccl"] = "ideal"
-    """Communication library the jobs run (docs/collectives.md, Library profiles): ideal offers
-    every algorithm optnet models (a plan may need a custom library to deploy); nccl only the
-    algorithms NVIDIA NCCL implements. ``optnet solve --library`` overrides it."""
+    library: Literal["ideal", "nccl"] = "nccl"
+    """Communication library the jobs run (docs/collectives.md §7): nccl (the default) only the
+    algorithms and protocols NVIDIA NCCL implements, priced as NCCL runs them; ideal every
+    algorithm optnet models, for what-if studies (a plan may need a custom library to deploy).
+    ``optnet solve --library`` overrides it."""

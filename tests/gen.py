@@ -265,7 +265,9 @@ def ps_instance(seed: int, ws: bool = False) -> Instance:
             fabric = _ws_fabric(wsr, len(cluster.racks))
             cluster = cluster.model_copy(update={"wavelength_switched": fabric})
             cluster = schema.Cluster.model_validate(cluster.model_dump())
-        inst_file = schema.InstanceFile(name=f"{tag}-{seed}", topology=cluster, workload=workload)
+        inst_file = schema.InstanceFile(
+            library="ideal", name=f"{tag}-{seed}", topology=cluster, workload=workload
+        )
         inst = build_instance(inst_file, cluster, workload, default_name=f"ps{seed}")
         all_candidates(inst)
         if enumeration_size(inst) <= MAX_ENUMERATION:
@@ -296,7 +298,9 @@ def tiny_instance(seed: int, tunable: bool = False, ws: bool = False) -> Instanc
             trx = cluster.transceivers.model_copy(update={"wavelengths": subset})
             cluster = cluster.model_copy(update={"transceivers": trx, "wavelengths_per_fibre": W})
             cluster = schema.Cluster.model_validate(cluster.model_dump())
-        inst_file = schema.InstanceFile(name=f"{tag}-{seed}", topology=cluster, workload=workload)
+        inst_file = schema.InstanceFile(
+            library="ideal", name=f"{tag}-{seed}", topology=cluster, workload=workload
+        )
         inst = build_instance(inst_file, cluster, workload, default_name=f"seed{seed}")
         all_candidates(inst)  # layouts are even by construction: this must not raise
         if enumeration_size(inst) <= MAX_ENUMERATION:
@@ -374,7 +378,9 @@ def tiny_fabric_instance(seed: int) -> Instance:
             jobs[0] = jobs[0].model_copy(update={"collectives": [], "traffic_bytes": matrix})
         workload = schema.Workload.model_validate(schema.Workload(jobs=jobs).model_dump())
         cluster = schema.Cluster.model_validate(cluster.model_dump())
-        inst_file = schema.InstanceFile(name=f"{tag}-f{seed}", topology=cluster, workload=workload)
+        inst_file = schema.InstanceFile(
+            library="ideal", name=f"{tag}-f{seed}", topology=cluster, workload=workload
+        )
         inst = build_instance(inst_file, cluster, workload, default_name=f"fabric{seed}")
         all_candidates(inst)
         if enumeration_size(inst) <= MAX_FABRIC_ENUMERATION:
@@ -515,7 +521,7 @@ def phased_instance(seed: int) -> Instance:
             schema.Workload(jobs=jobs, phases=["p0", "p1"]).model_dump()
         )
         inst_file = schema.InstanceFile(
-            name=f"ph-{tag}-{seed}", topology=cluster, workload=workload
+            library="ideal", name=f"ph-{tag}-{seed}", topology=cluster, workload=workload
         )
         inst = build_instance(inst_file, cluster, workload, default_name=f"phased{seed}")
         all_candidates(inst)
@@ -607,7 +613,9 @@ def relay_instance(seed: int) -> Instance:
     rng = random.Random(f"relay-{seed}")
     for _attempt in range(1000):
         cluster, workload, tag = _draw_relay(rng)
-        inst_file = schema.InstanceFile(name=f"{tag}-{seed}", topology=cluster, workload=workload)
+        inst_file = schema.InstanceFile(
+            library="ideal", name=f"{tag}-{seed}", topology=cluster, workload=workload
+        )
         inst = build_instance(inst_file, cluster, workload, default_name=f"relay{seed}")
         all_candidates(inst)
         if enumeration_size(inst) <= MAX_RELAY_ENUMERATION:

@@ -413,6 +413,7 @@ def test_power_of_two_servers_with_odd_ranks_per_server_solve(tmp_path):
 
     inst = {
         "name": "odd-ranks",
+        "library": "ideal",  # Rabenseifner: not an NCCL algorithm
         "topology": {
             "gpus_per_server": 9,
             "transceivers": {"attach": ["ocs0"], "rate_gbps": 100},

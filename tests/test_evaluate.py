@@ -268,6 +268,7 @@ def _link_instance() -> Instance:
         ]
     )
     inst_file = schema.InstanceFile(
+        library="ideal",
         constants=schema.Constants(
             message_overhead_us=1.5, fec_latency_us=0.2, ocs_latency_us=0.05
         ),

@@ -145,7 +145,7 @@ def _one_server_instance(kind: str) -> Instance:
             )
         ]
     )
-    inst_file = schema.InstanceFile(topology=cluster, workload=workload)
+    inst_file = schema.InstanceFile(library="ideal", topology=cluster, workload=workload)
     return build_instance(inst_file, cluster, workload)
 
 
@@ -191,7 +191,7 @@ def _two_server_instance(W: int, wavelengths: list[int] | None, racks: int = 2) 
             )
         ]
     )
-    inst_file = schema.InstanceFile(topology=cluster, workload=workload)
+    inst_file = schema.InstanceFile(library="ideal", topology=cluster, workload=workload)
     return build_instance(inst_file, cluster, workload)
 
 

@@ -58,7 +58,7 @@ def _instance(racks: int = 2, per_rack: int = 2, packet: dict | None = None, job
             )
         ]
     )
-    f = schema.InstanceFile(topology=cluster, workload=workload)
+    f = schema.InstanceFile(library="ideal", topology=cluster, workload=workload)
     return build_instance(f, cluster, workload)
 
 

@@ -178,9 +178,10 @@ def test_the_issue_case_blames_the_change_budget_with_its_minimum(tmp_path):
     transceivers ("job llm cannot run even alone"); the change budget binds, and the minimum it
     names is exact: that many changes fit, one fewer does not."""
     old = tmp_path / "old.json"
-    r = CliRunner().invoke(main, ["solve", str(REALISTIC), "-o", str(old), "-q"])
+    ideal = ["--library", "ideal"]  # the case as reported, before nccl was the default
+    r = CliRunner().invoke(main, ["solve", str(REALISTIC), "-o", str(old), "-q", *ideal])
     assert r.exit_code == 0, r.output
-    args = [str(REALISTIC), "--from", str(old), "--fail", "ocs:ocs2"]
+    args = [str(REALISTIC), "--from", str(old), "--fail", "ocs:ocs2", *ideal]
     out = _solve(*args, "--max-changes", "4")
     assert "transceivers" not in out and "alone" not in out
     assert "the change budget --max-changes 4 and the failure ocs:ocs2 together" in out

@@ -101,7 +101,9 @@ def _ps_job(gpus: int, tp: int, K: int, nbytes: float, **kw) -> schema.Job:
 
 def _build(cluster: schema.Cluster, *jobs: schema.Job) -> Instance:
     wl = schema.Workload(jobs=list(jobs))
-    return build_instance(schema.InstanceFile(topology=cluster, workload=wl), cluster, wl)
+    return build_instance(
+        schema.InstanceFile(library="ideal", topology=cluster, workload=wl), cluster, wl
+    )
 
 
 def _solve_exact(inst: Instance, **kw):

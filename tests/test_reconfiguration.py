@@ -269,8 +269,8 @@ def test_single_phase_is_the_model_without_phases():
             for j in wl["jobs"]
         ]
         workload = schema.Workload.model_validate({**wl, "jobs": jobs, "phases": ["only"]})
-        one = build_instance(schema.InstanceFile(topology=cluster, workload=workload), cluster,
-                             workload)  # fmt: skip
+        one_file = schema.InstanceFile(library="ideal", topology=cluster, workload=workload)
+        one = build_instance(one_file, cluster, workload)
         assert one.phases == () and one.n_phases == 1
         a = solve_instance(inst, SolveOptions(mip_gap=1e-9))
         b = solve_instance(one, SolveOptions(mip_gap=1e-9))

@@ -61,7 +61,7 @@ def _three(relay: float | None = 1.0, packet=None, job: schema.Job | None = None
         ],
     )
     workload = schema.Workload(jobs=[job])
-    f = schema.InstanceFile(topology=cluster, workload=workload)
+    f = schema.InstanceFile(library="ideal", topology=cluster, workload=workload)
     return build_instance(f, cluster, workload)
 
 

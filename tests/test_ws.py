@@ -66,7 +66,7 @@ def _inst(ws: dict | None = None, racks=None, packet=None, jobs=None, attach=("o
     ]
     workload = schema.Workload(jobs=jobs)
     return build_instance(
-        schema.InstanceFile(topology=cluster, workload=workload), cluster, workload
+        schema.InstanceFile(library="ideal", topology=cluster, workload=workload), cluster, workload
     )
 
 

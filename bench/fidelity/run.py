@@ -27,11 +27,11 @@ from pathlib import Path
 import yaml
 
 from optnet import calibrate_model as cm
+from optnet.collectives import busbw_factor
 from optnet.nccl_tests import parse_nccl_tests
 
 TABLES = Path(__file__).resolve().parent / "tables"
-KIB, MIB = 1024, 1024 * 1024
-BANDS = (("<=64KiB", 0, 64 * KIB), ("1-64MiB", MIB, 64 * MIB), (">=512MiB", 512 * MIB, 1 << 62))
+BANDS = cm.BANDS
 #: gpu field of a table -> optnet topology preset (docs/hardware.md)
 PRESET = {
     "H100-SXM": "dgx-h100",
@@ -42,22 +42,6 @@ PRESET = {
     "B200": "dgx-b200",
 }
 allowed_algorithms = cm.allowed_algorithms
-
-
-def bus_factor(kind: str, n: int) -> float:
-    """nccl-tests' busbw / algbw (doc/PERFORMANCE.md)."""
-    if kind == "all_reduce":
-        return 2 * (n - 1) / n
-    if kind in ("all_gather", "reduce_scatter", "all_to_all"):
-        return (n - 1) / n
-    return 1.0
-
-
-def band_of(size: int) -> str | None:
-    for name, lo, hi in BANDS:
-        if lo <= size <= hi:
-            return name
-    return None
 
 
 @dataclass
@@ -150,7 +134,7 @@ def _pct(x: float) -> str:
 
 def band_rows(res: Result) -> list[dict]:
     out = []
-    f = bus_factor(res.meta["collective"], res.meta["nodes"] * res.meta["gpus_per_node"])
+    f = busbw_factor(res.meta["collective"], res.meta["nodes"] * res.meta["gpus_per_node"])
     for name, lo, hi in BANDS:
         pts = [p for p in res.points if lo <= p.size <= hi]
         if not pts:

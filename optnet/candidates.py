@@ -592,8 +592,16 @@ def collective_candidates(
             options = []
             if in_network_available(inst, spec):
                 D = max(_server_bytes(spec.kind, n, g, c, p, N) for _s, _g, c in groups)
-                net = in_network_time_us(inst, D)
-                gamma = _gamma_us(inst, spec.kind, "ring", p, n)
+                if library.pipelined(inst):  # NCCL's CollNet: the NIC's share, reduction fused
+                    from optnet.nccl_cost import DEFAULT_NIC_EFFICIENCY
+
+                    net = in_network_time_us(
+                        inst, D / (inst.nic_efficiency or DEFAULT_NIC_EFFICIENCY)
+                    )
+                    gamma = 0.0
+                else:
+                    net = in_network_time_us(inst, D)
+                    gamma = _gamma_us(inst, spec.kind, "ring", p, n)
                 options.append(Option("in_network", intra + net + gamma, (), intra))
             for a in algs:
                 tree = a == "nvls_tree" or (a == "double_binary_tree" and library.pipelined(inst))
@@ -619,6 +627,13 @@ def collective_candidates(
                 options.append(_parameter_server_option(inst, job, spec, groups, N, g, p, intra))
             cc = CollectiveCandidates(-1, spec, tuple(options), N, p)
     options = cc.options
+    if library.pipelined(inst):  # the NIC delivers its share to point-to-point bytes too
+        from optnet import nccl_cost as nc
+
+        w = 1.0 / (inst.nic_efficiency or nc.DEFAULT_NIC_EFFICIENCY)
+        options = tuple(
+            o if o.protocol else replace(o, groups=_scaled(o.groups, w)) for o in options
+        )
     extra, launch = inst.constants.collective_latency_us, inst.constants.launch_overhead_us
     if (extra or launch) and library.pipelined(inst):
         options = tuple(

@@ -72,7 +72,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.report_scale
 
 ## fidelity: predicted vs measured busbw on every published nccl-tests table in
-## bench/fidelity/tables (ideal and nccl profiles, default and calibrated; ~10 s)
+## bench/fidelity/tables (ideal and nccl profiles, default and calibrated; ~30 s)
 fidelity: $(STAMP)
 	$(BIN)/python -m bench.fidelity.run
 

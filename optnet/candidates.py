@@ -627,13 +627,11 @@ def collective_candidates(
                 options.append(_parameter_server_option(inst, job, spec, groups, N, g, p, intra))
             cc = CollectiveCandidates(-1, spec, tuple(options), N, p)
     options = cc.options
-    if library.pipelined(inst):  # the NIC delivers its share to point-to-point bytes too
-        from optnet import nccl_cost as nc
+    if library.pipelined(inst) and cc.spec.kind in ("all_to_all", "send_recv"):
+        from optnet import nccl_cost as nc  # the NIC delivers its share to p2p bytes too
 
         w = 1.0 / (inst.nic_efficiency or nc.DEFAULT_NIC_EFFICIENCY)
-        options = tuple(
-            o if o.protocol else replace(o, groups=_scaled(o.groups, w)) for o in options
-        )
+        options = tuple(replace(o, groups=_scaled(o.groups, w)) for o in options)
     extra, launch = inst.constants.collective_latency_us, inst.constants.launch_overhead_us
     if (extra or launch) and library.pipelined(inst):
         options = tuple(

@@ -72,7 +72,7 @@ def ideal_bound(inst: Instance, objective: str = "max-iteration") -> float:
     from optnet.constants import inverse_rate_us_per_byte
     from optnet.physics import server_packet_rate_gbps
 
-    live = sum(1 for k in inst.transceiver_ocs if k >= 0 and inst.ocses[k].racks) or 1
+    live = inst.live_transceivers or 1
     beta = inverse_rate_us_per_byte(live * inst.transceiver_rate_gbps)
     if inst.packet is not None:
         beta = min(beta, inverse_rate_us_per_byte(server_packet_rate_gbps(inst)))

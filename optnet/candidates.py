@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 from optnet import collectives as coll
 from optnet import library
+from optnet import nccl_cost as nc
 from optnet.constants import inverse_rate_us_per_byte
 from optnet.errors import InputError, Problem
 from optnet.instance import CollectiveSpec, Instance, JobSpec
@@ -202,8 +203,13 @@ def nvls_time_us(inst: Instance, g: int, nbytes: float) -> float:
 
     with e ``nvlink_sharp_efficiency`` (NCCL's nvlsEfficiency) and lat_NVLS NCCL's NVLink
     latency of NVLS/Simple (src/graph/tuning.cc hwLatencies)."""
+    return library.NVLS_LATENCY_US + nvls_nvlink_us(inst, g, nbytes)
+
+
+def nvls_nvlink_us(inst: Instance, g: int, nbytes: float) -> float:
+    """The NVLink part of NVLS, ``n (1 + 1/g) / (e B_nvlink)`` (:func:`nvls_time_us`)."""
     rate = inst.nvlink_rate_gbps * (inst.nvlink_sharp_efficiency or 0.0)
-    return library.NVLS_LATENCY_US + nbytes * (1 + 1 / g) * inverse_rate_us_per_byte(rate)
+    return nbytes * (1 + 1 / g) * inverse_rate_us_per_byte(rate)
 
 
 def _gamma_us(
@@ -443,8 +449,8 @@ def nominal_network(inst: Instance) -> tuple[float, float]:
     faster. Chooses the protocol (``_nccl_option``), never prices a plan."""
     from optnet import physics
 
-    live = sum(1 for k in inst.transceiver_ocs if k >= 0 and inst.ocses[k].racks)
-    rate, alpha = live * inst.transceiver_rate_gbps, physics.lightpath_fixed_latency_us(inst)
+    rate = inst.live_transceivers * inst.transceiver_rate_gbps
+    alpha = physics.lightpath_fixed_latency_us(inst)
     packet = physics.server_packet_rate_gbps(inst) if inst.packet is not None else 0.0
     if packet > rate:
         rate, alpha = packet, physics.packet_fixed_latency_us(inst, 0, 0)
@@ -471,11 +477,9 @@ def _nccl_option(
     NCCL's bus-bandwidth cap of LL, w_P = flat-ring volume / (f_P x NIC efficiency). The
     protocol is the one of least t_P at the nominal network (``nominal_network``): NCCL's own
     choice, independent of the plan. ``only``: these protocols (tests)."""
-    from optnet import nccl_cost as nc
-
     kind, n = spec.kind, spec.message_bytes
     nccl_alg = {"nvlink_ring": "ring", "double_binary_tree": "tree"}.get(algorithm, algorithm)
-    eff = inst.nic_efficiency or nc.DEFAULT_NIC_EFFICIENCY
+    eff = nc.nic_efficiency(inst.nic_efficiency)
     volume = nc.flat_ring_volume(kind, p, N) if nccl_alg == "ring" else 1.0
     alpha, beta = nominal_network(inst)
     best: tuple[float, Option] | None = None
@@ -515,13 +519,12 @@ def _nccl_nvlink_us(
     up and down (2n), NVLS-tree's n (1 + 1/g) at the NVLS efficiency; 0 for one GPU."""
     if g < 2:
         return 0.0
-    if nccl_alg == "ring":
-        nbytes = n * (coll.busbw_factor(kind, p) if kind in _RING_VOLUME else 1.0)
-    elif nccl_alg == "tree":
+    if nccl_alg == "nvls_tree":  # NVLS inside the server, as one server's nvls
+        return nvls_nvlink_us(inst, g, n) / f
+    if nccl_alg == "tree":
         nbytes = 2 * n
-    else:  # nvls_tree: NVLS inside the server, as one server's nvls
-        nbytes = n * (1 + 1 / g)
-        f *= inst.nvlink_sharp_efficiency or 1.0
+    else:  # ring
+        nbytes = n * (coll.busbw_factor(kind, p) if kind in _RING_VOLUME else 1.0)
     return nbytes / f * inverse_rate_us_per_byte(inst.nvlink_rate_gbps)
 
 
@@ -559,8 +562,7 @@ def collective_candidates(
                 const = nv + _intra_gamma_us(inst, spec.kind, p, n)
                 options = [Option("nvlink_ring", const, (), nv)]
             if library.nvls_available(inst, spec.kind, g):
-                nv = nvls_time_us(inst, g, n) - library.NVLS_LATENCY_US
-                lat = library.NVLS_LATENCY_US
+                nv, lat = nvls_nvlink_us(inst, g, n), library.NVLS_LATENCY_US
                 options.append(Option("nvls", lat, (), nv, overlap_us=nv, protocol="simple"))
             cc = CollectiveCandidates(-1, spec, tuple(options), N, p)
         else:
@@ -593,11 +595,7 @@ def collective_candidates(
             if in_network_available(inst, spec):
                 D = max(_server_bytes(spec.kind, n, g, c, p, N) for _s, _g, c in groups)
                 if library.pipelined(inst):  # NCCL's CollNet: the NIC's share, reduction fused
-                    from optnet.nccl_cost import DEFAULT_NIC_EFFICIENCY
-
-                    net = in_network_time_us(
-                        inst, D / (inst.nic_efficiency or DEFAULT_NIC_EFFICIENCY)
-                    )
+                    net = in_network_time_us(inst, D / nc.nic_efficiency(inst.nic_efficiency))
                     gamma = 0.0
                 else:
                     net = in_network_time_us(inst, D)
@@ -628,9 +626,8 @@ def collective_candidates(
             cc = CollectiveCandidates(-1, spec, tuple(options), N, p)
     options = cc.options
     if library.pipelined(inst) and cc.spec.kind in ("all_to_all", "send_recv"):
-        from optnet import nccl_cost as nc  # the NIC delivers its share to p2p bytes too
-
-        w = 1.0 / (inst.nic_efficiency or nc.DEFAULT_NIC_EFFICIENCY)
+        # the NIC delivers its share to point-to-point bytes too
+        w = 1.0 / nc.nic_efficiency(inst.nic_efficiency)
         options = tuple(replace(o, groups=_scaled(o.groups, w)) for o in options)
     extra, launch = inst.constants.collective_latency_us, inst.constants.launch_overhead_us
     if (extra or launch) and library.pipelined(inst):

@@ -228,6 +228,11 @@ class Instance:
         return tuple(w for w in grid if w in set(self.transceiver_wavelengths))
 
     @property
+    def live_transceivers(self) -> int:
+        """Transceivers of one server attached to an OCS that reaches some rack."""
+        return sum(1 for k in self.transceiver_ocs if k >= 0 and self.ocses[k].racks)
+
+    @property
     def transceivers_per_ocs(self) -> tuple[int, ...]:
         """T_k: transceivers of one server attached to OCS k."""
         return tuple(self.transceiver_ocs.count(k) for k in range(len(self.ocses)))

@@ -90,6 +90,11 @@ RING_PLATEAU_PRE_AMPERE = 1.9
 MAX_CHANNELS = 32
 
 
+def nic_efficiency(configured: float | None) -> float:
+    """The topology's ``nic_efficiency``, or :data:`DEFAULT_NIC_EFFICIENCY` when unset."""
+    return configured or DEFAULT_NIC_EFFICIENCY
+
+
 def protocols(nccl_algorithm: str) -> tuple[str, ...]:
     """Protocols NCCL's tuner considers for an algorithm (tuning.cc line 301: NVLS and NVLS-tree
     run Simple only; lines 338-339: CollNet only Simple)."""

@@ -514,21 +514,17 @@ def _calibrate_nccl(
     allowed = cm.allowed_algorithms(f"NCCL_ALGO={nccl_algo}" if nccl_algo else None)
     if nccl_algo and not allowed:
         raise input_error("--nccl-algo", nccl_algo, f"allowed: {', '.join(cm.NCCL_ALGO)}")
-    ms = []
-    for tab in tabs:
-        rows = [r for r in tab.rows if r.size > 0]
-        nodes = tab.nodes or max(1, tab.ranks // inst.gpus_per_server)
-        ms.append(
-            cm.Measured(
-                tab.kind,
-                tab.ranks,
-                nodes,
-                tuple(r.size for r in rows),
-                tuple(r.times_us[0] for r in rows),
-                tab.file,
-                frozenset(allowed) if allowed is not None else None,
-            )
+    ms = [
+        cm.measured_from_rows(
+            tab.kind,
+            tab.ranks,
+            tab.nodes or max(1, tab.ranks // inst.gpus_per_server),
+            tab.rows,
+            tab.file,
+            allowed,
         )
+        for tab in tabs
+    ]
     if len({m.nodes > 1 for m in ms}) > 1:
         each = "; ".join(f"{m.label}: {m.nodes} node(s)" for m in ms)
         raise InputError(

@@ -78,6 +78,23 @@ class Measured:
     """Algorithms the run could use (its ``NCCL_ALGO``); None: any."""
 
 
+def measured_from_rows(
+    kind: str, ranks: int, nodes: int, rows, label: str, allowed: set[str] | None
+) -> Measured:
+    """A table's parsed rows (``nccl_tests.Measurement``) as the fit sees them: the rows of a
+    positive size, their out-of-place time, and the algorithms the run could use."""
+    rows = [r for r in rows if r.size > 0]
+    return Measured(
+        kind,
+        ranks,
+        nodes,
+        tuple(r.size for r in rows),
+        tuple(r.times_us[0] for r in rows),
+        label,
+        frozenset(allowed) if allowed is not None else None,
+    )
+
+
 @dataclass
 class ModelFit:
     params: dict[str, float]

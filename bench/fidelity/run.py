@@ -90,16 +90,9 @@ def base_data(meta: dict) -> dict | None:
 
 def measured(meta: dict, rows: list) -> cm.Measured:
     """The table as the fit sees it: out-of-place times, the run's algorithms."""
+    n = meta["nodes"] * meta["gpus_per_node"]
     allowed = allowed_algorithms(meta.get("env"))
-    return cm.Measured(
-        meta["collective"],
-        meta["nodes"] * meta["gpus_per_node"],
-        meta["nodes"],
-        tuple(r.size for r in rows),
-        tuple(r.times_us[0] for r in rows),
-        meta["id"],
-        frozenset(allowed) if allowed is not None else None,
-    )
+    return cm.measured_from_rows(meta["collective"], n, meta["nodes"], rows, meta["id"], allowed)
 
 
 def run_table(yml: Path, library: str, calibrated: bool = False) -> Result:

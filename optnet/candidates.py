@@ -409,19 +409,6 @@ def _hierarchical_option(
     return Option(algorithm, intra + gamma, gs, intra)
 
 
-def _nccl_tree_schedule(kind: str, _alg: str, N: int, D: float, order: str) -> tuple:
-    """Server-level steps of NCCL's tree and NVLS-tree all-reduce: the double binary tree of D
-    bytes between servers. On two servers both trees are the one edge, each reducing its half
-    towards one end and broadcasting it back, so each direction carries D once, not twice (NCCL's
-    tuner doubles NVLS-tree's network bandwidth for N <= 2, src/graph/tuning.cc line 320; its
-    maintainers call two nodes 'an ideal case for the TREE protocol', nccl-tests issue #309)."""
-    steps = coll.schedule(kind, "double_binary_tree", N, D, order)
-    if N != 2:
-        return steps
-    lat, bw = steps
-    return (lat, coll.Step(bw.transfers, 1, bw.alpha_mult))
-
-
 def _scaled(gs: tuple[GroupSteps, ...], w: float) -> tuple[GroupSteps, ...]:
     """``gs`` with every transfer's bytes times ``w``."""
     if w == 1.0:
@@ -602,12 +589,10 @@ def collective_candidates(
                     gamma = _gamma_us(inst, spec.kind, "ring", p, n)
                 options.append(Option("in_network", intra + net + gamma, (), intra))
             for a in algs:
-                tree = a == "nvls_tree" or (a == "double_binary_tree" and library.pipelined(inst))
-                sched = _nccl_tree_schedule if tree else coll.schedule
                 gs = tuple(
                     GroupSteps(
                         slots,
-                        sched(
+                        coll.schedule(
                             spec.kind,
                             "double_binary_tree" if a == "nvls_tree" else a,
                             N,

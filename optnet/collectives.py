@@ -159,8 +159,8 @@ def _xor(n: int, d: int, b: float) -> Step:
     return _st((i, i ^ d, b) for i in range(n))
 
 
-def _dbt_edges(n: int) -> list[tuple[int, int]]:
-    """Undirected edges of NCCL's double binary tree (src/graph/trees.cc, ncclGetDtree).
+def _dbt_trees(n: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """(child, parent) edges of NCCL's two binary trees (src/graph/trees.cc, ncclGetDtree).
 
     Tree 1 is ncclGetBtree: the parent of r >= 1 is (r ^ b) | (b << 1), or r ^ b if that is
     out of range, where b is the lowest set bit of r. Tree 2 is tree 1 mirrored (r -> n-1-r)
@@ -175,7 +175,40 @@ def _dbt_edges(n: int) -> list[tuple[int, int]]:
         tree2 = [(n - 1 - a, n - 1 - b) for a, b in tree1]
     else:
         tree2 = [((a + 1) % n, (b + 1) % n) for a, b in tree1]
-    return sorted({(min(a, b), max(a, b)) for a, b in tree1 + tree2})
+    return tree1, tree2
+
+
+def _dbt_edge_trees(n: int) -> dict[tuple[int, int], int]:
+    """Undirected edge (a < b) of the double binary tree -> how many of the two trees use it."""
+    count: dict[tuple[int, int], int] = {}
+    for tree in _dbt_trees(n):
+        for a, b in tree:
+            key = (min(a, b), max(a, b))
+            count[key] = count.get(key, 0) + 1
+    return dict(sorted(count.items()))
+
+
+def _dbt_steps(n: int, m: float) -> tuple[Step, ...]:
+    """NCCL's double binary tree all-reduce as a latency Step and one pipelined bandwidth Step.
+
+    Each tree reduces half the buffer up and broadcasts it down, pipelined in chunks, so in the
+    k -> infinity limit every tree edge carries m/2 bytes in each direction at once: an edge of
+    both trees carries m. The bandwidth Step sends those bytes over every directed edge
+    (alpha_mult 0) and is ``shared_nic``: where the edges of a rank leave through one packet NIC,
+    its bytes share it (2m for a rank interior in one tree, NCCL's tuner formula 2 D beta);
+    on lightpaths each edge has its own (m beta, the edge used by both trees)."""
+    edges = _dbt_edge_trees(n)
+    both = sorted([(a, b) for a, b in edges] + [(b, a) for a, b in edges])
+    half = m / 2
+    return (
+        _st(((a, b, 0.0) for a, b in both), 1, float(2 * _clg(n))),
+        Step(
+            tuple((a, b, half * edges[(min(a, b), max(a, b))]) for a, b in both),
+            1,
+            0.0,
+            shared_nic=True,
+        ),
+    )
 
 
 def schedule(
@@ -194,8 +227,9 @@ def schedule(
     - ring: one Step of count n-1, i -> i+1 mod n, m/n (all_reduce: RS ring then AG ring)
     - all_reduce rabenseifner: RS k = 0..L-1, i <-> i^2^k, m/2^(k+1); AG the same reversed
     - all_reduce recursive_doubling: k = 0..L-1, i <-> i^2^k, m
-    - all_reduce double_binary_tree: a latency Step (alpha_mult 2K, 0 bytes) and a bandwidth
-      Step (count 2, alpha_mult 0, m bytes) over both directions of NCCL's two trees' edges
+    - all_reduce double_binary_tree: a latency Step (alpha_mult 2K, 0 bytes) and a pipelined
+      bandwidth Step (alpha_mult 0, ``shared_nic``) over both directions of NCCL's two trees'
+      edges, m/2 bytes per tree using the edge (:func:`_dbt_steps`)
     - all_gather recursive_doubling: i <-> i^2^k, 2^k m/n; bruck: k = 0..K-1,
       i -> i-2^k, min(2^k, n-2^k) m/n
     - reduce_scatter recursive_halving: k = 0..L-1, i <-> i^(n/2^(k+1)), m/2^(k+1);
@@ -240,12 +274,7 @@ def schedule(
     if key == ("all_reduce", "recursive_doubling"):
         return tuple(_xor(n, 1 << k, m) for k in range(lg))
     if key == ("all_reduce", "double_binary_tree"):
-        edges = _dbt_edges(n)
-        both = [(a, b) for a, b in edges] + [(b, a) for a, b in edges]
-        return (
-            _st(((a, b, 0.0) for a, b in both), 1, float(2 * clg)),
-            _st(((a, b, m) for a, b in both), 2, 0.0),
-        )
+        return _dbt_steps(n, m)
     if key == ("all_gather", "recursive_doubling"):
         return tuple(_xor(n, 1 << k, m * (1 << k) / n) for k in range(lg))
     if key == ("all_gather", "bruck"):
@@ -367,7 +396,7 @@ def _coefficients(kind: str, algorithm: str, n: int) -> tuple[float, float]:
         ("all_reduce", "ring"): (2 * (n - 1), 2 * f),
         ("all_reduce", "rabenseifner"): (2 * lg, 2 * f),
         ("all_reduce", "recursive_doubling"): (lg, lg),
-        ("all_reduce", "double_binary_tree"): (2 * clg, 2.0),
+        ("all_reduce", "double_binary_tree"): (2 * clg, 1.0),
         ("all_gather", "ring"): (n - 1, f),
         ("all_gather", "recursive_doubling"): (lg, f),
         ("all_gather", "bruck"): (clg, f),
@@ -394,7 +423,9 @@ def closed_form_us(
 
     With lgp = log2 n, K = ceil(log2 n), f = (n-1)/n, the (A, B) pairs are: all_reduce ring
     (2(n-1), 2f), rabenseifner (2 lgp, 2f), recursive_doubling (lgp, lgp), double_binary_tree
-    (2K, 2); all_gather ring (n-1, f), recursive_doubling (lgp, f), bruck (K, f);
+    (2K, 1: every edge its own link, and one edge is in both trees; one NIC per rank:
+    :func:`double_binary_tree_nic_closed_form_us`); all_gather ring (n-1, f),
+    recursive_doubling (lgp, f), bruck (K, f);
     reduce_scatter ring and pairwise (n-1, f), recursive_halving (lgp, f); all_to_all pairwise
     (n-1, 1), bruck (K, P/(n-1)) with P the total popcount of 1..n-1 (P = n lgp/2 for n a
     power of two, i.e. MPICH's (n'/2) lgp with n' = nbytes n/(n-1) counting the self block);
@@ -410,6 +441,23 @@ def closed_form_us(
         return 0.0
     a_coef, b_coef = _coefficients(kind, algorithm, n)
     return a_coef * alpha_us + b_coef * nbytes * beta_us_per_byte
+
+
+def double_binary_tree_nic_closed_form_us(
+    n: int, nbytes: float, alpha_us: float, beta_us_per_byte: float
+) -> float:
+    """The double binary tree all-reduce when each rank's tree edges share one link per direction
+    (one NIC per rank over a packet fabric): ``2K alpha + (d/2) nbytes beta``, d = the most tree
+    edges at one rank over both trees = 2 (n = 2), 3 (n = 3), 4 (n >= 4: interior in one tree,
+    a leaf in the other). For n >= 4 this is NCCL's tuner formula, bus bandwidth = link bandwidth
+    for the tree (src/graph/tuning.cc; nccl-tests doc/PERFORMANCE.md: busbw = 2 (n-1)/n algbw).
+    Written out independently of :func:`schedule`; 0 for n == 1."""
+    _check("all_reduce", "double_binary_tree", n)
+    _check_nonneg(nbytes=nbytes, alpha_us=alpha_us, beta_us_per_byte=beta_us_per_byte)
+    if n == 1:
+        return 0.0
+    degree = min(n, 4)
+    return 2 * _clg(n) * alpha_us + degree / 2 * nbytes * beta_us_per_byte
 
 
 def gamma_coefficient(kind: str, algorithm: str, n: int) -> float:

@@ -15,6 +15,7 @@ from optnet.collectives import (
     algorithms_for,
     busbw_factor,
     closed_form_us,
+    double_binary_tree_nic_closed_form_us,
     gamma_coefficient,
     ring_intra_server_time_us,
     schedule,
@@ -64,8 +65,9 @@ HAND = [
     ("all_reduce", "ring", 4, 1e6, 2.0, 1e-5, 2 * 3 * 2 + 2 * 0.75 * 1e6 * 1e-5),  # 27
     ("all_reduce", "rabenseifner", 8, 8e6, 1.0, 1e-6, 2 * 3 * 1 + 2 * (7 / 8) * 8e6 * 1e-6),
     ("all_reduce", "recursive_doubling", 4, 1e6, 2.0, 1e-5, 2 * 2 + 1e6 * 2 * 1e-5),
-    ("all_reduce", "double_binary_tree", 5, 1e6, 2.0, 1e-5, 2 * 3 * 2 + 2 * 1e6 * 1e-5),
-    ("all_reduce", "double_binary_tree", 8, 1e6, 2.0, 1e-5, 2 * 3 * 2 + 2 * 1e6 * 1e-5),
+    # every tree edge on a link of its own: the edge both trees use carries m/2 + m/2
+    ("all_reduce", "double_binary_tree", 5, 1e6, 2.0, 1e-5, 2 * 3 * 2 + 1e6 * 1e-5),
+    ("all_reduce", "double_binary_tree", 8, 1e6, 2.0, 1e-5, 2 * 3 * 2 + 1e6 * 1e-5),
     ("all_gather", "ring", 8, 1e6, 2.0, 1e-5, 7 * 2 + F(8) * 1e6 * 1e-5),
     ("all_gather", "recursive_doubling", 8, 1e6, 2.0, 1e-5, 3 * 2 + F(8) * 1e6 * 1e-5),
     ("all_gather", "bruck", 5, 1e6, 2.0, 1e-5, 3 * 2 + F(5) * 1e6 * 1e-5),
@@ -163,27 +165,64 @@ def test_rabenseifner_pays_slow_pair_only_in_its_dimension():
 
 
 def test_double_binary_tree_takes_worst_tree_edge():
+    """A slow edge used by one tree costs its m/2; one used by both costs m; an unused one
+    nothing."""
     n, m = 8, 1e6
     steps = schedule("all_reduce", "double_binary_tree", n, m)
     edges = {frozenset((a, b)) for a, b, _ in steps[0].transfers}
     assert len(edges) <= 2 * (n - 1)
-    assert steps[0].alpha_mult == 2 * clg(n) and steps[1].count == 2
-    assert steps[1].alpha_mult == 0.0
-    used = next(iter(sorted(edges, key=sorted)))
+    assert steps[0].alpha_mult == 2 * clg(n) and steps[1].count == 1
+    assert steps[1].alpha_mult == 0.0 and steps[1].shared_nic
+    sent = {frozenset((a, b)): x for a, b, x in steps[1].transfers}
+    once = sorted(e for e in edges if sent[e] == m / 2)
+    twice = sorted(e for e in edges if sent[e] == m)
+    assert once and twice and len(once) + len(twice) == len(edges)
+    for edge, nbytes in ((once[0], m / 2), (twice[0], m)):
+        alpha, beta = slow_pair_links(tuple(edge))
+        want = 2 * clg(n) * 20.0 + nbytes * 1e-3
+        assert math.isclose(time_on_links_us(steps, alpha, beta), want)
     unused = next(
         frozenset((a, b))
         for a in range(n)
         for b in range(a + 1, n)
         if frozenset((a, b)) not in edges
     )
-    alpha, beta = slow_pair_links(tuple(used))
-    want = 2 * clg(n) * 20.0 + 2 * m * 1e-3
-    assert math.isclose(time_on_links_us(steps, alpha, beta), want)
     alpha, beta = slow_pair_links(tuple(unused))
     assert math.isclose(
         time_on_links_us(steps, alpha, beta),
         closed_form_us("all_reduce", "double_binary_tree", n, m, 1.0, 1e-5),
     )
+
+
+def _one_nic_time_us(steps, alpha: float, beta: float) -> float:
+    """Uniform links where each member's transfers in one direction share one NIC: a step lasts
+    its latency plus the busiest member-direction's bytes (``shared_nic`` steps), otherwise its
+    largest transfer."""
+    total = 0.0
+    for step in steps:
+        load: dict[tuple[int, str], float] = {}
+        for a, b, x in step.transfers:
+            if step.shared_nic:
+                load[(a, "out")] = load.get((a, "out"), 0.0) + x
+                load[(b, "in")] = load.get((b, "in"), 0.0) + x
+            else:
+                load[(a, b)] = max(load.get((a, b), 0.0), x)
+        total += step.count * (step.alpha_mult * alpha + max(load.values()) * beta)
+    return total
+
+
+@pytest.mark.parametrize("n", range(2, 33))
+def test_double_binary_tree_closed_forms_on_uniform_links(n):
+    """N = 2..32: on links of its own per edge the pipelined trees need 2K alpha + m beta; through
+    one NIC per rank 2K alpha + (d/2) m beta, d = 2, 3, 4 (NCCL's tuner 2 D beta for n >= 4)."""
+    m, alpha, beta = 3e6, 1.5, 2e-5
+    steps = schedule("all_reduce", "double_binary_tree", n, m)
+    own = 2 * clg(n) * alpha + m * beta
+    assert math.isclose(time_on_links_us(steps, lambda a, b: alpha, lambda a, b: beta), own)
+    assert math.isclose(closed_form_us("all_reduce", "double_binary_tree", n, m, alpha, beta), own)
+    nic = 2 * clg(n) * alpha + {2: 1.0, 3: 1.5}.get(n, 2.0) * m * beta
+    assert math.isclose(_one_nic_time_us(steps, alpha, beta), nic)
+    assert math.isclose(double_binary_tree_nic_closed_form_us(n, m, alpha, beta), nic)
 
 
 @pytest.mark.parametrize("n", [2, 3, 5, 8, 13, 14])

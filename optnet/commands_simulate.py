@@ -1,0 +1,93 @@
+"""The ``simulate`` command (registered on ``optnet.cli.main``): replay a plan flow by flow in
+SimGrid and print optnet's time, the simulated time and their ratio per collective and per job
+(docs/simulate.md). Errors are printed by ``optnet.cli._handle_errors``, looked up at call time
+as in ``commands_explain``."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from optnet import errors
+from optnet.commands_explain import _handle_errors
+from optnet.safeio import prepare_output
+
+
+@click.command("simulate")
+@click.argument("instance", type=click.Path(dir_okay=False))
+@click.argument("results", type=click.Path(dir_okay=False))
+@click.option(
+    "--jobs",
+    "mode",
+    type=click.Choice(["together", "alone"]),
+    default="together",
+    show_default=True,
+    help="together: every job's collectives start at time 0 on one network (the worst "
+    "alignment); alone: each job on the network by itself.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: a table to read; json: the same as a document.",
+)
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="Write it here.")
+@click.option("--force", is_flag=True, help="Overwrite an existing output file.")
+@_handle_errors
+def simulate_cmd(instance, results, mode, fmt, out, force) -> None:
+    """Replay the plan in RESULTS (a solution or results file of INSTANCE) in SimGrid, a
+    flow-level simulator with max-min sharing, and compare it with optnet's times."""
+    from optnet.cli import _infeasible, _read_decisions
+    from optnet.evaluate import evaluate
+    from optnet.instance import load_instance
+    from optnet.library import recorded_library, with_library
+    from optnet.safeio import write_atomic
+    from optnet.simulate import SimulateUnavailable, simulate
+
+    if out:
+        prepare_output(out, force)
+    inst = with_library(load_instance(instance), recorded_library(results))
+    d = _read_decisions(inst, results)
+    ev = evaluate(inst, d)
+    if not ev.feasible:
+        _infeasible(ev.violations)
+    try:
+        doc = simulate(
+            inst, d, {"collectives": ev.collectives, "jobs": ev.jobs}, mode == "together"
+        )
+    except SimulateUnavailable as exc:
+        raise errors.input_error("simulate", "", str(exc)) from None
+    text = json.dumps(doc, indent=2) + "\n" if fmt == "json" else render_text(doc)
+    if out:
+        write_atomic(out, text, force=force)
+    else:
+        click.echo(text, nl=False)
+
+
+def render_text(doc: dict) -> str:
+    """The replay as two tables: collectives, then jobs."""
+    lines = [
+        f"optnet simulate - instance {doc['instance']}, jobs {doc['jobs_mode']}, "
+        f"{doc['simulator']}, {doc['wall_s']:.2f} s",
+        "",
+        f"{'job':<12} {'collective':<16} {'algorithm':<20} {'optnet us':>14} {'simulated us':>14} "
+        f"{'ratio':>8}",
+    ]
+    for row in doc["collectives"]:
+        lines.append(_line(row, row["name"], row.get("algorithm", "")))
+    lines += ["", f"{'job':<12} {'':<16} {'':<20} {'iteration us':>14} {'simulated us':>14}"]
+    for row in doc["jobs"]:
+        lines.append(_line(row, "", ""))
+    return "\n".join(lines) + "\n"
+
+
+def _line(row: dict, name: str, algorithm: str) -> str:
+    pred = "-" if row["predicted_us"] is None else f"{row['predicted_us']:,.1f}"
+    ratio = "-" if row["ratio"] is None else f"{row['ratio']:.4f}"
+    return (
+        f"{row['job']:<12} {name:<16} {algorithm:<20} {pred:>14} {row['simulated_us']:>14,.1f} "
+        f"{ratio:>8}"
+    )

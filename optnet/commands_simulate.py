@@ -1,15 +1,16 @@
 """The ``simulate`` command (registered on ``optnet.cli.main``): replay a plan flow by flow in
 SimGrid and print optnet's time, the simulated time and their ratio per collective and per job
 (docs/simulate.md). Errors are printed by ``optnet.cli._handle_errors``, looked up at call time
-as in ``commands_explain``."""
+as in ``commands_explain``: exit 2 for bad input, a results file of another instance, a plan the
+replay does not cover or SimGrid missing; exit 6 for decisions the evaluator finds infeasible."""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
-from optnet import errors
 from optnet.commands_explain import _handle_errors
 from optnet.safeio import prepare_output
 
@@ -23,8 +24,8 @@ from optnet.safeio import prepare_output
     type=click.Choice(["together", "alone"]),
     default="together",
     show_default=True,
-    help="together: every job's collectives start at time 0 on one network (the worst "
-    "alignment); alone: each job on the network by itself.",
+    help="together: every job's collectives start at time 0 on one network and loop until every "
+    "job has run once (the worst alignment); alone: each job on the network by itself.",
 )
 @click.option(
     "--format",
@@ -32,34 +33,30 @@ from optnet.safeio import prepare_output
     type=click.Choice(["text", "json"]),
     default="text",
     show_default=True,
-    help="text: a table to read; json: the same as a document.",
+    help="text: tables to read; json: the same as a document (keys in docs/simulate.md).",
 )
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="Write it here.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
 @_handle_errors
 def simulate_cmd(instance, results, mode, fmt, out, force) -> None:
-    """Replay the plan in RESULTS (a solution or results file of INSTANCE) in SimGrid, a
-    flow-level simulator with max-min sharing, and compare it with optnet's times."""
-    from optnet.cli import _infeasible, _read_decisions
+    """Replay the plan in RESULTS (a results file `optnet solve -o` wrote for INSTANCE, or a
+    solution file) in SimGrid, a flow-level simulator with max-min sharing, and compare it
+    with optnet's times per collective and per job."""
+    from optnet.cli import _infeasible
     from optnet.evaluate import evaluate
-    from optnet.instance import load_instance
-    from optnet.library import recorded_library, with_library
     from optnet.safeio import write_atomic
-    from optnet.simulate import SimulateUnavailable, simulate
+    from optnet.simulate import check_replayable, load_simgrid, simulate
 
     if out:
         prepare_output(out, force)
-    inst = with_library(load_instance(instance), recorded_library(results))
-    d = _read_decisions(inst, results)
+    load_simgrid()  # before any work: exit 2 with the install command
+    inst, d = _load(instance, results)
+    check_replayable(inst)
     ev = evaluate(inst, d)
     if not ev.feasible:
         _infeasible(ev.violations)
-    try:
-        doc = simulate(
-            inst, d, {"collectives": ev.collectives, "jobs": ev.jobs}, mode == "together"
-        )
-    except SimulateUnavailable as exc:
-        raise errors.input_error("simulate", "", str(exc)) from None
+    doc = simulate(inst, d, {"collectives": ev.collectives, "jobs": ev.jobs}, mode == "together")
+    doc["results"] = str(results)
     text = json.dumps(doc, indent=2) + "\n" if fmt == "json" else render_text(doc)
     if out:
         write_atomic(out, text, force=force)
@@ -67,11 +64,27 @@ def simulate_cmd(instance, results, mode, fmt, out, force) -> None:
         click.echo(text, nl=False)
 
 
+def _load(instance: str, results: str) -> tuple[Any, Any]:
+    """The instance and the plan's decisions. A results file must have been computed for this
+    instance (its input hash) and is priced with the library it records."""
+    from optnet.decisions import from_json
+    from optnet.export import results_instance
+    from optnet.instance import load_instance
+    from optnet.results_file import check_results, read_plan
+
+    data = read_plan(results)
+    if "schema_version" in data:
+        inst = results_instance(check_results(data, results), results, instance)
+    else:
+        inst = load_instance(instance)
+    return inst, from_json(inst, data, results)
+
+
 def render_text(doc: dict) -> str:
     """The replay as two tables: collectives, then jobs."""
     lines = [
         f"optnet simulate - instance {doc['instance']}, jobs {doc['jobs_mode']}, "
-        f"{doc['simulator']}, {doc['wall_s']:.2f} s",
+        f"{doc['simulator']}, {doc['wall_s']:.2f} s wall",
         "",
         f"{'job':<12} {'collective':<16} {'algorithm':<20} {'optnet us':>14} {'simulated us':>14} "
         f"{'ratio':>8}",

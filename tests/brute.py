@@ -309,3 +309,26 @@ def _best_relays(inst, opt, servers, links):
             for (src, dst), c in (best[1] if best is not None else {}).items():
                 chosen[(si, src, dst)] = c
     return chosen
+
+
+def assert_milp_equals_brute(
+    inst: Instance, res, best, brute_d, objective: str = "max-iteration", rel: float = 1e-6
+) -> None:
+    """The MILP's answer ``res`` agrees with exhaustive search (``best``, ``brute_d``): both
+    infeasible, or the MILP proven optimal at the brute-force optimum, and the evaluator scores
+    the MILP's decisions at its objective."""
+    import math
+
+    if best is None:
+        assert res.status == "infeasible", (res.status, res.objective, res.decisions)
+        return
+    assert res.status == "optimal"
+    assert math.isclose(res.objective, best, rel_tol=rel, abs_tol=1e-9), (
+        res.objective,
+        best,
+        res.decisions,
+        brute_d,
+    )
+    ev = evaluate(inst, res.decisions, objective)
+    assert ev.feasible, ev.violations
+    assert math.isclose(ev.objective_us, res.objective, rel_tol=rel, abs_tol=1e-9)

@@ -9,7 +9,7 @@ import functools
 import math
 
 import pytest
-from brute import brute_force
+from brute import assert_milp_equals_brute, brute_force
 from gen import shared_links_instance
 
 from optnet import schema
@@ -52,19 +52,7 @@ class _Zero(dict):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_cross_job_milp_equals_brute_force(seed):
     inst, best, brute_d, res = _solved(seed)
-    if best is None:
-        assert res.status == "infeasible"
-        return
-    assert res.status == "optimal"
-    assert math.isclose(res.objective, best, rel_tol=REL, abs_tol=1e-9), (
-        res.objective,
-        best,
-        res.decisions,
-        brute_d,
-    )
-    ev = evaluate(inst, res.decisions)
-    assert ev.feasible, ev.violations
-    assert math.isclose(ev.objective_us, res.objective, rel_tol=REL, abs_tol=1e-9)
+    assert_milp_equals_brute(inst, res, best, brute_d, rel=REL)
 
 
 def test_cross_job_seeds_cover_sharing():

@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 
 import pytest
-from brute import brute_force
+from brute import assert_milp_equals_brute, brute_force
 from gen import KINDS, MAX_ENUMERATION, describe, enumeration_size, tiny_instance
 
 from optnet import schema
@@ -233,19 +233,7 @@ def test_random_tunable_subset(seed):
     assert inst.transceiver_wavelengths is not None
     best, brute_d, _ = brute_force(inst)
     res = solve_instance(inst, SolveOptions(mip_gap=1e-9, time_limit_s=60))
-    if best is None:
-        assert res.status == "infeasible", (res.status, res.objective, res.decisions)
-        return
-    assert res.status == "optimal"
-    assert math.isclose(res.objective, best, rel_tol=REL, abs_tol=1e-9), (
-        res.objective,
-        best,
-        res.decisions,
-        brute_d,
-    )
-    ev = evaluate(inst, res.decisions)
-    assert ev.feasible, ev.violations
-    assert math.isclose(ev.objective_us, res.objective, rel_tol=REL, abs_tol=1e-9)
+    assert_milp_equals_brute(inst, res, best, brute_d, rel=REL)
 
 
 #: Generated instances with one server's transceiver dead (transceiver:SERVER/K, exact model).

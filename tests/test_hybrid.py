@@ -14,7 +14,7 @@ import json
 import math
 
 import pytest
-from brute import brute_force
+from brute import assert_milp_equals_brute, brute_force
 from click.testing import CliRunner
 from conftest import INSTANCES
 from gen import tiny_fabric_instance
@@ -294,19 +294,7 @@ def test_fabric_milp_equals_brute_force(seed):
     inst = _fabric(seed)
     for objective in ("max-iteration", "weighted-sum") if seed % 3 == 0 else ("max-iteration",):
         best, brute_d, res = _solve(seed, objective)
-        if best is None:
-            assert res.status == "infeasible"
-            continue
-        assert res.status == "optimal"
-        assert math.isclose(res.objective, best, rel_tol=REL, abs_tol=1e-9), (
-            res.objective,
-            best,
-            res.decisions,
-            brute_d,
-        )
-        ev = evaluate(inst, res.decisions, objective)
-        assert ev.feasible, ev.violations
-        assert math.isclose(ev.objective_us, res.objective, rel_tol=REL, abs_tol=1e-9)
+        assert_milp_equals_brute(inst, res, best, brute_d, objective, rel=REL)
 
 
 def test_fabric_seeds_exercise_the_features():

@@ -41,14 +41,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from optnet import errors, interrupt, physics
+from optnet import capabilities, errors, interrupt, physics
 from optnet.candidates import JobCandidates, all_candidates
+from optnet.capabilities import Consumer
 from optnet.decisions import Circuit, Decisions, Lightpath, from_json
 from optnet.evaluate import evaluate
 from optnet.executors import NOT_RUN, Executor, LocalExecutor
 from optnet.instance import Instance
 from optnet.progress import current
-from optnet.results import _clean
+from optnet.results import clean_json
 
 Pair = tuple[int, int, int]  # (job, slot a, slot b), a < b
 
@@ -970,7 +971,7 @@ READ_FIELDS = frozenset(
 )  # fmt: skip
 #: Fields only the energy and carbon objectives read; explain refuses those objectives.
 OBJECTIVE_ONLY_FIELDS = frozenset({"power", "carbon"})
-#: Fields explain reads only when they hold their plain form; ``_unread_features`` refuses
+#: Fields explain reads only when they hold their plain form; ``capabilities`` refuses
 #: the rest (a wavelength-switched fabric, relays, dead transceivers, a hybrid packet fabric...).
 SCOPED_FIELDS = frozenset(
     {"wavelength_switched", "relay_overhead_us", "tenants", "direct", "phases",
@@ -978,73 +979,34 @@ SCOPED_FIELDS = frozenset(
 )  # fmt: skip
 
 
-def _unread_features(inst: Instance) -> dict[str, tuple[str, str]]:
-    """Per field explain does not read (or reads only in part): (instance field, what the
-    refusal names) when the instance uses it, else absent."""
-    out: dict[str, tuple[str, str]] = {}
-    ws = inst.ws
-    if ws is not None:
-        out["wavelength_switched"] = (
-            "topology.wavelength_switched",
-            f"the wavelength-switched fabric {ws.name!r}: explain reads only the lightpath and "
-            "packet rows, not the slot channels, so a pair's serialisation over the fabric "
-            "would be attributed to no resource",
-        )
-    if inst.relay:
-        out["relay_overhead_us"] = (
-            "topology.relay",
-            "relays through a third server (two-hop transfers)",
-        )
-    if inst.tenants:
-        out["tenants"] = ("tenants", "tenant guarantees (their rows carry duals explain ignores)")
-    if inst.direct is not None:
-        out["direct"] = ("topology.direct", "a direct-connect fabric")
-    if inst.n_phases > 1:
-        out["phases"] = ("workload.phases", "communication phases (per-phase matchings)")
-    if inst.real_rack_sizes:
-        out["real_rack_sizes"] = ("topology.racks", "a relaxed cluster (real_rack_sizes)")
-    dead = [s.name for s in inst.servers if s.dead_transceivers]
-    if dead:
-        out["servers"] = (
-            "failures",
-            "servers with failed transceivers (" + ", ".join(dead[:3])
-            + (", ..." if len(dead) > 3 else "") + "): the blockers count every server's "
-            "transceivers as intact",
-        )  # fmt: skip
-    pk = inst.packet
-    if pk is not None and (pk.hybrid or pk.congestion_control not in (None, "none")):
-        out["packet"] = (
-            "topology.packet_fabric",
-            "striped pairs or shared packet links (hybrid / congestion_control)",
-        )
-    return out
-
-
 def check_scope(inst: Instance, source: str | None = None) -> None:
-    """Refuse (InputError, exit 2) an instance that uses a feature explain does not read, so no
-    job is ever explained by the families explain reads while its time comes from another."""
+    """Refuse (InputError, exit 2) an instance that uses a feature explain does not read
+    (``capabilities.REFUSED`` for explain), or an Instance field explain was never taught about,
+    so no job is ever explained by the families explain reads while its time comes from another."""
     from optnet.errors import InputError, Problem
 
+    try:
+        capabilities.check(inst, Consumer.EXPLAIN, source)
+    except InputError as exc:
+        problems = list(exc.problems)
+    else:
+        problems = []
     known = READ_FIELDS | OBJECTIVE_ONLY_FIELDS | SCOPED_FIELDS
-    unknown = sorted(f.name for f in dataclasses.fields(inst) if f.name not in known)
-    unread = _unread_features(inst)
     default = type(inst).__dataclass_fields__
-    for name in unknown:  # a field explain was never taught about, in use: refuse it too
+    for name in sorted(f.name for f in dataclasses.fields(inst) if f.name not in known):
         fld = default[name]
         empty = fld.default if fld.default is not dataclasses.MISSING else None
-        if name not in unread and getattr(inst, name) not in (empty, (), None, False):
-            unread[name] = (name, f"the instance field {name!r}, which explain does not read")
-    if unread:
-        raise InputError(
-            [
+        if getattr(inst, name) not in (empty, (), None, False):
+            problems.append(
                 Problem(
                     source or "instance",
-                    where,
-                    f"explain does not support {what}; solve, evaluate and report do",
+                    name,
+                    f"explain was never taught the instance field {name!r} (optnet/explain.py "
+                    "READ_FIELDS); solve, evaluate and report read it",
                 )
-                for where, what in unread.values()
-            ]
-        )
+            )
+    if problems:
+        raise InputError(problems)
 
 
 def explain(
@@ -1080,24 +1042,8 @@ def explain_plan(
     relative gap of the optimum (from its results file); if that is no more than the MIP gap
     of the confirmations, the plan's objective serves as the baseline without a re-solve."""
     o = options or ExplainOptions()
-    if inst.n_phases > 1:
-        from optnet.errors import input_error
-
-        raise input_error(
-            source or "instance",
-            "workload.phases",
-            "explain does not support communication phases (per-phase matchings) yet; "
-            "remove the phases to explain the static plan",
-        )
     t0 = t0 if t0 is not None else time.perf_counter()
     check_scope(inst, source)
-    if inst.packet is not None and (inst.packet.hybrid or inst.packet.congestion_control):
-        raise errors.input_error(
-            source or "instance",
-            "topology.packet_fabric",
-            "explain does not cover striped pairs or shared packet links yet (hybrid / "
-            "congestion_control); solve, evaluate and report do",
-        )
     ex = Explainer(inst, d, objective)
     t_lp = time.perf_counter() - t0
     all_jobs = set(range(len(inst.jobs)))
@@ -1270,7 +1216,7 @@ def explain_plan(
             "confirm_solves": n_solves,
         },
     }
-    return _clean(out)
+    return clean_json(out)
 
 
 def _entry(e: Evaluated, conf: dict | None, j: int, tol: float) -> dict[str, Any]:

@@ -404,14 +404,6 @@ def build_instance(
     ws_fabric = None
     if cluster.wavelength_switched is not None:
         ws_fabric = _ws_fabric(cluster.wavelength_switched, racks, tp)
-        pf = cluster.packet_fabric
-        if pf is not None and (pf.hybrid or pf.congestion_control is not None):
-            tp(
-                "wavelength_switched",
-                "a wavelength-switched fabric is not modelled together with "
-                "packet_fabric.hybrid or packet_fabric.congestion_control yet (docs/model.md "
-                "§10): drop one of them",
-            )
     pf = cluster.packet_fabric
     if pf is not None:
         f = "packet_fabric"
@@ -433,16 +425,6 @@ def build_instance(
     phases = _phases(workload, wp)
     for ji, j in enumerate(workload.jobs):
         jobs.append(_job(j, ji, G, wp, {name: h for h, name in enumerate(phases)}))
-    if len(phases) >= 2:  # per-phase matchings are not modelled together with these yet
-        beside = _present(cluster, workload, phases, direct_fabric is not None, _PHASES_REFUSE)
-        if beside:
-            wp(
-                "phases",
-                f"communication phases are not modelled together with {', '.join(beside)} yet "
-                "(docs/model.md §10): use one phase or drop those",
-            )
-    if cluster.relay is not None:
-        _check_relay(cluster, workload, phases, direct_fabric is not None, tp)
     owners = {j.tenant for j in jobs}
     _unique([t.name for t in workload.tenants], "tenants", "tenant", wp)
     for ti, t in enumerate(workload.tenants):
@@ -515,6 +497,9 @@ def build_instance(
         relay_overhead_us=cluster.relay.overhead_us if cluster.relay is not None else None,
         library=inst.library,
     )
+    _refuse_pairs(instance, tp, wp)
+    if problems:
+        raise InputError(problems)
     if inst.failures:  # what-if: failed elements are removed or degraded before solving
         from optnet.failures import apply_failures
 
@@ -522,43 +507,14 @@ def build_instance(
     return instance
 
 
-#: the features whose combination is refused (docs/model.md §10), by their input fields
-_PHASES = "workload.phases (2 or more phases)"
-_WS = "topology.wavelength_switched"
-_HYBRID = "topology.packet_fabric.hybrid"
-_CC = "topology.packet_fabric.congestion_control"
-_PS = "jobs[].parameter_servers"
-_DIRECT = "topology.direct"
-_PHASES_REFUSE = (_WS, _HYBRID, _CC, _PS)
-_RELAY_REFUSE = (_PHASES, _WS, _HYBRID, _CC, _PS, _DIRECT)
+def _refuse_pairs(instance: Instance, tp, wp) -> None:
+    """The pairs of features no model handles together (``capabilities.REFUSED_PAIRS``), one
+    problem each, in the file of the first feature's input field."""
+    from optnet import capabilities
 
-
-def _present(
-    cluster: schema.Cluster, workload: schema.Workload, phases, direct: bool, names
-) -> list[str]:
-    """Those of the features ``names`` the input uses, in that order."""
-    pf = cluster.packet_fabric
-    used = {
-        _PHASES: len(phases) >= 2,
-        _WS: cluster.wavelength_switched is not None,
-        _HYBRID: pf is not None and pf.hybrid,
-        _CC: pf is not None and pf.congestion_control is not None,
-        _PS: any(j.parameter_servers is not None for j in workload.jobs),
-        _DIRECT: direct,
-    }
-    return [n for n in names if used[n]]
-
-
-def _check_relay(cluster: schema.Cluster, workload: schema.Workload, phases, direct: bool, tp):
-    """Relays (docs/model.md §5.4) are modelled on static lightpaths only: refuse them beside
-    the features whose links or timing they would have to share."""
-    beside = _present(cluster, workload, phases, direct, _RELAY_REFUSE)
-    if beside:
-        tp(
-            "relay",
-            f"relays through a third server are not modelled together with {', '.join(beside)} "
-            "(docs/model.md §5.4, §10): remove `relay` or those",
-        )
+    for r in capabilities.refusals(instance):
+        side, _, rel = capabilities.FEATURES[r.features[0]].field.partition(".")
+        (wp if side == "workload" else tp)(rel, r.message())
 
 
 def _ws_fabric(spec: schema.WavelengthSwitched, racks: list[Rack], tp) -> WsFabric | None:

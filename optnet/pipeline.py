@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from optnet import errors, interrupt, streams
+from optnet import capabilities, errors, interrupt, streams
+from optnet.capabilities import Consumer
 from optnet.evaluate import TRAFFIC_OBJECTIVES, Evaluation, evaluate
 from optnet.instance import Instance
 from optnet.results import build_results
@@ -19,6 +20,8 @@ from optnet.solve import SolveOptions, SolveResult
 
 STRATEGIES = ("auto", "joint", "sequential")
 TIME_OBJECTIVES = ("max-iteration", "weighted-sum")
+#: objectives that read more of the instance than the time model, as consumers of the table
+OBJECTIVE_CONSUMERS = {"energy": Consumer.ENERGY, "carbon": Consumer.CARBON}
 
 
 @dataclass
@@ -34,13 +37,13 @@ class Outcome:
 
 def used_strategy(strategy: str, o: SolveOptions, inst: Instance | None = None) -> str:
     """``auto`` runs the whole joint model for what its bound and decomposition do not cover:
-    re-optimising a running plan, non-time objectives, budgets, tenant guarantees and
-    communication phases (per-phase matchings, docs/model.md §5.8)."""
+    re-optimising a running plan, non-time objectives, budgets, and the features the table
+    delegates (``capabilities.DELEGATED``: phases, relays, tenant guarantees, ...)."""
     if strategy != "auto":
         return strategy
     if o.previous is not None or o.objective not in TIME_OBJECTIVES or o.iteration_budget_us:
         return "joint"
-    if inst is not None and inst.n_phases > 1:
+    if inst is not None and capabilities.delegation(inst) is not None:
         return "joint"
     return "auto"
 
@@ -55,33 +58,17 @@ def run(
 
     if o.objective in TRAFFIC_OBJECTIVES:
         return _run_traffic(inst, o, reproducible)
-    if inst.direct is not None:
-        raise errors.input_error(
-            "instance",
-            "topology.direct",
-            "a direct-connect fabric is solved for placement only: use --objective "
-            "traffic-hops or traffic-latency (docs/direct.md)",
-        )
+    capabilities.check(inst, Consumer.MILP)
     if o.objective == "carbon" and inst.carbon is None:
         raise errors.input_error("instance", "topology.carbon", "the carbon objective needs it")
     if o.objective == "max-slowdown" and o.alone_us is None:
         from optnet.fairness import alone_times
 
         o = replace(o, alone_us=alone_times(inst, o))
-    if inst.n_phases > 1:
-        if o.objective in ("energy", "carbon"):
-            raise errors.input_error(
-                "instance",
-                "workload.phases",
-                f"the {o.objective} objective does not model per-phase lightpaths yet; use "
-                "max-iteration, weighted-sum or max-slowdown, or remove the phases",
-            )
-        if o.previous is not None:
-            raise errors.input_error(
-                "instance",
-                "workload.phases",
-                "--from (re-optimising a running plan) does not support phases yet",
-            )
+    if o.objective in OBJECTIVE_CONSUMERS:
+        capabilities.check(inst, OBJECTIVE_CONSUMERS[o.objective])
+    if o.previous is not None:
+        capabilities.check(inst, Consumer.FROM)
     from optnet.infeasibility import too_few_servers
 
     if reasons := too_few_servers(inst):  # proven before any strategy builds a model
@@ -105,6 +92,8 @@ def run(
     )
     results = _results(inst, o, res, ev, reproducible)
     results["strategy"] = res.solver.get("strategy", used) if used == "auto" else used
+    if strategy == "auto" and used == "joint" and (why := capabilities.delegation(inst)):
+        results.setdefault("solver", {})["why_joint"] = why
     expected = ev.objective_us
     if o.previous is not None:
         from optnet.changes import diff

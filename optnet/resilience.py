@@ -412,10 +412,10 @@ def resilience_document(
     notes: list[str] | None = None,
 ) -> dict[str, Any]:
     """The JSON document ``optnet resilience`` writes."""
-    from optnet.results import _clean
+    from optnet.results import clean_json
 
     counts = {k: sum(1 for r in rows if r["outcome"] == k) for k in OUTCOMES}
-    return _clean(
+    return clean_json(
         {
             "resilience_version": "1.0",
             "optnet_version": __version__,

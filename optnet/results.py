@@ -89,19 +89,19 @@ def build_results(
     out["energy"] = ev.energy
     if "wavelength_switched" in dec:  # only instances with such a fabric carry the key
         out["wavelength_switched"] = {**ev.ws, **dec["wavelength_switched"]}
-    return _clean(out)
+    return clean_json(out)
 
 
-def _clean(x: Any) -> Any:
+def clean_json(x: Any) -> Any:
     """Round floats to 9 significant digits (stable text) and map non-finite values to None."""
     if isinstance(x, float):
         if not math.isfinite(x):
             return None
         return float(f"{x:.9g}")
     if isinstance(x, dict):
-        return {k: _clean(v) for k, v in x.items()}
+        return {k: clean_json(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_clean(v) for v in x]
+        return [clean_json(v) for v in x]
     return x
 
 

@@ -27,7 +27,7 @@ import math
 import time
 from dataclasses import replace
 
-from optnet import interrupt
+from optnet import capabilities, interrupt
 from optnet.bounds import (
     closed_form_bound,
     closed_form_targets,
@@ -860,24 +860,10 @@ def _stopped() -> str:
 
 def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
     """Bound, decomposed incumbent, then (small instances) the exact MILP warm-started from it."""
-    if any(t.min_lightpaths or t.min_hcf_lightpaths or t.min_ocs_ports for t in inst.tenants):
-        # tenant guarantees tie jobs in different blocks together: solve the whole joint model
-        return solve_instance(inst, o)
-    if inst.ws is not None:
-        # the relaxation, the blocks and the constructive plan know nothing of the
-        # wavelength-switched fabric (docs/model.md §5.7): solve the whole joint model
+    why = capabilities.delegation(inst)  # what the blocks and the bound do not model
+    if why is not None:
         res = solve_instance(inst, o)
-        res.solver["strategy"] = "joint"
-        res.solver["why_joint"] = "wavelength-switched fabric"
-        return res
-    if inst.n_phases > 1:  # a reconfiguration delays every job: blocks are not independent
-        return solve_instance(inst, o)
-    if inst.relay:
-        # the relaxation, the blocks and the constructive plan know nothing of relays
-        # (docs/model.md §5.4): solve the whole joint model
-        res = solve_instance(inst, o)
-        res.solver["strategy"] = "joint"
-        res.solver["why_joint"] = "relays through a third server"
+        res.solver.update(strategy="joint", why_joint=why)
         return res
     t0 = time.perf_counter()
     deadline = o.time_limit_s

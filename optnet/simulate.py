@@ -352,13 +352,13 @@ def _group_program(
 
 
 def check_replayable(inst: Instance) -> None:
-    """Refuse (exit 2) what the replay does not model: a direct-connect fabric, whose plans are
-    placements priced by traffic x hops (docs/direct.md), not step schedules on links."""
-    if inst.direct is not None:
-        raise NotReplayable(
-            f"instance {inst.name}: direct-connect fabrics (topology.direct) are not replayed: "
-            "their plans are placements scored by traffic x hops (docs/direct.md)"
-        )
+    """Refuse (exit 2) what the replay does not model (``capabilities.REFUSED`` for simulate):
+    a direct-connect fabric, whose plans are placements priced by traffic x hops."""
+    from optnet import capabilities
+
+    found = capabilities.refusals(inst, capabilities.Consumer.SIMULATE)
+    if found:
+        raise NotReplayable(f"instance {inst.name}: " + "; ".join(r.message() for r in found))
 
 
 def build_replay(inst: Instance, d: Decisions, chosen: list[list[tuple[Any, Option]]]) -> Replay:

@@ -34,7 +34,7 @@ def test_sirius_is_refused_naming_the_wavelength_switched_fabric(tmp_path):
     r = CliRunner().invoke(main, ["explain", str(out)])
     assert r.exit_code == errors.EXIT_INPUT, r.output
     assert "topology.wavelength_switched" in r.output
-    assert "wavelength-switched fabric 'ws'" in r.output
+    assert "a wavelength-switched fabric" in r.output
     assert "binds" not in r.output
 
 
@@ -53,7 +53,7 @@ def _activate(inst: Instance, name: str) -> Instance:
     values = {
         "wavelength_switched": sirius.wavelength_switched,
         "relay_overhead_us": 1.0,
-        "tenants": (object(),),
+        "tenants": (schema.Tenant(name="t", min_lightpaths=1),),
         "direct": object(),
         "phases": ("a", "b"),
         "real_rack_sizes": (2, 2),

@@ -262,9 +262,14 @@ def test_relay_with_phases_or_parameter_servers_is_refused(tmp_path):
     phased = text.replace(
         "message_bytes: 16.0e6, count: 4}", "message_bytes: 16.0e6, count: 4, phase: a}"
     ).replace("message_bytes: 16.0e6}", "message_bytes: 16.0e6, phase: b}")
-    ps = text.replace(
-        "compute_time_us: 20000", "compute_time_us: 20000\n      parameter_servers: {servers: 1}"
-    ).replace("count: 4, servers_per_rack: 1", "count: 5, servers_per_rack: 1")
+    ps = (
+        text.replace(
+            "compute_time_us: 20000",
+            "compute_time_us: 20000\n      parameter_servers: {servers: 1}",
+        )
+        .replace("count: 4, servers_per_rack: 1", "count: 5, servers_per_rack: 1")
+        .replace("ports: 4,", "ports: 5,")
+    )
     for name, body, words in (
         ("phased", phased, "workload.phases"),
         ("ps", ps, "jobs[].parameter_servers"),

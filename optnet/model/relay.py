@@ -26,8 +26,8 @@ times from below, so at an optimum each equals its product). A row of (iii) whos
 at most ``load(x->y)``, which is at most the step time of any flow that is on (or 0), so it never
 binds wrongly. Rows of (iii) exist only for directed pairs that two or more flows may cross (with
 one flow, (i) or (ii) already implies it). Phases, wavelength-switched fabrics, hybrid pairs,
-congestion models and parameter servers are refused with relays (``instance._check_relay``), so
-every step here reads the phase-0 pair variables.
+congestion models and parameter servers are refused with relays
+(``capabilities.REFUSED_PAIRS``), so every step here reads the phase-0 pair variables.
 """
 
 from __future__ import annotations

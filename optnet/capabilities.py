@@ -1,0 +1,353 @@
+"""What supports what: one table, asked by everyone.
+
+A *feature* is a part of an instance that some stage of optnet must model (a wavelength-switched
+fabric, communication phases, relays, ...), detected from the normalised :class:`Instance` by
+:func:`features`. A *consumer* is a stage or command that reads instances: the joint MILP, the
+``auto`` decomposition, ``explain``, ``--from``, the energy and carbon objectives, ``simulate``.
+
+Three tables say everything:
+
+* :data:`REFUSED_PAIRS`: pairs of features no model handles together; the loader refuses an
+  instance that combines them (exit 2), naming both input fields and the reason;
+* :data:`REFUSED`: features a consumer does not model; the consumer refuses them (exit 2);
+* :data:`DELEGATED`: features ``auto`` hands to the whole joint model, with the reason, which the
+  results record as ``solver.why_joint``.
+
+Every consumer calls :func:`refusals` / :func:`check` / :func:`delegation` instead of its own
+``if``; docs/model.md §10 carries :func:`markdown` between its markers and
+``tests/test_capabilities.py`` keeps them equal (regenerate with
+``.venv/bin/python -m optnet.capabilities``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from optnet.instance import Instance
+
+
+class _Name(str, Enum):
+    """A string enum that prints as its value (``enum.StrEnum`` needs Python 3.11)."""
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+
+class Feature(_Name):
+    WAVELENGTH_SWITCHED = "wavelength-switched fabric"
+    HYBRID = "hybrid packet pairs"
+    CONGESTION = "congestion model"
+    PHASES = "phases"
+    RELAYS = "relays"
+    PARAMETER_SERVERS = "parameter servers"
+    DIRECT = "direct-connect fabric"
+    TENANTS = "tenant guarantees"
+    DEGRADED = "servers with failed transceivers"
+    RELAXED = "relaxed cluster"
+
+
+class Consumer(_Name):
+    MILP = "joint MILP"
+    AUTO = "auto"
+    EXPLAIN = "explain"
+    FROM = "--from"
+    ENERGY = "energy objective"
+    CARBON = "carbon objective"
+    SIMULATE = "simulate"
+
+
+@dataclass(frozen=True)
+class FeatureInfo:
+    field: str
+    """The input field that turns the feature on, as refusals name it: ``topology.X`` and
+    ``workload.X`` are fields of those files."""
+    text: str
+    """What the feature is, in a sentence of a refusal."""
+    used: Callable[[Instance], bool]
+
+
+def _tenant_guarantees(inst: Instance) -> bool:
+    return any(t.min_lightpaths or t.min_hcf_lightpaths or t.min_ocs_ports for t in inst.tenants)
+
+
+FEATURES: dict[Feature, FeatureInfo] = {
+    Feature.WAVELENGTH_SWITCHED: FeatureInfo(
+        "topology.wavelength_switched",
+        "a wavelength-switched fabric",
+        lambda i: i.ws is not None,
+    ),
+    Feature.HYBRID: FeatureInfo(
+        "topology.packet_fabric.hybrid",
+        "hybrid pairs (a pair striped over lightpaths and the packet fabric)",
+        lambda i: i.packet is not None and i.packet.hybrid,
+    ),
+    Feature.CONGESTION: FeatureInfo(
+        "topology.packet_fabric.congestion_control",
+        "a congestion model (packet flows sharing leaf links)",
+        lambda i: i.packet is not None and i.packet.congestion_control is not None,
+    ),
+    Feature.PHASES: FeatureInfo(
+        "workload.phases",
+        "communication phases (per-phase matchings)",
+        lambda i: i.n_phases > 1,
+    ),
+    Feature.RELAYS: FeatureInfo(
+        "topology.relay", "relays through a third server (two-hop transfers)", lambda i: i.relay
+    ),
+    Feature.PARAMETER_SERVERS: FeatureInfo(
+        "workload.jobs[].parameter_servers",
+        "dedicated parameter servers",
+        lambda i: any(j.ps_servers for j in i.jobs),
+    ),
+    Feature.DIRECT: FeatureInfo(
+        "topology.direct", "a direct-connect fabric", lambda i: i.direct is not None
+    ),
+    Feature.TENANTS: FeatureInfo(
+        "tenants",
+        "tenant guarantees (min_lightpaths, min_hcf_lightpaths, min_ocs_ports)",
+        _tenant_guarantees,
+    ),  # fmt: skip
+    Feature.DEGRADED: FeatureInfo(
+        "failures",
+        "servers with failed transceivers",
+        lambda i: any(s.dead_transceivers for s in i.servers),
+    ),
+    Feature.RELAXED: FeatureInfo(
+        "topology.racks", "a relaxed cluster (real_rack_sizes)", lambda i: bool(i.real_rack_sizes)
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Refusal:
+    features: tuple[Feature, ...]
+    """One feature a consumer refuses, or the two features of a refused pair."""
+    reason: str
+    """Why, with the section of docs/model.md that says what is missing."""
+    consumer: Consumer | None = None
+    """None: the pair is refused by the loader, for every consumer."""
+    remedy: str = ""
+    """What the user can do instead."""
+
+    def message(self) -> str:
+        """The refusal as the user reads it: every feature with its input field."""
+        names = " and ".join(f"{FEATURES[f].text} (`{FEATURES[f].field}`)" for f in self.features)
+        if self.consumer is None:
+            head = f"{names} are not modelled together"
+        else:
+            head = f"{self.consumer} does not support {names}"
+        tail = f"; {self.remedy}" if self.remedy else ""
+        return f"{head}: {self.reason} (docs/model.md §10){tail}"
+
+
+_F = Feature
+#: Pairs no model handles together: refused at input, whatever the command.
+REFUSED_PAIRS: tuple[Refusal, ...] = (
+    Refusal(
+        (_F.WAVELENGTH_SWITCHED, _F.HYBRID),
+        "a striped pair's packet share and its slot channels are not one pair-link (§5.7)",
+        remedy="drop one of them",
+    ),
+    Refusal(
+        (_F.WAVELENGTH_SWITCHED, _F.CONGESTION),
+        "the leaf-link rows take a pair without lightpaths as a packet pair, also when the "
+        "wavelength-switched fabric serves it (§2b, §5.7)",
+        remedy="drop one of them",
+    ),
+    Refusal(
+        (_F.PHASES, _F.WAVELENGTH_SWITCHED),
+        "slot channels have no phase index (§5.8)",
+        remedy="use one phase or drop the fabric",
+    ),
+    Refusal(
+        (_F.PHASES, _F.HYBRID),
+        "the hybrid choice has no phase index (§5.8)",
+        remedy="use one phase or drop hybrid",
+    ),
+    Refusal(
+        (_F.PHASES, _F.CONGESTION),
+        "the leaf-link rows have no phase index (§5.8)",
+        remedy="use one phase or drop congestion_control",
+    ),
+    Refusal(
+        (_F.PHASES, _F.PARAMETER_SERVERS),
+        "push/pull steps are priced on the static pair-links only (§5.8)",
+        remedy="use one phase or drop the parameter servers",
+    ),
+    Refusal(
+        (_F.RELAYS, _F.PHASES),
+        "relay choices have no phase index (§5.4)",
+        remedy="remove topology.relay or the phases",
+    ),
+    Refusal(
+        (_F.RELAYS, _F.WAVELENGTH_SWITCHED),
+        "a relayed hop runs on static lightpaths only (§5.4)",
+        remedy="remove topology.relay or the fabric",
+    ),
+    Refusal(
+        (_F.RELAYS, _F.HYBRID),
+        "a relayed hop runs on static lightpaths only (§5.4)",
+        remedy="remove topology.relay or hybrid",
+    ),
+    Refusal(
+        (_F.RELAYS, _F.CONGESTION),
+        "a relayed hop's share of a congested leaf link is not modelled (§5.4)",
+        remedy="remove topology.relay or congestion_control",
+    ),
+    Refusal(
+        (_F.RELAYS, _F.PARAMETER_SERVERS),
+        "push/pull steps are not relayed (§5.4)",
+        remedy="remove topology.relay or the parameter servers",
+    ),
+    Refusal(
+        (_F.RELAYS, _F.DIRECT),
+        "a direct-connect fabric is priced by traffic x hops, not by step schedules (§7b)",
+        remedy="remove topology.relay",
+    ),
+)
+
+#: Features a consumer does not model: the consumer refuses the instance.
+REFUSED: tuple[Refusal, ...] = (
+    Refusal(
+        (_F.DIRECT,),
+        "a direct-connect fabric is solved for placement only (docs/direct.md)",
+        Consumer.MILP,
+        "use --objective traffic-hops or traffic-latency",
+    ),
+    Refusal(
+        (_F.PHASES,),
+        "the change count compares one static plan (§5.6)",
+        Consumer.FROM,
+        "re-optimise without --from",
+    ),
+    Refusal(
+        (_F.DIRECT,),
+        "its plans are placements priced by traffic x hops (docs/direct.md), not step "
+        "schedules on links",
+        Consumer.SIMULATE,
+    ),
+    *(
+        Refusal((f,), why, Consumer.EXPLAIN, "solve, evaluate and report do")
+        for f, why in (
+            (
+                _F.WAVELENGTH_SWITCHED,
+                "explain reads the lightpath and packet rows, not the slot "
+                "channels, so a pair's serialisation over the fabric would be attributed to no "
+                "resource",
+            ),
+            (_F.HYBRID, "its duals and blockers do not cover striped pairs"),
+            (_F.CONGESTION, "its duals and blockers do not cover shared leaf links"),
+            (_F.PHASES, "its blockers read one static matching"),
+            (_F.RELAYS, "its blockers do not follow two-hop transfers"),
+            (_F.DIRECT, "a direct-connect plan has no lightpaths to attribute"),
+            (_F.TENANTS, "their rows carry duals explain ignores"),
+            (_F.DEGRADED, "the blockers count every server's transceivers as intact"),
+            (_F.RELAXED, "the blockers read the racks as built"),
+        )
+    ),  # fmt: skip
+)
+
+#: Features ``auto`` leaves to the whole joint model (its bound, blocks and constructive plan do
+#: not model them); the results record the reason as ``solver.why_joint``.
+DELEGATED: dict[Feature, str] = {
+    Feature.WAVELENGTH_SWITCHED: "wavelength-switched fabric",
+    Feature.PHASES: "communication phases (a reconfiguration delays every job)",
+    Feature.RELAYS: "relays through a third server",
+    Feature.TENANTS: "tenant guarantees tie jobs in different blocks together",
+}
+
+
+def features(inst: Instance) -> frozenset[Feature]:
+    """The features ``inst`` uses."""
+    return frozenset(f for f, info in FEATURES.items() if info.used(inst))
+
+
+def refusals(inst: Instance, consumer: Consumer | None = None) -> list[Refusal]:
+    """What refuses ``inst``: the refused pairs it combines (``consumer`` None), or the features
+    ``consumer`` does not model, in table order."""
+    used = features(inst)
+    table = REFUSED_PAIRS if consumer is None else [r for r in REFUSED if r.consumer == consumer]
+    return [r for r in table if used.issuperset(r.features)]
+
+
+def check(inst: Instance, consumer: Consumer | None = None, source: str | None = None) -> None:
+    """Raise InputError (exit 2), one problem per refusal, naming the feature's input field."""
+    from optnet.errors import InputError, Problem
+
+    found = refusals(inst, consumer)
+    if found:
+        where = source or "instance"
+        raise InputError([Problem(where, FEATURES[r.features[0]].field, r.message()) for r in
+                          found])  # fmt: skip
+
+
+def delegation(inst: Instance) -> str | None:
+    """Why ``auto`` runs the whole joint model for ``inst`` (None: it decomposes)."""
+    used = features(inst)
+    why = [text for f, text in DELEGATED.items() if f in used]
+    return "; ".join(why) if why else None
+
+
+#: Consumers that run the joint MILP and so also refuse what it refuses.
+ON_MILP = (Consumer.AUTO, Consumer.FROM, Consumer.ENERGY, Consumer.CARBON)
+
+
+def supports(consumer: Consumer, feature: Feature) -> str:
+    """``yes``, ``joint`` (``auto`` delegates it) or ``refused``, as §10's matrix shows it."""
+    by = (consumer, Consumer.MILP) if consumer in ON_MILP else (consumer,)
+    if any(r.consumer in by and r.features == (feature,) for r in REFUSED):
+        return "refused"
+    if consumer == Consumer.AUTO and feature in DELEGATED:
+        return "joint"
+    return "yes"
+
+
+BEGIN = "<!-- capabilities: generated by optnet/capabilities.py; do not edit -->"
+END = "<!-- capabilities: end -->"
+
+
+def _row(cells: Iterable[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def markdown() -> str:
+    """docs/model.md §10's generated part: the support matrix and the refused pairs."""
+    consumers = list(Consumer)
+    lines = [
+        BEGIN,
+        "",
+        "What each consumer does with each feature (*joint*: `auto` solves the whole joint "
+        "model; *refused*: exit 2 with the reason below; `auto`, `--from` and the energy and "
+        "carbon objectives run the joint MILP and refuse what it refuses):",
+        "",
+        _row(["feature", "input field", *consumers]),
+        _row(["---"] * (len(consumers) + 2)),
+    ]
+    for f, info in FEATURES.items():
+        lines.append(_row([f.value, f"`{info.field}`", *(supports(c, f) for c in consumers)]))
+    lines += ["", "Refused by a consumer:", ""]
+    lines += [f"- {r.consumer}, {r.features[0]}: {r.reason}." for r in REFUSED]
+    lines += ["", f"Pairs refused at input ({len(REFUSED_PAIRS)}):", ""]
+    lines += [f"- {a} with {b}: {r.reason}." for r in REFUSED_PAIRS for a, b in [r.features]]
+    return "\n".join([*lines, "", END])
+
+
+def main() -> None:
+    """Rewrite the generated part of docs/model.md §10 in place."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "docs" / "model.md"
+    text = path.read_text(encoding="utf-8")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    path.write_text(head + markdown() + tail, encoding="utf-8")
+    sys.stdout.write(f"wrote {path}\n")
+
+
+if __name__ == "__main__":
+    main()

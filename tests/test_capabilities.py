@@ -1,0 +1,111 @@
+"""What supports what is one table (``optnet.capabilities``): the features it detects on the
+bundled instances, each refused pair refused by the loader end to end, ``auto`` delegating what
+its blocks do not model (and saying why), and docs/model.md §10 generated from it."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from optnet import capabilities, errors
+from optnet.capabilities import Consumer, Feature
+from optnet.cli import main
+from optnet.instance import load_instance
+
+ROOT = Path(__file__).resolve().parent.parent
+INSTANCES = ROOT / "instances"
+MODEL_MD = ROOT / "docs" / "model.md"
+
+#: What each bundled instance uses, read from its YAML by hand (not by the detector).
+BUNDLED = {
+    "tiny": set(),
+    "small": set(),
+    "realistic": set(),
+    "sirius": {Feature.WAVELENGTH_SWITCHED},
+    "hybrid": {Feature.HYBRID, Feature.CONGESTION},
+    "reconfig": {Feature.PHASES},
+    "relay": {Feature.RELAYS},
+    "ps": {Feature.PARAMETER_SERVERS},
+    "torus": {Feature.DIRECT},
+}
+
+
+@pytest.mark.parametrize("name", sorted(BUNDLED))
+def test_features_of_the_bundled_instances(name):
+    assert capabilities.features(load_instance(INSTANCES / f"{name}.yaml")) == BUNDLED[name]
+
+
+def test_section_10_is_generated_from_the_table():
+    text = MODEL_MD.read_text(encoding="utf-8")
+    block = text[text.index(capabilities.BEGIN) : text.index(capabilities.END)]
+    assert block + capabilities.END == capabilities.markdown(), (
+        "docs/model.md §10 is stale: run .venv/bin/python -m optnet.capabilities"
+    )
+
+
+def test_no_module_writes_its_own_refusal():
+    """The refusal sentences live in the table: no other module phrases one."""
+    pattern = re.compile(r"not modelled together|does not support [a-z]")
+    offenders = [
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "optnet").rglob("*.py")
+        if p.name != "capabilities.py" and pattern.search(p.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []
+
+
+def _phases_and_ps(text: str) -> str:
+    """ps.yaml with a second collective in a second phase."""
+    line = "        - {name: dp_grad, kind: all_reduce, group: dp, message_bytes: 2.5e6, count: 20}"
+    assert line in text
+    two = line[:-1] + ", phase: a}\n" + line.replace("dp_grad", "dp_act")[:-1] + ", phase: b}"
+    return text.replace(line, two)
+
+
+def _relay_and_direct(text: str) -> str:
+    return text.replace("topology:\n", "topology:\n  relay: {overhead_us: 1.0}\n", 1)
+
+
+@pytest.mark.parametrize(
+    "base, edit, fields",
+    [
+        ("ps.yaml", _phases_and_ps, ("phases", "parameter_servers")),
+        ("torus.yaml", _relay_and_direct, ("relay", "topology.direct")),
+    ],
+)
+def test_pairs_no_other_test_covers_are_refused(tmp_path, base, edit, fields):
+    """The loader refuses a refused pair with exit 2 naming both input fields (the other ten
+    pairs: test_relay, test_reconfiguration, test_ws)."""
+    text = (INSTANCES / base).read_text()
+    path = tmp_path / base
+    path.write_text(edit(text))
+    r = CliRunner().invoke(main, ["validate", str(path)])
+    assert r.exit_code == errors.EXIT_INPUT, r.output
+    assert all(f in r.output for f in fields) and "Traceback" not in r.output, r.output
+
+
+def test_every_refused_pair_names_both_fields():
+    for r in capabilities.REFUSED_PAIRS:
+        assert len(r.features) == 2 and r.consumer is None
+        msg = r.message()
+        assert all(capabilities.FEATURES[f].field in msg for f in r.features), msg
+
+
+@pytest.mark.parametrize("name, why", [("sirius", "wavelength-switched"), ("relay", "relays")])
+def test_auto_delegates_and_says_why(tmp_path, name, why):
+    out = tmp_path / "r.json"
+    r = CliRunner().invoke(main, ["solve", str(INSTANCES / f"{name}.yaml"), "-o", str(out), "-q"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(out.read_text())
+    assert doc["strategy"] == "joint" and why in doc["solver"]["why_joint"]
+
+
+def test_matrix_reflects_the_refusals():
+    assert capabilities.supports(Consumer.EXPLAIN, Feature.WAVELENGTH_SWITCHED) == "refused"
+    assert capabilities.supports(Consumer.AUTO, Feature.PHASES) == "joint"
+    assert capabilities.supports(Consumer.ENERGY, Feature.PHASES) == "yes"
+    assert capabilities.supports(Consumer.FROM, Feature.DIRECT) == "refused"  # via the MILP

@@ -10,8 +10,9 @@
   server. Milliseconds per job. ``iteration_floors`` / ``objective_floor``: what they prove,
   which ``solve.solve_instance`` adds to every bound it reports and gives one-job relaxations as
   a constraint (``model.objective.add_iteration_floor``).
-* ``odd_ring_cap``: the most lightpaths an odd ring's narrowest edge can have when it cannot sit
-  in one rack; it enters every option's closed-form bound (``model.collectives``).
+* ``model.lightpaths.odd_ring_cap`` (beside the cut that uses it): the most lightpaths an odd
+  ring's narrowest edge can have when it cannot sit in one rack; it enters every option's
+  closed-form bound (``model.collectives``).
 * ``closed_form_targets``: the shared bound's minimiser, an answer ``heuristic.guided_plan``
   lays out.
 """
@@ -134,11 +135,11 @@ def alone_model_data(inst: Instance, job):
     """Model data of ``job`` alone on ``relaxed_cluster``, with its step terms."""
     from optnet.candidates import all_candidates
     from optnet.model import model_data
-    from optnet.model.collectives import _step_terms
+    from optnet.model.collectives import step_terms
 
     relaxed = replace(relaxed_cluster(inst, job.slots), jobs=(job,), tenants=())
     md = model_data(relaxed, all_candidates(relaxed), "max-iteration")
-    md.step_terms, md.step_counts = _step_terms(md)  # type: ignore[attr-defined]
+    md.step_terms, md.step_counts = step_terms(md)  # type: ignore[attr-defined]
     return md
 
 
@@ -268,37 +269,3 @@ def objective_floor(inst: Instance, floors: list[float], objective: str) -> floa
     if objective == "weighted-sum":
         return sum(job.weight * f for job, f in zip(inst.jobs, floors))
     return 0.0
-
-
-def odd_ring_cap(n: int, ocses: int, rack_sizes: tuple[int, ...]) -> int | None:
-    """The most lightpaths the narrowest edge of a ring of ``n`` servers can have when ``n`` is
-    odd, each of the K = ``ocses`` OCSes gives a server one transceiver, and the ring cannot sit
-    in one rack of ``rack_sizes``; None when nothing is proven (n even, or it fits in a rack).
-    docs/model.md §5.3, "odd rings across racks".
-
-    If every edge has q lightpaths and 3q > K: a server's two edges use different OCSes (one
-    transceiver each), and an OCS joins a rack's trunk to one rack, so a rack facing racks x and
-    y (itself, looped back, included) needs q OCSes for each; with 3q > K no rack faces three
-    racks, and a server with both neighbours in rack x needs 2q OCSes to x, leaving its rack
-    none for another. So the ring passes straight through every rack it visits, and the racks
-    form a path (walked end to end and back: an even number of servers) or a cycle of L racks
-    walked round w times, n = w L, every rack holding w of its servers. L odd needs each of the
-    L rack pairs on q OCSes and an OCS joins at most (L - 1) / 2 of them: q L <= K (L - 1) / 2.
-    The cap is the largest q with 3q <= K or some such cycle fitting ``rack_sizes``.
-
-    >>> odd_ring_cap(11, 8, (8,) * 8)  # one rack would allow 3 (8 x 5 lightpaths, 11 edges)
-    2
-    >>> odd_ring_cap(15, 8, (16,) * 4) is None  # fits in one rack
-    True
-    >>> odd_ring_cap(15, 8, (8,) * 5)  # three servers on each of five racks round a cycle
-    3
-    """
-    if n % 2 == 0 or n < 3 or n <= max(rack_sizes, default=0):
-        return None
-    cycles = [
-        L for L in range(3, n + 1, 2) if n % L == 0 and sum(c >= n // L for c in rack_sizes) >= L
-    ]
-    q = ocses
-    while q > 1 and 3 * q > ocses and not any(q * L <= ocses * (L - 1) // 2 for L in cycles):
-        q -= 1
-    return q

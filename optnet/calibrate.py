@@ -457,9 +457,9 @@ def calibrate(
     tel = read_telemetry(telemetry) if telemetry else {}
     changes: list[dict[str, Any]] = []
     if instance:
-        from optnet.instance import load_instance
+        from optnet.instance import dump_yaml, instance_from_data, load_instance
         from optnet.safeio import write_atomic
-        from optnet.sweep import dump_yaml, instance_data, instance_from_data
+        from optnet.sweep import instance_data
 
         data = instance_data(instance)
         inst = load_instance(instance)
@@ -574,9 +574,9 @@ def _calibrate_nccl(
 
         streams.say(f"optnet: warning: {w}")
     if output:
+        from optnet.instance import dump_yaml, instance_from_data
         from optnet.printable import text_safe
         from optnet.safeio import write_atomic
-        from optnet.sweep import dump_yaml, instance_from_data
 
         data = cm.apply(base, model.params)
         instance_from_data(data, str(output), Path(instance).stem)  # the loader must accept it

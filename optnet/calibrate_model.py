@@ -146,7 +146,7 @@ def predict(
     fastest the run could use kept."""
     from optnet.candidates import all_candidates
     from optnet.evaluate import evaluate
-    from optnet.sweep import instance_from_data
+    from optnet.instance import instance_from_data
 
     data = measurement_data(base, m, params, library)
     inst = instance_from_data(data, m.label or "measurement")
@@ -194,7 +194,7 @@ def _slope(sizes, times) -> float:
 
 def fit(base: dict[str, Any], tables: list[Measured]) -> ModelFit:
     """Fit the parameters on the rows of at most 64 MiB of ``tables`` (module docstring)."""
-    from optnet.sweep import instance_from_data
+    from optnet.instance import instance_from_data
 
     fitted = [_fitted(m) for m in tables]
     warnings: list[str] = []

@@ -82,7 +82,7 @@ class JobCandidates:
     """Unordered slot pairs (a < b) that some option of some collective may use."""
 
 
-def _rank_groups(job: JobSpec, group: str) -> list[list[int]]:
+def rank_groups(job: JobSpec, group: str) -> list[list[int]]:
     """Rank groups in Megatron-LM's order tp-cp-ep-dp-pp (``RankGenerator`` in
     megatron/core/parallel_state.py): rank = t + tp (c + cp (d + dp s)); ep and edp split the
     combined index x = c + cp d like Megatron's expert generator (tp-ep-dp-pp, expert tp = tp)."""
@@ -152,7 +152,7 @@ def _server_groups(job: JobSpec, spec: CollectiveSpec, G: int, where: str):
     """Map group instances to (slots, g, c); all instances must be alike (a regular layout)."""
     by_slots: dict[tuple[int, ...], int] = defaultdict(int)
     shapes = set()
-    for ranks in _rank_groups(job, spec.group):
+    for ranks in rank_groups(job, spec.group):
         per_slot: dict[int, int] = defaultdict(int)
         for r in ranks:
             per_slot[_slot(job, r, G)] += 1
@@ -241,16 +241,6 @@ def _intra_gamma_us(inst: Instance, kind: str, p: int, nbytes: float) -> float:
     return (p - 1) / p * nbytes * inverse_rate_us_per_byte(inst.reduce_rate_gbps)
 
 
-def in_network_available(inst: Instance, spec: CollectiveSpec) -> bool:
-    """SHARP-style aggregation: all-reduce over a packet fabric whose switches reduce."""
-    return (
-        spec.kind == "all_reduce"
-        and inst.packet is not None
-        and inst.packet.in_network_reduction
-        and (spec.algorithms is None or "in_network" in spec.algorithms)
-    )
-
-
 def _reduction_hops(inst: Instance) -> int:
     """Hops up to the aggregating tier and back: 3 on a leaf-spine (or a one-pod fat-tree), 5 on
     a fat-tree with several pods (the core aggregates)."""
@@ -327,7 +317,7 @@ def _send_recv(inst: Instance, job: JobSpec, spec: CollectiveSpec) -> Collective
     G = inst.gpus_per_server
     pair_bytes: dict[tuple[int, int], float] = defaultdict(float)
     local = False
-    for ranks in _rank_groups(job, "pp"):
+    for ranks in rank_groups(job, "pp"):
         for a, b in zip(ranks, ranks[1:]):
             sa, sb = _slot(job, a, G), _slot(job, b, G)
             if sa == sb:
@@ -579,7 +569,7 @@ def collective_candidates(
             algs = library.restrict(inst, job.name, spec, N, algs, where)
             intra = _intra_phase_us(inst, spec.kind, g, n, p)
             options = []
-            if in_network_available(inst, spec):
+            if library.in_network_available(inst, spec):
                 D = max(_server_bytes(spec.kind, n, g, c, p, N) for _s, _g, c in groups)
                 if library.pipelined(inst):  # NCCL's CollNet: the NIC's share, reduction fused
                     net = in_network_time_us(inst, D / nc.nic_efficiency(inst.nic_efficiency))

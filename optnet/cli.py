@@ -7,15 +7,13 @@ Exit codes (README): 0 optimal / feasible decisions; 1 feasible but not proven o
 
 from __future__ import annotations
 
-import errno
-import functools
 import json
 import sys
-import traceback
 
 import click
 
-from optnet import contract, errors, interrupt, streams
+from optnet import contract, errors, streams
+from optnet.cli_errors import handle_errors, infeasible
 from optnet.clitypes import (
     Finite,
     executor_options,
@@ -26,7 +24,6 @@ from optnet.clitypes import (
     workload_option,
 )
 from optnet.commands_resilience import apply_cli_failures, fail_option, resilience
-from optnet.errors import OptnetError
 from optnet.library import recorded_library, with_library
 from optnet.safeio import prepare_output
 
@@ -39,48 +36,6 @@ OBJECTIVES = (
     "traffic-hops",
     "traffic-latency",
 )
-
-
-def _handle_errors(fn):
-    """Run a command: its errors as messages with the README's exit codes (never a traceback
-    unless ``--debug``), SIGINT/SIGTERM as a stop request (``optnet.interrupt``), and closed or
-    broken standard streams handled quietly (``optnet.streams``)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, debug: bool = False, **kwargs):
-        streams.guard()
-        code: int | str | None = 0
-        try:
-            with interrupt.handling_signals():
-                fn(*args, **kwargs)
-        except SystemExit as exc:
-            code = exc.code
-        except OptnetError as exc:
-            if debug:
-                traceback.print_exc()
-            streams.say(f"optnet: {exc}")
-            code = exc.exit_code
-        except KeyboardInterrupt:  # outside the signal handling (e.g. a worker thread)
-            streams.say("optnet: interrupted")
-            code = 130
-        except BrokenPipeError:
-            code = streams.broken_pipe()
-        except OSError as exc:
-            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
-                raise
-            streams.say(f"optnet: cannot write {exc.filename or 'the output'}: the disk is full")
-            code = errors.EXIT_INPUT
-        except Exception as exc:  # a bug in optnet: say so plainly, traceback only on --debug
-            if debug:
-                traceback.print_exc()
-            streams.say(
-                f"optnet: internal error: {type(exc).__name__}: {exc} "
-                "(please report it; --debug shows the traceback)"
-            )
-            code = errors.EXIT_SOLVER
-        sys.exit(streams.finish(code))
-
-    return click.option("--debug", is_flag=True, help="Show tracebacks for errors.")(wrapper)
 
 
 def _output(results: dict, out: str | None, fmt: str, force: bool) -> None:
@@ -196,7 +151,7 @@ def main() -> None:
     help="Every job's iteration time at most this (with --objective energy|carbon: the budget).",
 )
 @library_option()
-@_handle_errors
+@handle_errors
 def solve(
     instance,
     workload,
@@ -277,13 +232,6 @@ def _running_plan(inst, path: str):
     return d
 
 
-def _infeasible(violations: list[str]) -> None:
-    streams.say("optnet: the decisions are infeasible:")
-    for v in violations:
-        streams.say(f"  - {v}")
-    sys.exit(errors.EXIT_EVALUATION_INFEASIBLE)
-
-
 @main.command("evaluate")
 @click.argument("instance", type=click.Path(dir_okay=False))
 @click.argument("solution", type=click.Path(dir_okay=False))
@@ -293,7 +241,7 @@ def _infeasible(violations: list[str]) -> None:
     "Price the plan with this library's schedules and refuse algorithms it cannot run "
     "(default: the library a results file records, else the instance's library:)."
 )
-@_handle_errors
+@handle_errors
 def evaluate_cmd(instance, solution, workload, objective, out, fmt, force, fail, library) -> None:
     """Check and score a full set of decisions for INSTANCE: SOLUTION is a solution or results
     file."""
@@ -314,13 +262,13 @@ def evaluate_cmd(instance, solution, workload, objective, out, fmt, force, fail,
     try:
         d = _read_decisions(inst, solution)
     except PlanError as exc:  # decisions that cannot be a plan are violations here
-        _infeasible([str(p) for p in exc.problems])
+        infeasible([str(p) for p in exc.problems])
     if objective in TRAFFIC_OBJECTIVES:
         ev = evaluate_traffic(inst, d, objective)
     else:
         ev = evaluate(inst, d, objective)
     if not ev.feasible and not ev.jobs:  # the placement is wrong: nothing to report on
-        _infeasible(ev.violations)
+        infeasible(ev.violations)
     results = build_results(
         inst,
         d,
@@ -334,13 +282,13 @@ def evaluate_cmd(instance, solution, workload, objective, out, fmt, force, fail,
     )
     _output(results, out, fmt, force)
     if not ev.feasible:
-        _infeasible(ev.violations)
+        infeasible(ev.violations)
 
 
 @main.command()
 @click.argument("instance", type=click.Path(dir_okay=False))
 @workload_option("Workload YAML to check with the topology (overrides the instance's).")
-@_handle_errors
+@handle_errors
 def validate(instance, workload) -> None:
     """Check INSTANCE (a YAML file) without solving; print a one-line summary."""
     from optnet.candidates import all_candidates
@@ -377,7 +325,7 @@ def validate(instance, workload) -> None:
 )
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
-@_handle_errors
+@handle_errors
 def report(result, fmt, plots_dir, out, force, quiet) -> None:
     """Report RESULT, a results file: tables of jobs, collectives, lightpaths, utilisation;
     plots."""
@@ -414,7 +362,7 @@ def report(result, fmt, plots_dir, out, force, quiet) -> None:
     "command's JSON output. PART is one of:\n\n\b\n" + contract.help_text()
 )
 @click.argument("part", type=click.Choice(contract.CHOICES), default="instance", metavar="[PART]")
-@_handle_errors
+@handle_errors
 def schema(part) -> None:
     streams.write_stdout(json.dumps(contract.json_schema(part), indent=2) + "\n")
 
@@ -440,7 +388,7 @@ def schema(part) -> None:
 @click.option("--force", is_flag=True, help="Overwrite an existing CSV or plot.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 @library_option()
-@_handle_errors
+@handle_errors
 def pareto(
     instance,
     workload,

@@ -1,7 +1,7 @@
 """The ``sweep``, ``export`` and ``calibrate`` commands (registered on ``optnet.cli.main``).
 
 Errors are :class:`~optnet.errors.OptnetError` subclasses, printed without a traceback by
-``optnet.cli._handle_errors`` with the README's exit codes.
+``optnet.cli_errors.handle_errors`` with the README's exit codes.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 import click
 
 from optnet import errors, streams
-from optnet.cli import _handle_errors
+from optnet.cli_errors import handle_errors
 from optnet.clitypes import Finite, executor_options, workload_option
 from optnet.export import FORMATS as EXPORT_FORMATS
 from optnet.safeio import prepare_output
@@ -44,7 +44,7 @@ def _default_workers() -> int:
 @click.option(
     "--progress/--no-progress", default=None, help="Progress bar (default: on a terminal)."
 )
-@_handle_errors
+@handle_errors
 def sweep(spec, out, workers, executor, scheduler, time_limit, restart, dry_run, progress) -> None:
     """Solve every variation of an instance that SPEC lists; resumable.
 
@@ -159,7 +159,7 @@ def sweep(spec, out, workers, executor, scheduler, time_limit, restart, dry_run,
     help="hostfile: logical CPU cores bound to each rank in the OpenMPI rankfile.",
 )
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
-@_handle_errors
+@handle_errors
 def export_cmd(
     result,
     fmt,
@@ -245,7 +245,7 @@ def export_cmd(
     "only those algorithms.",
 )
 @click.option("--force", is_flag=True, help="Overwrite existing output files.")
-@_handle_errors
+@handle_errors
 def calibrate(
     files,
     link_types,

@@ -2,19 +2,17 @@
 solved plan, and what one more unit of it would save per iteration (docs/explain.md).
 
 Errors are :class:`~optnet.errors.OptnetError` subclasses, printed without a traceback by
-``optnet.cli._handle_errors`` with the README's exit codes. That handler is looked up when the
-command runs, not when this module is imported, so importing this module before or after
-``optnet.cli`` (which registers the command) never meets a half-initialised module.
+``optnet.cli_errors.handle_errors`` with the README's exit codes.
 """
 
 from __future__ import annotations
 
-import functools
 import sys
 
 import click
 
 from optnet import errors
+from optnet.cli_errors import handle_errors
 from optnet.clitypes import (
     executor_options,
     mip_gap_option,
@@ -22,22 +20,6 @@ from optnet.clitypes import (
     workload_option,
 )
 from optnet.safeio import prepare_output
-
-
-def _handle_errors(fn):
-    """``optnet.cli._handle_errors`` (with its ``--debug`` flag), imported at call time."""
-
-    @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
-    @functools.wraps(fn)
-    def command(*args, debug: bool = False, **kwargs):
-        from optnet.cli import _handle_errors as handle
-
-        def run():
-            return fn(*args, **kwargs)
-
-        return handle(run)(debug=debug)
-
-    return command
 
 
 @click.command("explain")
@@ -78,7 +60,7 @@ def _handle_errors(fn):
 )
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
-@_handle_errors
+@handle_errors
 def explain_cmd(
     result,
     instance,

@@ -6,24 +6,12 @@ from __future__ import annotations
 
 import click
 
+from optnet.cli_errors import handle_errors
+
 
 @click.group("import")
 def import_cmd() -> None:
     """Write an instance's workload section from a Megatron-LM argument list or a Chakra trace."""
-
-
-def _megatron_errors(fn):
-    """``optnet.cli._handle_errors`` (with ``--debug``), looked up at call time."""
-    import functools
-
-    @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
-    @functools.wraps(fn)
-    def command(*args, debug: bool = False, **kwargs):
-        from optnet.cli import _handle_errors as handle
-
-        return handle(lambda: fn(*args, **kwargs))(debug=debug)
-
-    return command
 
 
 @import_cmd.command(
@@ -39,7 +27,7 @@ def _megatron_errors(fn):
 )
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="Write YAML here.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
-@_megatron_errors
+@handle_errors
 def megatron_cmd(args, gpus, name, expand, out, force) -> None:
     """Workload section from Megatron-LM ARGS (pretrain_gpt.py arguments, e.g. --num-layers 80
     --hidden-size 8192 ...) or from a YAML file of them given first; names, mappings, ignored and
@@ -91,7 +79,7 @@ def megatron_cmd(args, gpus, name, expand, out, force) -> None:
 @click.option("--ep", type=click.IntRange(min=1), help="Expert-parallel degree.")
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="Write YAML here.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
-@_megatron_errors
+@handle_errors
 def chakra_cmd(traces, gpus, name, groups, tp, pp, cp, ep, out, force) -> None:
     """Workload section from Chakra execution TRACES (one file per rank, protobuf ET or the
     jsonizer's JSON): compute time, collectives counted by kind, size and group

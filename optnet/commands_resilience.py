@@ -6,12 +6,12 @@ Registered in ``optnet.cli`` with ``main.add_command(resilience)``. This module 
 
 from __future__ import annotations
 
-import functools
 import sys
 
 import click
 
 from optnet import streams
+from optnet.cli_errors import handle_errors
 from optnet.clitypes import (
     executor_options,
     mip_gap_option,
@@ -51,18 +51,6 @@ def _default_workers() -> int:
     from optnet.executors import default_workers
 
     return default_workers(4)
-
-
-def _handled(fn):
-    """optnet.cli's error handling (exit codes, --debug), imported when the command runs."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, debug: bool = False, **kwargs):
-        from optnet.cli import _handle_errors
-
-        return _handle_errors(fn)(*args, debug=debug, **kwargs)
-
-    return click.option("--debug", is_flag=True, help="Show tracebacks for errors.")(wrapper)
 
 
 def _classes(ctx, param, value: str) -> tuple[str, ...]:
@@ -122,7 +110,7 @@ def _classes(ctx, param, value: str) -> tuple[str, ...]:
 )
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
-@_handled
+@handle_errors
 def resilience(
     instance,
     workload,

@@ -1,6 +1,6 @@
 """The ``simulate`` command (registered on ``optnet.cli.main``): replay a plan flow by flow in
 SimGrid and print optnet's time, the simulated time and their ratio per collective and per job
-(docs/simulate.md). Errors are printed by ``optnet.cli._handle_errors``, looked up at call time
+(docs/simulate.md). Errors are printed by ``optnet.cli_errors.handle_errors``
 as in ``commands_explain``: exit 2 for bad input, a results file of another instance, a plan the
 replay does not cover or SimGrid missing; exit 6 for decisions the evaluator finds infeasible."""
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from optnet.commands_explain import _handle_errors
+from optnet.cli_errors import handle_errors, infeasible
 from optnet.safeio import prepare_output
 
 
@@ -37,12 +37,11 @@ from optnet.safeio import prepare_output
 )
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="Write it here.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
-@_handle_errors
+@handle_errors
 def simulate_cmd(instance, results, mode, fmt, out, force) -> None:
     """Replay the plan in RESULTS (a results file `optnet solve -o` wrote for INSTANCE, or a
     solution file) in SimGrid, a flow-level simulator with max-min sharing, and compare it
     with optnet's times per collective and per job."""
-    from optnet.cli import _infeasible
     from optnet.evaluate import evaluate
     from optnet.safeio import write_atomic
     from optnet.simulate import check_replayable, load_simgrid, simulate
@@ -54,7 +53,7 @@ def simulate_cmd(instance, results, mode, fmt, out, force) -> None:
     check_replayable(inst)
     ev = evaluate(inst, d)
     if not ev.feasible:
-        _infeasible(ev.violations)
+        infeasible(ev.violations)
     doc = simulate(inst, d, {"collectives": ev.collectives, "jobs": ev.jobs}, mode == "together")
     doc["results"] = str(results)
     text = json.dumps(doc, indent=2) + "\n" if fmt == "json" else render_text(doc)

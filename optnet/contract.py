@@ -178,9 +178,9 @@ def _optics_unless_direct(cluster: dict[str, Any]) -> None:
     ``direct`` fabric, ``wavelengths_per_fibre``, ``transceivers`` and ``ocs`` are required;
     with one they may be left out (pydantic's generated schema always requires the first and
     never the others; tests/test_contract.py checks both forms against the loader)."""
-    from optnet.schema import _OPTICS
+    from optnet.schema import OPTICS_FIELDS
 
-    optics = ["wavelengths_per_fibre", *_OPTICS]
+    optics = ["wavelengths_per_fibre", *OPTICS_FIELDS]
     cluster["required"] = [k for k in cluster.get("required", []) if k not in optics]
     cluster["if"] = {"properties": {"direct": {"type": "null"}}}
     cluster["then"] = {"required": optics}

@@ -15,14 +15,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from optnet.results_schema import VERSION_PATTERN, Count, InstanceInfo, Num, Pair, _Closed
+from optnet.results_schema import VERSION_PATTERN, ClosedModel, Count, InstanceInfo, Num, Pair
 
 Version = Annotated[str, Field(pattern=VERSION_PATTERN)]
 
 # ------------------------------------------------------------------------- optnet resilience
 
 
-class ResilienceOptions(_Closed):
+class ResilienceOptions(ClosedModel):
     time_limit_s_per_case: Num
     mip_gap: Num
     seed: Count
@@ -30,12 +30,12 @@ class ResilienceOptions(_Closed):
     classes: list[Literal["ocs", "fibre", "server", "transceiver", "sync"]]
 
 
-class JobTime(_Closed):
+class JobTime(ClosedModel):
     name: str
     iteration_time_us: Num
 
 
-class ResilienceBase(_Closed):
+class ResilienceBase(ClosedModel):
     """The intact plan every case is compared with."""
 
     status: str
@@ -45,7 +45,7 @@ class ResilienceBase(_Closed):
     jobs: list[JobTime]
 
 
-class ResilienceSummary(_Closed):
+class ResilienceSummary(ClosedModel):
     cases: Count
     solved: Count
     cannot_run: Count
@@ -56,7 +56,7 @@ class ResilienceSummary(_Closed):
     worst: str | None
 
 
-class CaseJob(_Closed):
+class CaseJob(ClosedModel):
     name: str
     runs: bool
     iteration_time_us: Num
@@ -64,7 +64,7 @@ class CaseJob(_Closed):
     slowdown: Num
 
 
-class Case(_Closed):
+class Case(ClosedModel):
     """One single failure, re-planned."""
 
     failure: str
@@ -88,7 +88,7 @@ class Case(_Closed):
     """Wall-clock seconds of the case's solve (absent when it was settled without one)."""
 
 
-class ResilienceReport(_Closed):
+class ResilienceReport(ClosedModel):
     """``optnet resilience --format json``: every single failure (N-1), worst first."""
 
     resilience_version: Version
@@ -105,18 +105,18 @@ class ResilienceReport(_Closed):
 # ---------------------------------------------------------------------------- optnet explain
 
 
-class ExplainInstance(_Closed):
+class ExplainInstance(ClosedModel):
     name: str
     input_hash: str
 
 
-class Baseline(_Closed):
+class Baseline(ClosedModel):
     objective_us: Num
     status: str
     source: Literal["results", "re-solve"]
 
 
-class Binding(_Closed):
+class Binding(ClosedModel):
     """What binds a job; ``pair`` and after only when it is a pair's lightpaths."""
 
     resource: str
@@ -126,7 +126,7 @@ class Binding(_Closed):
     one_more_lightpath_us: Num = None
 
 
-class Candidate(_Closed):
+class Candidate(ClosedModel):
     """One unit of a resource, its predicted, kept-plan and confirmed saving."""
 
     key: str
@@ -147,7 +147,7 @@ class Candidate(_Closed):
     equivalent_to: str | None = None
 
 
-class SensitivePair(_Closed):
+class SensitivePair(ClosedModel):
     servers: Pair
     lightpaths: Count
     d_iteration_d_beta_mb: Num
@@ -155,7 +155,7 @@ class SensitivePair(_Closed):
     one_more_lightpath_us: Num
 
 
-class ExplainJob(_Closed):
+class ExplainJob(ClosedModel):
     job: str
     iteration_time_us: Num
     compute_time_us: Num
@@ -169,7 +169,7 @@ class ExplainJob(_Closed):
     sentence: str
 
 
-class Resource(_Closed):
+class Resource(ClosedModel):
     """A unit confirmed by a re-solve, for the whole objective."""
 
     key: str
@@ -185,14 +185,14 @@ class Resource(_Closed):
     idle: bool | None
 
 
-class ExplainTimings(_Closed):
+class ExplainTimings(ClosedModel):
     duals_s: Num
     units_s: Num
     confirm_s: Num
     confirm_solves: Count
 
 
-class ExplainReport(_Closed):
+class ExplainReport(ClosedModel):
     """``optnet explain --format json``: per job, what binds and what one more unit saves."""
 
     explain_version: Version
@@ -224,7 +224,7 @@ SweepStatus = Literal[
 ]
 
 
-class SweepRow(_Closed):
+class SweepRow(ClosedModel):
     """One line of a sweep's results.jsonl: one point (the last line of a key wins)."""
 
     point: Count
@@ -247,7 +247,7 @@ class SweepRow(_Closed):
 # -------------------------------------------------------------------------- optnet calibrate
 
 
-class FitOut(_Closed):
+class FitOut(ClosedModel):
     link_type: str
     alpha_us: Num
     rate_gbps: Num
@@ -258,7 +258,7 @@ class FitOut(_Closed):
     rms_error_pct: Num
 
 
-class ComparisonRow(_Closed):
+class ComparisonRow(ClosedModel):
     link_type: str
     file: str
     collective: str
@@ -272,21 +272,21 @@ class ComparisonRow(_Closed):
     wrong: Count | None = None
 
 
-class TelemetryOut(_Closed):
+class TelemetryOut(ClosedModel):
     latency_us: Num
     rate_gbps: Num
     links: Count
     source: str
 
 
-class InstanceChange(_Closed):
+class InstanceChange(ClosedModel):
     field: str
     old: Num
     new: Num
     source: str
 
 
-class BandOut(_Closed):
+class BandOut(ClosedModel):
     table: str
     band: str
     points: Count
@@ -297,14 +297,14 @@ class BandOut(_Closed):
     """The band's rows were not fitted on (larger than 64 MiB)."""
 
 
-class ModelFitOut(_Closed):
+class ModelFitOut(ClosedModel):
     """``library: nccl``: the fitted parameters of solve's own model (optnet.calibrate_model)."""
 
     params: dict[str, Num]
     bands: list[BandOut]
 
 
-class CalibrationReport(_Closed):
+class CalibrationReport(ClosedModel):
     """``optnet calibrate --json FILE``: the fits, their errors, telemetry and what changed."""
 
     model_fit: ModelFitOut | None = None

@@ -8,10 +8,12 @@ search and the exporters. The JSON form is the ``placement``/``circuits``/``ligh
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optnet.errors import InputError, Problem
-from optnet.instance import Instance
+
+if TYPE_CHECKING:
+    from optnet.instance import Instance
 
 
 @dataclass(frozen=True, order=True)

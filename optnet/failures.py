@@ -19,7 +19,7 @@ instance can be compared with, and carried over to, the degraded one:
 * a failed OCS attaches to no rack (``Ocs.racks = ()``): the MILP has no circuit on it, so no
   lightpath can use it, and the evaluator rejects any circuit through it;
 * a cut trunk removes the rack from ``Ocs.racks``; the surviving ports keep their numbers
-  (:class:`PortedOcs`);
+  (``Ocs.rack_ports``);
 * a failed or drained server is removed from its rack's ``Rack.servers`` (``Instance.servers``
   is unchanged): the model's rack capacity and the decoder's choice of servers both read that
   tuple, so no job is placed on it;
@@ -42,11 +42,14 @@ import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from optnet import physics
 from optnet.decisions import Circuit, Decisions, Lightpath
 from optnet.errors import InputError, Problem
-from optnet.instance import Instance, Ocs
+
+if TYPE_CHECKING:
+    from optnet.instance import Instance
 
 KINDS = ("ocs", "fibre", "server", "transceiver", "sync")
 SYNTAX = (
@@ -54,20 +57,6 @@ SYNTAX = (
 )
 _ALIASES = {"fiber": "fibre", "trunk": "fibre", "trx": "transceiver"}
 _MAX_LISTED = 24
-
-
-@dataclass(frozen=True)
-class PortedOcs(Ocs):
-    """An OCS some of whose trunk fibres are cut: ``racks[i]`` is on port ``rack_ports[i]``.
-
-    Port numbers are those of the intact OCS, so circuits in a what-if name the same physical
-    ports as in the intact plan.
-    """
-
-    rack_ports: tuple[int, ...] = ()
-
-    def port_of(self, rack: int) -> int:
-        return self.rack_ports[self.racks.index(rack)]
 
 
 @dataclass(frozen=True, order=True)
@@ -193,8 +182,7 @@ def apply_failures(
                     f"transceiver{'s' if len(trx) > 1 else ''} {_list(trx)} of every server "
                     "cannot be used"
                 )
-            extra = {"rack_ports": ()} if isinstance(ocses[k], PortedOcs) else {}
-            ocses[k] = replace(ocses[k], racks=(), **extra)
+            ocses[k] = replace(ocses[k], racks=(), rack_ports=())
         elif f.kind == "fibre":
             r, k = rack_idx[f.name], ocs_idx[f.other]
             o = ocses[k]
@@ -203,8 +191,7 @@ def apply_failures(
                 continue
             keep = tuple(x for x in o.racks if x != r)
             ports = tuple(o.port_of(x) for x in keep)
-            base = {fld: getattr(o, fld) for fld in Ocs.__dataclass_fields__}
-            ocses[k] = PortedOcs(**{**base, "racks": keep}, rack_ports=ports)
+            ocses[k] = replace(o, racks=keep, rack_ports=ports)
             trx = [t for t, oo in enumerate(t_ocs) if oo == k]
             notes.append(
                 f"{key}: trunk {f.name}->{f.other} is cut: the servers of rack {f.name} cannot "

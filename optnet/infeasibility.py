@@ -80,7 +80,7 @@ def intact_instance(inst: Instance) -> Instance | None:
     if not failures_of(inst):
         return None
     try:
-        from optnet.sweep import instance_from_data
+        from optnet.instance import instance_from_data
 
         raw = {k: v for k, v in inst.raw.items() if k != "failures"}
         intact = instance_from_data({"name": inst.name, **raw}, "intact", "intact")
@@ -167,7 +167,7 @@ class _Tester:
         if left <= 0.05 or interrupt.requested():
             self.timed_out = True
             return None, None
-        from optnet.solve import _options
+        from optnet.solve import highs_options
 
         m.obj.deactivate()
         m.feasibility = pyo.Objective(expr=expr)
@@ -177,7 +177,7 @@ class _Tester:
             threads=self.o.threads,
             time_limit=left,
             rel_gap=self.o.mip_gap,
-            solver_options=_options(self.o),
+            solver_options=highs_options(self.o),
             load_solutions=False,
             raise_exception_on_nonoptimal_result=False,
         )

@@ -97,8 +97,13 @@ class Ocs:
     """Transceivers per server on each OCS merged into this one (``bounds.merged_cluster``);
     empty for a real OCS. The matching cut (``model.lightpaths.add_matching_cut``) needs them."""
 
+    rack_ports: tuple[int, ...] = ()
+    """After cut trunk fibres (``failures``): ``racks[i]`` is on port ``rack_ports[i]``, the
+    port numbers of the intact OCS, so a what-if names the same physical ports; empty: port i."""
+
     def port_of(self, rack: int) -> int:
-        return self.racks.index(rack)
+        i = self.racks.index(rack)
+        return self.rack_ports[i] if self.rack_ports else i
 
 
 @dataclass(frozen=True)
@@ -276,6 +281,40 @@ def load_instance(path: str | Path, workload_path: str | Path | None = None) -> 
         tprefix=s.topo_prefix,
         wprefix=s.wl_prefix,
     )
+
+
+def instance_from_data(data: dict, display: str, stem: str = "instance") -> Instance:
+    """Validate instance ``data`` through the normal loader path and return the Instance.
+
+    The data is written as YAML to a private temporary folder and loaded with
+    :func:`load_instance`, so a point is checked exactly as ``optnet solve``
+    checks a file; problems are reported against ``display`` (the point's file name).
+    ``instance.files`` records ``display`` with the SHA-256 of the YAML text.
+    """
+    import dataclasses
+    import tempfile
+
+    text = dump_yaml(data)
+    with tempfile.TemporaryDirectory(prefix="optnet-point-") as tmp:
+        p = Path(tmp) / f"{stem}.yaml"
+        p.write_text(text, encoding="utf-8")
+        try:
+            inst = load_instance(p)
+        except InputError as err:
+            problems = [
+                Problem(display if prob.file == str(p) else prob.file, prob.field, prob.message)
+                for prob in err.problems
+            ]
+            raise InputError(problems) from None
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return dataclasses.replace(inst, files={display: digest})
+
+
+def dump_yaml(data: object) -> str:
+    """YAML as optnet writes instance files (key order kept, flow style for short lists)."""
+    import yaml
+
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
 
 
 def build_instance(

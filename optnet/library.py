@@ -26,7 +26,7 @@ from optnet.errors import InputError, Problem, input_error
 from optnet.nccl_cost import HW_LATENCY_US
 
 if TYPE_CHECKING:
-    from optnet.instance import Instance
+    from optnet.instance import CollectiveSpec, Instance
 
 Library = Literal["ideal", "nccl"]
 LIBRARIES: tuple[str, ...] = ("ideal", "nccl")
@@ -197,8 +197,6 @@ def restrict(
         return algorithms
     field = f"{job}.{spec.name}"
     kept = tuple(a for a in algorithms if runnable(inst.library, spec.kind, a))
-    from optnet.candidates import in_network_available
-
     in_net = in_network_available(inst, spec)  # NCCL runs it as CollNet
     if not kept and not in_net:
         from optnet.collectives import algorithms_for
@@ -294,3 +292,13 @@ def recorded_library(path: str | Path) -> str | None:
     inst = doc.get("instance") if isinstance(doc, dict) else None
     lib = inst.get("library") if isinstance(inst, dict) else None
     return lib if lib in LIBRARIES else None
+
+
+def in_network_available(inst: Instance, spec: CollectiveSpec) -> bool:
+    """SHARP-style aggregation: all-reduce over a packet fabric whose switches reduce."""
+    return (
+        spec.kind == "all_reduce"
+        and inst.packet is not None
+        and inst.packet.in_network_reduction
+        and (spec.algorithms is None or "in_network" in spec.algorithms)
+    )

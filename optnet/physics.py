@@ -8,8 +8,12 @@ and a packet fabric exists, by the packet fabric.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from optnet.constants import CONGESTION_CONTROL, inverse_rate_us_per_byte
-from optnet.instance import Instance
+
+if TYPE_CHECKING:
+    from optnet.instance import Instance
 
 
 def propagation_us(inst: Instance, rack_a: int, rack_b: int) -> float:

@@ -61,7 +61,7 @@ from matplotlib.patches import Circle, FancyArrowPatch, Patch, Rectangle
 
 from optnet.errors import OptnetError
 from optnet.printable import text_safe
-from optnet.report import lightpath_jobs
+from optnet.results_file import lightpath_jobs
 from optnet.safeio import output_dir, prepare_output, write_atomic
 
 RC = {

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from optnet.printable import text_safe
+from optnet.results_file import lightpath_jobs
 
 FORMATS = ("text", "markdown", "html")
 
@@ -141,27 +142,6 @@ def _servers_text(job: dict[str, Any]) -> str:
     """A job's servers; its dedicated parameter servers marked ``(PS)``."""
     ps = {str(s) for s in job.get("ps_servers") or ()}
     return " ".join(f"{s} (PS)" if s in ps else s for s in map(str, job.get("servers", [])))
-
-
-def lightpath_jobs(r: dict[str, Any]) -> list[str | None]:
-    """The job owning each lightpath (the job placed on its first server), or None."""
-
-    def items(x: Any) -> list:
-        return x if isinstance(x, list) else []
-
-    owner: dict[str, str] = {}
-    placement = r.get("placement")
-    for job, p in (placement if isinstance(placement, dict) else {}).items():
-        for s in items(p.get("servers") if isinstance(p, dict) else None):
-            owner[str(s)] = job
-    for j in items(r.get("jobs")):
-        for s in items(j.get("servers") if isinstance(j, dict) else None):
-            owner.setdefault(str(s), j.get("name"))
-    out: list[str | None] = []
-    for lp in items(r.get("lightpaths")):
-        servers = items(lp.get("servers") if isinstance(lp, dict) else None) or [None]
-        out.append(owner.get(str(servers[0])) or owner.get(str(servers[-1])))
-    return out
 
 
 def failures_applied(r: dict[str, Any]) -> list[str]:

@@ -142,3 +142,24 @@ def read_plan(path: str | Path) -> dict[str, Any]:
     if "schema_version" in data:
         check_results(data, name)
     return data
+
+
+def lightpath_jobs(r: dict[str, Any]) -> list[str | None]:
+    """The job owning each lightpath (the job placed on its first server), or None."""
+
+    def items(x: Any) -> list:
+        return x if isinstance(x, list) else []
+
+    owner: dict[str, str] = {}
+    placement = r.get("placement")
+    for job, p in (placement if isinstance(placement, dict) else {}).items():
+        for s in items(p.get("servers") if isinstance(p, dict) else None):
+            owner[str(s)] = job
+    for j in items(r.get("jobs")):
+        for s in items(j.get("servers") if isinstance(j, dict) else None):
+            owner.setdefault(str(s), j.get("name"))
+    out: list[str | None] = []
+    for lp in items(r.get("lightpaths")):
+        servers = items(lp.get("servers") if isinstance(lp, dict) else None) or [None]
+        out.append(owner.get(str(servers[0])) or owner.get(str(servers[-1])))
+    return out

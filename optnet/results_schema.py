@@ -50,7 +50,7 @@ Pair = Annotated[list[str], Field(min_length=2, max_length=2)]
 IntPair = Annotated[list[Channel], Field(min_length=2, max_length=2)]
 
 
-class _Closed(BaseModel):
+class ClosedModel(BaseModel):
     """An object with fixed keys: an unknown key is an error (``additionalProperties: false``)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -66,7 +66,7 @@ VERSION_PATTERN = r"^1(\.[0-9]+)*$"
 """Any 1.x version: what this optnet reads (``results_file`` says so in words first)."""
 
 
-class InstanceInfo(_Closed):
+class InstanceInfo(ClosedModel):
     name: str
     input_hash: str
     files: dict[str, str]
@@ -77,19 +77,19 @@ class InstanceInfo(_Closed):
     docs/collectives.md)."""
 
 
-class Rank(_Closed):
+class Rank(ClosedModel):
     rank: Count
     server: str
     gpu: _count(1023)
 
 
-class JobPlacement(_Closed):
+class JobPlacement(ClosedModel):
     servers: list[str]
     ranks: list[Rank] = []
     ps_servers: list[str] = []
 
 
-class CircuitOut(_Closed):
+class CircuitOut(ClosedModel):
     ocs: str
     ports: Annotated[list[Port], Field(min_length=2, max_length=2)]
     racks: Pair
@@ -97,7 +97,7 @@ class CircuitOut(_Closed):
     loopback: bool
 
 
-class PhaseLightpath(_Closed):
+class PhaseLightpath(ClosedModel):
     """A lightpath as a phase plan lists it (the decision alone)."""
 
     ocs: str
@@ -116,27 +116,27 @@ class LightpathOut(PhaseLightpath):
     utilisation: Num = None
 
 
-class PhasePlanOut(_Closed):
+class PhasePlanOut(ClosedModel):
     phase: str
     circuits: list[CircuitOut]
     lightpaths: list[PhaseLightpath]
 
 
-class OcsChange(_Closed):
+class OcsChange(ClosedModel):
     ocs: str
     reconfig_delay_us: Num = None
     set_up: list[Pair] = []
     torn_down: list[Pair] = []
 
 
-class Reconfiguration(_Closed):
+class Reconfiguration(ClosedModel):
     boundary: str
     into_phase: str | None = None
     delay_us: Num = None
     ocs: list[OcsChange] = []
 
 
-class Breakdown(_Closed):
+class Breakdown(ClosedModel):
     fixed_latency: Num
     propagation: Num
     serialisation: Num
@@ -148,7 +148,7 @@ class Breakdown(_Closed):
     its reduction is fused (``reduction`` 0)."""
 
 
-class CollectiveOut(_Closed):
+class CollectiveOut(ClosedModel):
     job: str
     name: str
     kind: str
@@ -170,14 +170,14 @@ class CollectiveOut(_Closed):
     mean_hops: Num = None
 
 
-class Phase(_Closed):
+class Phase(ClosedModel):
     phase: str
     lane: str
     start_us: Num
     end_us: Num
 
 
-class JobOut(_Closed):
+class JobOut(ClosedModel):
     name: str
     gpus: Count
     servers: list[str]
@@ -199,7 +199,7 @@ class JobOut(_Closed):
     objective: Num = None
 
 
-class Link(_Closed):
+class Link(ClosedModel):
     """A trunk fibre (``type`` fibre), an NVLink domain (nvlink) or a direct link (direct)."""
 
     link: str
@@ -216,7 +216,7 @@ class Link(_Closed):
     """A direct link: bytes each way per iteration."""
 
 
-class EnergyJob(_Closed):
+class EnergyJob(ClosedModel):
     name: str
     gpu_j_per_iteration: Num = None
     transceiver_j_per_iteration: Num = None
@@ -229,7 +229,7 @@ class EnergyJob(_Closed):
     kgco2e_per_run: Num = None
 
 
-class Energy(_Closed):
+class Energy(ClosedModel):
     """Energy, carbon and fairness (empty for direct-connect fabrics)."""
 
     jobs: list[EnergyJob] = []
@@ -249,7 +249,7 @@ class Energy(_Closed):
     jain_slowdown: Num = None
 
 
-class Relay(_Closed):
+class Relay(ClosedModel):
     job: str
     collective: str
     step: Count
@@ -258,7 +258,7 @@ class Relay(_Closed):
     to: str
 
 
-class WsPair(_Closed):
+class WsPair(ClosedModel):
     servers: Pair
     slots_per_cycle: _count(64) | None = None
     rate_gbps: Num = None
@@ -267,7 +267,7 @@ class WsPair(_Closed):
     utilisation: Num = None
 
 
-class WsSlotOut(_Closed):
+class WsSlotOut(ClosedModel):
     slot: _count(63)
     transceiver: Channel
     from_: str = Field(alias="from")
@@ -275,7 +275,7 @@ class WsSlotOut(_Closed):
     wavelength: Channel
 
 
-class WavelengthSwitched(_Closed):
+class WavelengthSwitched(ClosedModel):
     fabric: str | None = None
     enabled: bool | None = None
     synchronised: bool | None = None
@@ -292,7 +292,7 @@ class WavelengthSwitched(_Closed):
     schedule: list[WsSlotOut] = []
 
 
-class MovedSlot(_Closed):
+class MovedSlot(ClosedModel):
     job: str
     slot: Count
     from_: str | None = Field(alias="from")
@@ -300,7 +300,7 @@ class MovedSlot(_Closed):
     to: str
 
 
-class CircuitChange(_Closed):
+class CircuitChange(ClosedModel):
     ocs: str
     racks: Pair
 
@@ -309,14 +309,14 @@ class Retuned(PhaseLightpath):
     previous_wavelengths: IntPair
 
 
-class LostSlot(_Closed):
+class LostSlot(ClosedModel):
     job: str
     slot: Count
     server: str
     """The failed server the slot was on."""
 
 
-class LostToFailures(_Closed):
+class LostToFailures(ClosedModel):
     """What the instance's failures took from the running plan: no change, in no count."""
 
     slots: list[LostSlot] = []
@@ -324,7 +324,7 @@ class LostToFailures(_Closed):
     lightpaths: list[PhaseLightpath] = []
 
 
-class Changes(_Closed):
+class Changes(ClosedModel):
     """``solve --from``: what changes from the running plan (the repair list)."""
 
     moved_slots: list[MovedSlot] = []
@@ -350,7 +350,7 @@ class Solver(_Open):
     time_limit_s: Num = None
 
 
-class Results(_Closed):
+class Results(ClosedModel):
     """One solve or evaluation (``schema_version`` bumps when a promised key changes)."""
 
     schema_version: Annotated[str, Field(pattern=VERSION_PATTERN)]

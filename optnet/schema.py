@@ -274,7 +274,7 @@ class Direct(Strict):
     """Forwarding latency of the server at the far end of every hop (cut-through relay)."""
 
 
-_OPTICS = ("transceivers", "ocs")
+OPTICS_FIELDS = ("transceivers", "ocs")
 
 
 def _error_details(err: ValidationError) -> list[InitErrorDetails]:
@@ -343,7 +343,7 @@ class Cluster(Strict):
             return handler(data)
         missing = [
             InitErrorDetails(type="missing", loc=(k,), input=data)
-            for k in _OPTICS
+            for k in OPTICS_FIELDS
             if data.get(k) is None
         ]
         try:

@@ -99,7 +99,7 @@ def relative_gap(objective: float | None, bound: float | None) -> float | None:
 PRESOLVE_RULES_OFF = 1 << 16
 
 
-def _options(o: SolveOptions) -> dict:
+def highs_options(o: SolveOptions) -> dict:
     return {
         "random_seed": o.seed,
         "parallel": "off" if o.threads <= 1 else "on",
@@ -197,7 +197,7 @@ def solve_instance(
             threads=o.threads,
             time_limit=o.time_limit_s,
             rel_gap=o.mip_gap,
-            solver_options=_options(o),
+            solver_options=highs_options(o),
             load_solutions=False,
             raise_exception_on_nonoptimal_result=False,
             timer=timer,
@@ -273,7 +273,7 @@ def solve_instance(
     t3 = time.perf_counter()
     if top:
         rep.phase("polish")
-    objective = _polish(m, opt, o) if o.polish else float(res.incumbent_objective)
+    objective = polish(m, opt, o) if o.polish else float(res.incumbent_objective)
     timings["polish_s"] = time.perf_counter() - t3
     if bound is not None and status == "optimal":
         bound = min(bound, objective)
@@ -288,7 +288,7 @@ def solve_instance(
     return SolveResult(status, objective, bound, gap, decisions, timings, size, info)
 
 
-def _polish(m: pyo.ConcreteModel, opt, o: SolveOptions) -> float:
+def polish(m: pyo.ConcreteModel, opt, o: SolveOptions) -> float:
     """Fix every integer variable at its value and re-solve the LP: the objective is then the
     exact value of the decisions (HiGHS incumbents may leave slack in continuous variables)."""
     fixed = []
@@ -300,7 +300,7 @@ def _polish(m: pyo.ConcreteModel, opt, o: SolveOptions) -> float:
         res = opt.solve(
             m,
             threads=o.threads,
-            solver_options=_options(o),
+            solver_options=highs_options(o),
             load_solutions=False,
             raise_exception_on_nonoptimal_result=False,
         )

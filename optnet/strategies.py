@@ -32,7 +32,7 @@ from optnet.errors import NoIncumbentError, SolverError
 from optnet.instance import Instance
 from optnet.model import build_model, model_data
 from optnet.progress import Progress, current
-from optnet.solve import SolveOptions, SolveResult, _options, _polish
+from optnet.solve import SolveOptions, SolveResult, highs_options, polish
 
 
 def _stage(m, opt, o: SolveOptions, expr, sense=pyo.minimize, progress=None) -> None:
@@ -47,7 +47,7 @@ def _stage(m, opt, o: SolveOptions, expr, sense=pyo.minimize, progress=None) -> 
         threads=o.threads,
         time_limit=o.time_limit_s,
         rel_gap=o.mip_gap,
-        solver_options=_options(o),
+        solver_options=highs_options(o),
         load_solutions=False,
         raise_exception_on_nonoptimal_result=False,
     )
@@ -110,7 +110,7 @@ def solve_sequential(inst: Instance, options: SolveOptions | None = None) -> Sol
     if top:
         rep.phase("polish")
     decisions = decode(m, md)
-    objective = _polish(m, opt, o)
+    objective = polish(m, opt, o)
     rep.offer(inst, incumbent=objective)
     return SolveResult(
         "interrupted" if interrupt.requested() else "feasible",

@@ -43,14 +43,12 @@ import math
 import os
 import re
 import stat
-import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from optnet.contract_models import SweepStatus
@@ -64,6 +62,7 @@ from optnet.errors import (
 )
 from optnet.executors import DASK_MISSING, Executor, make_executor  # noqa: F401
 from optnet.executors import worker_init as _worker_init  # noqa: F401  (the pool initializer)
+from optnet.instance import dump_yaml, instance_from_data
 from optnet.safeio import (
     os_reason,
     output_dir,
@@ -91,7 +90,7 @@ def instance_data(path: str | Path) -> dict[str, Any]:
 
     The instance is first loaded normally (so every problem is reported as ``optnet validate``
     reports it, includes confined to the instance's folder); the result is a self-contained
-    mapping that :func:`instance_from_data` accepts wherever it is written.
+    mapping that :func:`optnet.instance.instance_from_data` accepts wherever it is written.
     """
     from optnet.instance import load_instance
     from optnet.load import read_yaml
@@ -103,36 +102,6 @@ def instance_data(path: str | Path) -> dict[str, Any]:
         if isinstance(data.get(key), str):
             data[key] = read_yaml(path.parent / data[key])
     return data
-
-
-def instance_from_data(data: dict[str, Any], display: str, stem: str = "instance"):
-    """Validate instance ``data`` through the normal loader path and return the Instance.
-
-    The data is written as YAML to a private temporary folder and loaded with
-    :func:`optnet.instance.load_instance`, so a point is checked exactly as ``optnet solve``
-    checks a file; problems are reported against ``display`` (the point's file name).
-    ``instance.files`` records ``display`` with the SHA-256 of the YAML text.
-    """
-    from optnet.instance import load_instance
-
-    text = dump_yaml(data)
-    with tempfile.TemporaryDirectory(prefix="optnet-point-") as tmp:
-        p = Path(tmp) / f"{stem}.yaml"
-        p.write_text(text, encoding="utf-8")
-        try:
-            inst = load_instance(p)
-        except InputError as err:
-            problems = [
-                Problem(display if prob.file == str(p) else prob.file, prob.field, prob.message)
-                for prob in err.problems
-            ]
-            raise InputError(problems) from None
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return dataclasses.replace(inst, files={display: digest})
-
-
-def dump_yaml(data: Any) -> str:
-    return yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
 
 
 _TOKEN = re.compile(r"\s*(?:(?P<key>[A-Za-z_][A-Za-z0-9_]*)|\[(?P<sel>[^\]]*)\]|(?P<dot>\.))")

@@ -14,10 +14,13 @@ reach u because the graph is bipartite. ``evaluate.check_ws`` re-checks the resu
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 from optnet import physics
 from optnet.decisions import WsSlot
-from optnet.instance import Instance
+
+if TYPE_CHECKING:
+    from optnet.instance import Instance
 
 
 def build_schedule(inst: Instance, counts: dict[tuple[int, int], int]) -> list[WsSlot]:

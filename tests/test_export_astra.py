@@ -36,7 +36,7 @@ from click.testing import CliRunner
 from conftest import INSTANCES
 
 from optnet import errors
-from optnet.candidates import _rank_groups
+from optnet.candidates import rank_groups
 from optnet.chakra_et import decode_trace
 from optnet.cli import main
 from optnet.commands import export_cmd
@@ -346,12 +346,12 @@ def test_complete_export_obeys_the_parsers(tiny_solved, tmp_path):
                     mine = [x for x in nodes if x.name == c.name]
                     assert len(mine) == c.count
                     a = pb.attrs(mine[0])
-                    m = len(_rank_groups(job, c.group)[0])
+                    m = len(rank_groups(job, c.group)[0])
                     want = {"all_gather": c.message_bytes / m}.get(c.kind, c.message_bytes)
                     assert a["comm_size"] == round(want)
                     # the NPUs this NPU runs the collective with are its optnet group
                     rank = next(r for r, v in npu.items() if v == n)
-                    grp = next(g for g in _rank_groups(job, c.group) if rank in g)
+                    grp = next(g for g in rank_groups(job, c.group) if rank in g)
                     sizes = yaml.safe_load((out / f"{job.name}.yml").read_text())["npus_count"]
                     peers = {
                         v
@@ -395,7 +395,7 @@ def _fake(inst, job, algorithms, ranks_of=None, kind="all_reduce", group="dp"):
             "name": f"c{i}",
             "kind": kind,
             "group": group,
-            "ranks": len(_rank_groups(spec, group)[0]),
+            "ranks": len(rank_groups(spec, group)[0]),
             "servers": 2,
             "bytes": 1e6,
             "count": 1,
@@ -451,7 +451,7 @@ def test_groups_that_are_not_dimensions_become_communicator_groups(tiny, tmp_pat
     _, npu, _ = npu_layout(tiny, res, "train")
     spec = next(j for j in tiny.jobs if j.name == "train")
     assert sorted(sorted(v) for v in groups.values()) == sorted(
-        sorted(npu[r] for r in g) for g in _rank_groups(spec, "tp")
+        sorted(npu[r] for r in g) for g in rank_groups(spec, "tp")
     )
     for n in range(8):
         node = decode_trace(aj.files[f"train/et.{n}.et"]).nodes[1]
@@ -488,7 +488,7 @@ def test_send_recv_as_point_to_point(tmp_path):
     traces = check_traces(out / "train", "et", 8, 2, None)
     _, npu, _ = npu_layout(inst, res, "train")
     spec = inst.jobs[0]
-    for grp in _rank_groups(spec, "pp"):
+    for grp in rank_groups(spec, "pp"):
         first, second = npu[grp[0]], npu[grp[1]]
         kinds = [x.type for x in traces[first][1]]
         assert kinds == [4, 5, 5, 5]  # compute, then three sends to the next stage

@@ -36,7 +36,7 @@ import yaml
 from click.testing import CliRunner
 from conftest import INSTANCES
 
-from optnet.candidates import _rank_groups
+from optnet.candidates import rank_groups
 from optnet.cli import main
 from optnet.commands import export_cmd
 from optnet.export.hostfile import HOSTNAME
@@ -335,7 +335,7 @@ def test_optnet_rank_numbering_is_megatrons_for_every_layout():
             base, tp=tp, dp=dp, pp=pp, ep=ep, gpus=tp * cp * dp * pp, **extra
         )
         for g in kinds:
-            assert {frozenset(x) for x in _rank_groups(spec, g)} == set(megatron_group(spec, g)), (
+            assert {frozenset(x) for x in rank_groups(spec, g)} == set(megatron_group(spec, g)), (
                 tp, cp, dp, pp, ep, g,
             )  # fmt: skip
             checked += 1
@@ -351,7 +351,7 @@ def test_every_priced_group_is_the_group_megatron_forms(solved, name):
     checked = 0
     for c in res["collectives"]:
         spec = next(j for j in inst.jobs if j.name == c["job"])
-        ours = {frozenset(g) for g in _rank_groups(spec, c["group"])}
+        ours = {frozenset(g) for g in rank_groups(spec, c["group"])}
         theirs = set(megatron_group(spec, c["group"]))
         assert ours == theirs, (c["job"], c["group"])
         host = {

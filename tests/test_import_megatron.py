@@ -18,7 +18,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from optnet.candidates import _rank_groups, all_candidates
+from optnet.candidates import all_candidates, rank_groups
 from optnet.cli import main
 from optnet.importers.megatron import (
     MegatronArgsError,
@@ -103,13 +103,13 @@ def test_rank_groups_match_megatron_rank_generator(tp, cp, dp, pp, ep):
     j = job(tp, cp, dp, pp, ep)
     dense = {"tp": tp, "cp": cp, "ep": 1, "dp": dp, "pp": pp}
     for ours, token in (("tp", "tp"), ("cp", "cp"), ("dp", "dp"), ("dp_cp", "dp-cp"), ("pp", "pp")):
-        assert canon(_rank_groups(j, ours)) == canon(megatron_get_ranks(dense, token)), ours
+        assert canon(rank_groups(j, ours)) == canon(megatron_get_ranks(dense, token)), ours
     expert = {"tp": tp, "cp": 1, "ep": ep, "dp": tp * cp * dp * pp // (tp * ep * pp), "pp": pp}
-    assert canon(_rank_groups(j, "ep")) == canon(megatron_get_ranks(expert, "ep"))
-    assert canon(_rank_groups(j, "edp")) == canon(megatron_get_ranks(expert, "dp"))
+    assert canon(rank_groups(j, "ep")) == canon(megatron_get_ranks(expert, "ep"))
+    assert canon(rank_groups(j, "edp")) == canon(megatron_get_ranks(expert, "dp"))
     # Megatron asserts the two generators agree on pp; so do we.
-    assert canon(megatron_get_ranks(expert, "pp")) == canon(_rank_groups(j, "pp"))
-    world = list(itertools.chain.from_iterable(_rank_groups(j, "tp")))
+    assert canon(megatron_get_ranks(expert, "pp")) == canon(rank_groups(j, "pp"))
+    world = list(itertools.chain.from_iterable(rank_groups(j, "tp")))
     assert sorted(world) == list(range(j.gpus))
 
 
@@ -118,18 +118,18 @@ def test_rank_groups_without_cp_are_the_old_layout():
     tp, dp, pp, ep = 2, 4, 3, 2
     j = job(tp, 1, dp, pp, ep)
     r = lambda t, d, s: t + tp * (d + dp * s)  # noqa: E731
-    assert _rank_groups(j, "tp") == [
+    assert rank_groups(j, "tp") == [
         [r(t, d, s) for t in range(tp)] for s in range(3) for d in range(4)
     ]
-    assert _rank_groups(j, "dp") == [
+    assert rank_groups(j, "dp") == [
         [r(t, d, s) for d in range(dp)] for s in range(3) for t in range(2)
     ]
-    assert _rank_groups(j, "pp") == [
+    assert rank_groups(j, "pp") == [
         [r(t, d, s) for s in range(pp)] for d in range(4) for t in range(2)
     ]
     ep_groups = [[r(t, e * ep + i, s) for i in range(ep)] for s in range(3) for t in range(2)
                  for e in range(2)]  # fmt: skip
-    assert _rank_groups(j, "ep") == ep_groups
+    assert rank_groups(j, "ep") == ep_groups
 
 
 # ------------------------------------------------------------------ Llama-3 70B, by hand

@@ -119,7 +119,8 @@ def test_calibrated_prediction_is_what_solve_predicts(tmp_path):
     assert any(b["held_out"] for b in report["model_fit"]["bands"])
     rows = report["comparison"]
     from optnet import calibrate_model as cm
-    from optnet.sweep import dump_yaml, instance_data
+    from optnet.instance import dump_yaml
+    from optnet.sweep import instance_data
 
     m = cm.Measured(
         "all_reduce", 8, 1, tuple(r["size_bytes"] for r in rows),

@@ -1,4 +1,4 @@
-"""``bounds.odd_ring_cap`` against exhaustive search over placements and OCS configurations.
+"""``model.lightpaths.odd_ring_cap`` against exhaustive search over placements and OCSes.
 
 The search is independent of the theorem: a ring of n servers (in ring order 0..n-1) is placed on
 racks of the given sizes in every way (up to renaming equal racks); each of K OCSes joins every
@@ -17,7 +17,7 @@ import functools
 import pytest
 
 import optnet.bounds
-from optnet.bounds import odd_ring_cap
+from optnet.model.lightpaths import odd_ring_cap
 
 
 def _placements(n: int, sizes: tuple[int, ...]):

@@ -176,10 +176,10 @@ def test_neighbourhood_keeps_its_warm_start(monkeypatch):
     import optnet.solve as solve_mod
     from optnet.solve import solve_instance
 
-    base = solve_mod._options
+    base = solve_mod.highs_options
     monkeypatch.setattr(
         solve_mod,
-        "_options",
+        "highs_options",
         lambda o: {**base(o), "mip_max_nodes": 0, "mip_heuristic_effort": 0.0, "presolve": "off"},
     )
     tested = 0
@@ -220,7 +220,7 @@ def test_shared_transceiver_bound_is_below_the_merged_relaxation():
     from optnet.candidates import all_candidates
     from optnet.instance import build_instance
     from optnet.model import model_data
-    from optnet.model.collectives import _step_terms
+    from optnet.model.collectives import step_terms
     from optnet.schema import InstanceFile
 
     f = InstanceFile.model_validate(generate("medium", "dense"))
@@ -229,7 +229,7 @@ def test_shared_transceiver_bound_is_below_the_merged_relaxation():
     for job in inst.jobs:
         relaxed = replace(relaxed_cluster(inst, job.slots), jobs=(job,), tenants=())
         md = model_data(relaxed, all_candidates(relaxed), "max-iteration")
-        md.step_terms, md.step_counts = _step_terms(md)
+        md.step_terms, md.step_counts = step_terms(md)
         shared = shared_transceiver_bound(md)
         merged = replace(merged_cluster(inst, job.slots), jobs=(job,), tenants=())
         opts = SolveOptions(time_limit_s=20, relax=frozenset({"wavelengths", "ports"}))
@@ -378,8 +378,8 @@ def test_floor_proves_a_stopped_incumbent(seed, monkeypatch):
     inst = tiny_instance(seed)
     best = solve_instance(inst, SolveOptions(time_limit_s=20))
     assert best.status == "optimal"
-    plain = solve_module._options
-    monkeypatch.setattr(solve_module, "_options", lambda o: {**plain(o), "mip_max_nodes": 0})
+    plain = solve_module.highs_options
+    monkeypatch.setattr(solve_module, "highs_options", lambda o: {**plain(o), "mip_max_nodes": 0})
     stopped = solve_instance(inst, SolveOptions(time_limit_s=20), warm_start=best.decisions)
     assert stopped.solver["termination"] == "iterationLimit"
     assert stopped.status == "optimal" and stopped.gap <= 1e-4

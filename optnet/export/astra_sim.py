@@ -369,7 +369,7 @@ def astra_job(
     """The ASTRA-sim inputs of one job (``only``: just that collective, once, for a per-collective
     comparison; ``compute``: whether the trace starts with the compute node; ``prefix``: the
     file names' stem, default the job's safe name)."""
-    from optnet.candidates import _rank_groups
+    from optnet.candidates import rank_groups
     from optnet.chakra_et import COMM_TYPE_IDS, Attr, Node, Trace, encode_trace
     from optnet.export import safe_name
 
@@ -429,7 +429,7 @@ def astra_job(
             # each stage sends to the next one, all at once (Workload::issue_send_comm /
             # issue_recv_comm match a COMM_SEND and a COMM_RECV by peers and comm_tag)
             size = max(1, round(float(c["bytes"])))
-            chains = [[npu[r] for r in grp] for grp in _rank_groups(spec, c["group"])]
+            chains = [[npu[r] for r in grp] for grp in rank_groups(spec, c["group"])]
             for _ in range(entry["count"]):
                 for chain in chains:
                     for i, n in enumerate(chain):
@@ -483,7 +483,7 @@ def astra_job(
         if n_ranks < 2:
             out.notes.append(f"{c['name']}: groups of one rank send nothing; left out")
             continue
-        sets = [sorted(npu[r] for r in grp) for grp in _rank_groups(spec, c["group"])]
+        sets = [sorted(npu[r] for r in grp) for grp in rank_groups(spec, c["group"])]
         mask = involved_mask(sets, sizes)
         size = _bytes(kind, float(c["bytes"]), n_ranks)
         attrs = [

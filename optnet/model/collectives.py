@@ -63,12 +63,12 @@ def _striping(m: pyo.ConcreteModel, md: ModelData, p) -> object:
     return sum(m.v[p + (q,)] for q in m.LP_COUNTS)
 
 
-def _uses_packet(m: pyo.ConcreteModel, md: ModelData, p) -> object:
+def uses_packet(m: pyo.ConcreteModel, md: ModelData, p) -> object:
     """z[p,0] + h[p]: the pair sends some bytes over the packet fabric (binary)."""
     return m.z[p + (0,)] + _striping(m, md, p)
 
 
-def _step_terms(md: ModelData):
+def step_terms(md: ModelData):
     """(j, ci, a, g, s) -> distinct (pair, alpha_mult, MB) of its transfers; and counts."""
     terms: dict[tuple, set] = {}
     counts: dict[tuple, int] = {}
@@ -115,7 +115,7 @@ def _nic_terms(md: ModelData) -> dict[tuple, list[list[tuple]]]:
 def add_collective_variables(m: pyo.ConcreteModel, md: ModelData) -> None:
     m.COLLECTIVES = pyo.Set(initialize=collective_index(md), dimen=2, ordered=True)
     m.OPTIONS = pyo.Set(initialize=option_index(md), dimen=3, ordered=True)
-    terms, counts = _step_terms(md)
+    terms, counts = step_terms(md)
     md.step_terms, md.step_counts = terms, counts  # type: ignore[attr-defined]
     md.nic_terms = _nic_terms(md)  # type: ignore[attr-defined]
     m.STEPS = pyo.Set(initialize=sorted(terms), dimen=5, ordered=True)
@@ -184,8 +184,7 @@ def add_pair_latency(m: pyo.ConcreteModel, md: ModelData) -> None:
             m.PAIRS,
             rule=lambda m, j, a, b: (
                 target[j, a, b]
-                >= _by_racks(m, md, md.alpha_pkt, j, a, b)
-                - A * (1 - _uses_packet(m, md, (j, a, b)))
+                >= _by_racks(m, md, md.alpha_pkt, j, a, b) - A * (1 - uses_packet(m, md, (j, a, b)))
             ),
         )
     if md.H > 1:
@@ -664,7 +663,7 @@ def _lockstep_steps(md: ModelData) -> dict[tuple, tuple]:
     return {k: (c, mult, flows) for k, (c, mult, flows) in sorted(out.items())}
 
 
-def _oriented(p, src: int, r_src: int, r_dst: int) -> tuple[int, int]:
+def oriented(p, src: int, r_src: int, r_dst: int) -> tuple[int, int]:
     """Index (r, s) of w[p, r, s] (slot p[1] in r, p[2] in s) for src in r_src, dst in r_dst."""
     return (r_src, r_dst) if src == p[1] else (r_dst, r_src)
 
@@ -742,7 +741,7 @@ def add_shared_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
                 seen_lp.add((p, mb))
                 lp_rows.append((key, mult * m.alpha[p] + mb * m.beta[p]))
             lat = mult * m.alpha_pk[p]
-            used = _uses_packet(m, md, p)
+            used = uses_packet(m, md, p)
             for tag, load in (("out", nic_out[src]), ("in", nic_in[dst])):
                 if (p, tag, src if tag == "out" else dst) in seen_pk:
                     continue
@@ -782,7 +781,7 @@ def _leaf_rows(m: pyo.ConcreteModel, md: ModelData, key, mult: float, flows, big
     load: dict[tuple[str, int], object] = {}
     for src, _dst, p, mb in flows:
         for r, s in cross:
-            term = mb * m.piw[p + _oriented(p, src, r, s)]
+            term = mb * m.piw[p + oriented(p, src, r, s)]
             load[("up", r)] = load.get(("up", r), 0) + term
             load[("down", s)] = load.get(("down", s), 0) + term
     shared = hasattr(m, "N_other")
@@ -796,10 +795,10 @@ def _leaf_rows(m: pyo.ConcreteModel, md: ModelData, key, mult: float, flows, big
                 seen.add((tag, p, src, r, mb if shared else None))
                 leaf = (tag, r)
                 rack_pairs = [(r, s) if tag == "up" else (s, r) for s in md.racks if s != r]
-                on = sum(m.w[p + _oriented(p, src, *rs)] for rs in rack_pairs)
+                on = sum(m.w[p + oriented(p, src, *rs)] for rs in rack_pairs)
                 base = lat + md.inv_uplink[r] * load.get(leaf, 0)
                 if not shared:
-                    rows.append((key, base - big * (2 - _uses_packet(m, md, p) - on)))
+                    rows.append((key, base - big * (2 - uses_packet(m, md, p) - on)))
                     continue
                 for ind, phi in _packet_modes(m, md, p):
                     others = md.inv_uplink[r] * mb * phi * m.N_other[(key[0],) + leaf]

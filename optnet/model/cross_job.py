@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pyomo.environ as pyo
 
-from optnet.model.collectives import _oriented, _uses_packet, shared_steps
+from optnet.model.collectives import oriented, shared_steps, uses_packet
 from optnet.model.data import ModelData
 
 #: A leaf link: ("up", rack) carries the flows leaving the rack, ("down", rack) those entering.
@@ -33,8 +33,8 @@ def _crossing(m: pyo.ConcreteModel, md: ModelData, p, src: int, leaf: Leaf) -> o
     sum over the rack pairs leaving (entering) its rack of uw[p, r, s] (= u[p] w[p, r, s])."""
     tag, r = leaf
     if tag == "up":
-        return sum(m.uw[p + _oriented(p, src, r, s)] for s in md.racks if s != r)
-    return sum(m.uw[p + _oriented(p, src, s, r)] for s in md.racks if s != r)
+        return sum(m.uw[p + oriented(p, src, r, s)] for s in md.racks if s != r)
+    return sum(m.uw[p + oriented(p, src, s, r)] for s in md.racks if s != r)
 
 
 def add_cross_job_flows(m: pyo.ConcreteModel, md: ModelData) -> None:
@@ -56,7 +56,7 @@ def add_cross_job_flows(m: pyo.ConcreteModel, md: ModelData) -> None:
         m.PAIRS,
         m.CROSS_RACKS,
         rule=lambda m, j, a, b, r, s: (
-            m.uw[j, a, b, r, s] >= _uses_packet(m, md, (j, a, b)) + m.w[j, a, b, r, s] - 1
+            m.uw[j, a, b, r, s] >= uses_packet(m, md, (j, a, b)) + m.w[j, a, b, r, s] - 1
         ),
     )
     most = {k: 0 for k in range(len(md.cands))}

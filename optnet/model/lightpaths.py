@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import pyomo.environ as pyo
 
-from optnet.bounds import odd_ring_cap
 from optnet.model.data import ModelData
 
 
@@ -158,7 +157,7 @@ def matching_capacity(md: ModelData, k: int, size: int) -> int:
 
 
 def odd_ring_lightpaths(md: ModelData, n: int) -> int | None:
-    """``bounds.odd_ring_cap`` for this cluster: every OCS must give a server one transceiver
+    """``odd_ring_cap`` for this cluster: every OCS must give a server one transceiver
     (merged OCSes count as the OCSes they stand for); None when it does not apply or with
     ``relax`` "odd_ring" (to measure what it adds)."""
     if "odd_ring" in md.relax:
@@ -287,3 +286,37 @@ def add_hybrid_choice(m: pyo.ConcreteModel, md: ModelData) -> None:
     m.hybrid_needs_lightpaths = pyo.Constraint(
         m.PAIRS, m.LP_COUNTS, rule=lambda m, j, a, b, q: m.v[j, a, b, q] <= m.z[j, a, b, q]
     )
+
+
+def odd_ring_cap(n: int, ocses: int, rack_sizes: tuple[int, ...]) -> int | None:
+    """The most lightpaths the narrowest edge of a ring of ``n`` servers can have when ``n`` is
+    odd, each of the K = ``ocses`` OCSes gives a server one transceiver, and the ring cannot sit
+    in one rack of ``rack_sizes``; None when nothing is proven (n even, or it fits in a rack).
+    docs/model.md §5.3, "odd rings across racks".
+
+    If every edge has q lightpaths and 3q > K: a server's two edges use different OCSes (one
+    transceiver each), and an OCS joins a rack's trunk to one rack, so a rack facing racks x and
+    y (itself, looped back, included) needs q OCSes for each; with 3q > K no rack faces three
+    racks, and a server with both neighbours in rack x needs 2q OCSes to x, leaving its rack
+    none for another. So the ring passes straight through every rack it visits, and the racks
+    form a path (walked end to end and back: an even number of servers) or a cycle of L racks
+    walked round w times, n = w L, every rack holding w of its servers. L odd needs each of the
+    L rack pairs on q OCSes and an OCS joins at most (L - 1) / 2 of them: q L <= K (L - 1) / 2.
+    The cap is the largest q with 3q <= K or some such cycle fitting ``rack_sizes``.
+
+    >>> odd_ring_cap(11, 8, (8,) * 8)  # one rack would allow 3 (8 x 5 lightpaths, 11 edges)
+    2
+    >>> odd_ring_cap(15, 8, (16,) * 4) is None  # fits in one rack
+    True
+    >>> odd_ring_cap(15, 8, (8,) * 5)  # three servers on each of five racks round a cycle
+    3
+    """
+    if n % 2 == 0 or n < 3 or n <= max(rack_sizes, default=0):
+        return None
+    cycles = [
+        L for L in range(3, n + 1, 2) if n % L == 0 and sum(c >= n // L for c in rack_sizes) >= L
+    ]
+    q = ocses
+    while q > 1 and 3 * q > ocses and not any(q * L <= ocses * (L - 1) // 2 for L in cycles):
+        q -= 1
+    return q

@@ -132,15 +132,12 @@ def closed_form_bound(inst: Instance, job) -> float:
 
 
 def alone_model_data(inst: Instance, job):
-    """Model data of ``job`` alone on ``relaxed_cluster``, with its step terms."""
+    """Model data of ``job`` alone on ``relaxed_cluster``."""
     from optnet.candidates import all_candidates
     from optnet.model import model_data
-    from optnet.model.collectives import step_terms
 
     relaxed = replace(relaxed_cluster(inst, job.slots), jobs=(job,), tenants=())
-    md = model_data(relaxed, all_candidates(relaxed), "max-iteration")
-    md.step_terms, md.step_counts = step_terms(md)  # type: ignore[attr-defined]
-    return md
+    return model_data(relaxed, all_candidates(relaxed), "max-iteration")
 
 
 def closed_form_targets(inst: Instance) -> dict[int, Targets]:
@@ -197,6 +194,8 @@ def _shared_transceivers(md) -> tuple[float, Targets | None]:
     choices = [range(len(cc.options)) for cc in colls]
     if not colls or math.prod(len(r) for r in choices) > MAX_OPTION_COMBINATIONS:
         return 0.0, None
+    from optnet.model.collectives import step_tables
+
     T, beta_1 = md.max_lightpaths, md.beta_lp[1]
     c = md.cands[0].job.compute_time_us
     # per option, per slot v: its latency sum and its A_p per pair, before the weight w_c
@@ -208,7 +207,7 @@ def _shared_transceivers(md) -> tuple[float, Targets | None]:
             for g, gs in enumerate(opt.groups):
                 for si, st in enumerate(gs.steps):
                     at: dict[int, list] = defaultdict(list)
-                    for pair, mult, mb in md.step_terms[(0, ci, a, g, si)]:
+                    for pair, mult, mb in step_tables(md)[(0, ci, a, g, si)]:
                         at[pair[1]].append((pair, mult, mb))
                         at[pair[2]].append((pair, mult, mb))
                     for v, ts in at.items():

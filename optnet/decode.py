@@ -9,6 +9,7 @@ import pyomo.environ as pyo
 
 from optnet.decisions import Circuit, Decisions, Lightpath, PhasePlan, Relay, Targets
 from optnet.model.data import ModelData
+from optnet.model.relay import relay_tables
 
 
 def _on(v) -> bool:
@@ -123,7 +124,7 @@ def decode(m: pyo.ConcreteModel, md: ModelData) -> Decisions:
 
 def _relay_slots(md: ModelData, j, ci, a, g, s, i, c) -> tuple[int, int, int]:
     """(src, via, dst) slots of relay (transfer i of step s of group g of option a, via c)."""
-    src, dst = md.relay_transfers[(j, ci, a, g, s)][i][:2]
+    src, dst = relay_tables(md)[0][(j, ci, a, g, s)][i][:2]
     return src, c, dst
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from optnet import capabilities, interrupt
 from optnet.bounds import (
@@ -56,6 +56,37 @@ EXACT_MAX_SERVERS = 32
 #: constructive plan (or the ideal bound) stands. Pyomo builds and transfers ~2-3 us per
 #: variable here and HiGHS needs memory in proportion: this keeps a block under ~30 s and ~1 GiB.
 MAX_BLOCK_VARIABLES = 150_000
+
+
+@dataclass(frozen=True)
+class TimePlan:
+    """How ``solve_auto`` spends its time limit L (docs/model.md §7), as shares of it. These are
+    choices of optnet's, not measurements: each says what its stage gets, and the stages end
+    in the order listed."""
+
+    relaxations: float = 0.85
+    """The per-job relaxation bound stops by this share of its own budget (``relaxation_bound``)."""
+    first_relaxation: float = 0.25
+    """The first relaxation of each job: this share of that, over the jobs (at least 0.5 s)."""
+    bound: float = 0.25
+    """The relaxation bound's budget: this share of L (at least 1 s)."""
+    blocks: float = 0.6
+    """The decomposition: this share of what the bound left."""
+    start_search: float = 0.05
+    """Each of a block's constructive starts searches its algorithms for this share of the
+    block's time, at most ``start_search_s`` seconds (``heuristic.improved_plan``)."""
+    start_search_s: float = 5.0
+    block_fixed: float = 0.4
+    """A block first solves with the constructive placement fixed, for this share of its time,"""
+    block_free: float = 0.6
+    """then the whole block, warm-started, for this share."""
+    improve_until: float = 0.9
+    """Large-neighbourhood search on the slowest job's block until this share of L,"""
+    tighten_until: float = 0.95
+    """then the slowest job's bound is tightened until this share."""
+
+
+TIME_PLAN = TimePlan()
 
 
 def model_size_estimate(inst: Instance) -> int:
@@ -127,8 +158,8 @@ def relaxation_bound(
     ]
     per_job = list(floors)
     upper = [math.inf] * len(inst.jobs)
-    until = 0.85 * o.time_limit_s
-    first = max(0.5, 0.25 * until / max(1, len(inst.jobs)))
+    until = TIME_PLAN.relaxations * o.time_limit_s
+    first = max(0.5, TIME_PLAN.first_relaxation * until / max(1, len(inst.jobs)))
     order = sorted(range(len(inst.jobs)), key=lambda j: (-floors[j], j))
     rep = current()
 
@@ -575,7 +606,8 @@ def _block_start(
     for i, placement in enumerate(placements):
         if placement in placements[:i]:  # a one-rack job: all of them are the same
             continue
-        starts.append(improved_plan(sub, placement, o.objective, min(5.0, 0.05 * budget_s)))
+        search_s = min(TIME_PLAN.start_search_s, TIME_PLAN.start_search * budget_s)
+        starts.append(improved_plan(sub, placement, o.objective, search_s))
         starts += [guided_plan(sub, placement, local) for local in answers]
     inside = {s for r in racks for s in inst.racks[r].servers}
     if fallback is not None and all(set(fallback.placement[j]) <= inside for j in jobs):
@@ -681,12 +713,19 @@ def solve_decomposed(
             res = SolveResult("heuristic", None, None, None, None)
         else:
             res = _try(
-                sub, replace(bo, time_limit_s=0.4 * budget), fixed_racks=fixed, warm_start=start
+                sub,
+                replace(bo, time_limit_s=TIME_PLAN.block_fixed * budget),
+                fixed_racks=fixed,
+                warm_start=start,
             )
         if start is not None and (res.decisions is None or score < res.objective - 1e-9):
             res = SolveResult("heuristic", score, None, None, start)
         if not (too_big or too_late or interrupt.requested()):
-            full = _try(sub, replace(bo, time_limit_s=0.6 * budget), warm_start=res.decisions)
+            full = _try(
+                sub,
+                replace(bo, time_limit_s=TIME_PLAN.block_free * budget),
+                warm_start=res.decisions,
+            )
             if full.decisions is not None and (
                 res.decisions is None or full.objective <= res.objective + 1e-9
             ):
@@ -881,7 +920,7 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
             rep.phase("bound")
         targets: dict[int, Targets] = {}
         lb, per_job = relaxation_bound(
-            inst, replace(o, time_limit_s=max(1.0, 0.25 * deadline)), targets
+            inst, replace(o, time_limit_s=max(1.0, TIME_PLAN.bound * deadline)), targets
         )
     except _JobInfeasible as exc:  # a job that cannot run even on the relaxed cluster
         if small:
@@ -894,7 +933,7 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
         target = lb * (1 + o.mip_gap) if o.objective == "max-iteration" else None
         d, info = solve_decomposed(
             inst,
-            replace(o, time_limit_s=0.6 * left),
+            replace(o, time_limit_s=TIME_PLAN.blocks * left),
             priority=per_job,
             target_us=target,
             fallback=fallback,
@@ -930,12 +969,20 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
         if top:
             rep.phase("improve")
         objective, decisions, rounds = _improve_critical(
-            inst, o, decisions, objective, info.get("block_index", []), t0 + 0.9 * deadline, lb
+            inst,
+            o,
+            decisions,
+            objective,
+            info.get("block_index", []),
+            t0 + TIME_PLAN.improve_until * deadline,
+            lb,
         )
         info["critical_rounds"] = rounds
         if top:
             rep.phase("tighten bound")
-        lb = _tighten_critical_bound(inst, o, decisions, per_job, t0 + 0.95 * deadline)
+        lb = _tighten_critical_bound(
+            inst, o, decisions, per_job, t0 + TIME_PLAN.tighten_until * deadline
+        )
         bound = lb
         rep.offer(inst, bound=lb)
     status = "optimal" if relative_gap(objective, lb) <= o.mip_gap else _stopped()

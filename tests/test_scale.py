@@ -220,7 +220,6 @@ def test_shared_transceiver_bound_is_below_the_merged_relaxation():
     from optnet.candidates import all_candidates
     from optnet.instance import build_instance
     from optnet.model import model_data
-    from optnet.model.collectives import step_terms
     from optnet.schema import InstanceFile
 
     f = InstanceFile.model_validate(generate("medium", "dense"))
@@ -229,7 +228,6 @@ def test_shared_transceiver_bound_is_below_the_merged_relaxation():
     for job in inst.jobs:
         relaxed = replace(relaxed_cluster(inst, job.slots), jobs=(job,), tenants=())
         md = model_data(relaxed, all_candidates(relaxed), "max-iteration")
-        md.step_terms, md.step_counts = step_terms(md)
         shared = shared_transceiver_bound(md)
         merged = replace(merged_cluster(inst, job.slots), jobs=(job,), tenants=())
         opts = SolveOptions(time_limit_s=20, relax=frozenset({"wavelengths", "ports"}))
@@ -295,7 +293,7 @@ def test_matching_cut_lifts_the_merged_relaxation():
 
 def test_odd_ring_cap_lifts_the_relaxation_to_the_plan():
     """medium-dense seed 1's j4 runs an 11-server ring; racks hold 8 and there are 8 OCSes, so
-    its narrowest edge has at most 2 lightpaths in any plan (``bounds.odd_ring_cap``). With the
+    its narrowest edge has at most 2 lightpaths in any plan (``lightpaths.odd_ring_cap``). With the
     cap its merged relaxation proves what the decomposition's plan reaches (159,685 us), without
     it the relaxation stays near 121,000 us: medium-dense seed 1 went from a 24 % gap to proven
     optimal."""
@@ -400,8 +398,9 @@ def test_cycle_assignment_sends_odd_rings_round_a_cycle():
     from collections import Counter
 
     from bench.generate import generate
-    from optnet.bounds import closed_form_bound, odd_ring_cap
+    from optnet.bounds import closed_form_bound
     from optnet.instance import build_instance
+    from optnet.model.lightpaths import odd_ring_cap
     from optnet.scale import cycle_assignment
     from optnet.schema import InstanceFile
 

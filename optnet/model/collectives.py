@@ -68,22 +68,34 @@ def uses_packet(m: pyo.ConcreteModel, md: ModelData, p) -> object:
     return m.z[p + (0,)] + _striping(m, md, p)
 
 
-def step_terms(md: ModelData):
-    """(j, ci, a, g, s) -> distinct (pair, alpha_mult, MB) of its transfers; and counts."""
+def step_tables(md: ModelData) -> dict[tuple, list[tuple]]:
+    """(j, ci, a, g, s) -> distinct (pair, alpha_mult, MB) of its transfers, computed once per
+    model (``md.step_terms``)."""
+    if md.step_terms is None:
+        md.step_terms = _step_terms(md)
+    return md.step_terms
+
+
+def nic_tables(md: ModelData) -> dict[tuple, list[list[tuple]]]:
+    """``_nic_terms``, computed once per model (``md.nic_terms``)."""
+    if md.nic_terms is None:
+        md.nic_terms = _nic_terms(md)
+    return md.nic_terms
+
+
+def _step_terms(md: ModelData) -> dict[tuple, list[tuple]]:
+    """(j, ci, a, g, s) -> distinct (pair, alpha_mult, MB) of its transfers."""
     terms: dict[tuple, set] = {}
-    counts: dict[tuple, int] = {}
     for j, jc in enumerate(md.cands):
         for ci, cc in enumerate(jc.collectives):
             for a, opt in enumerate(cc.options):
                 for g, gs in enumerate(opt.groups):
                     for s, st in enumerate(gs.steps):
-                        key = (j, ci, a, g, s)
-                        counts[key] = st.count
-                        terms[key] = {
+                        terms[(j, ci, a, g, s)] = {
                             (_pair(j, gs.slots[x], gs.slots[y]), st.alpha_mult, nbytes / MB)
                             for x, y, nbytes in st.transfers
                         }
-    return {k: sorted(v) for k, v in terms.items()}, counts
+    return {k: sorted(v) for k, v in terms.items()}
 
 
 def _nic_terms(md: ModelData) -> dict[tuple, list[list[tuple]]]:
@@ -115,10 +127,7 @@ def _nic_terms(md: ModelData) -> dict[tuple, list[list[tuple]]]:
 def add_collective_variables(m: pyo.ConcreteModel, md: ModelData) -> None:
     m.COLLECTIVES = pyo.Set(initialize=collective_index(md), dimen=2, ordered=True)
     m.OPTIONS = pyo.Set(initialize=option_index(md), dimen=3, ordered=True)
-    terms, counts = step_terms(md)
-    md.step_terms, md.step_counts = terms, counts  # type: ignore[attr-defined]
-    md.nic_terms = _nic_terms(md)  # type: ignore[attr-defined]
-    m.STEPS = pyo.Set(initialize=sorted(terms), dimen=5, ordered=True)
+    m.STEPS = pyo.Set(initialize=sorted(step_tables(md)), dimen=5, ordered=True)
     m.x = pyo.Var(m.OPTIONS, within=pyo.Binary)
     m.alpha = pyo.Var(m.PAIRS, bounds=(0, md.alpha_max))
     m.beta = pyo.Var(m.PAIRS, bounds=(0, md.beta_max))
@@ -271,9 +280,8 @@ def add_connectivity(m: pyo.ConcreteModel, md: ModelData) -> None:
     x[c,a] + z[p,0] + h[p,0] <= 2)."""
     if md.has_packet or md.relay:  # with relays: relay.add_relay_connectivity, per transfer
         return
-    rows = sorted(
-        {(j, ci, a) + pair for (j, ci, a, _g, _s), ts in md.step_terms.items() for pair, _, _ in ts}
-    )
+    terms = step_tables(md)
+    rows = sorted({(j, ci, a) + p for (j, ci, a, _g, _s), ts in terms.items() for p, *_ in ts})
     m.CONNECT = pyo.Set(initialize=rows, dimen=6, ordered=True)
     if md.has_ws:  # x[c,a] + z[p,0] + h[p,0] <= 2: lightpaths or wavelength-switched slots
         m.connectivity = pyo.Constraint(
@@ -298,11 +306,11 @@ def add_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
     by ``relay.add_relay_step_time`` (transfer by transfer and link by link)."""
     if md.shared or md.relay:
         return
-    rows = [key + (i,) for key, ts in md.step_terms.items() for i in range(len(ts))]
+    rows = [key + (i,) for key, ts in step_tables(md).items() for i in range(len(ts))]
     m.STEP_TERMS = pyo.Set(initialize=rows, dimen=6, ordered=True)
 
     def rule(m, j, ci, a, g, s, i):
-        pair, mult, nbytes = md.step_terms[(j, ci, a, g, s)][i]
+        pair, mult, nbytes = step_tables(md)[(j, ci, a, g, s)][i]
         h = md.phase_of(j, ci)
         return m.t[j, ci, a, g, s] >= mult * alpha_var(m, h, pair) + nbytes * beta_var(m, h, pair)
 
@@ -321,7 +329,7 @@ def add_shared_nic(m: pyo.ConcreteModel, md: ModelData) -> None:
     its NIC; a pair with lightpaths (or wavelength-switched slots: - A (1 - h[p,0]) and
     - B (1 - h[p,0]), as in add_pair_latency) has ak = pk = 0 (those links are its own). Only with
     a packet fabric (without one every transfer has its own lightpaths)."""
-    nic = md.nic_terms
+    nic = nic_tables(md)
     if not nic or md.shared:  # a congestion model shares every NIC (add_shared_step_time)
         return
     pairs = sorted({t[0] for groups in nic.values() for ts in groups for t in ts})
@@ -407,7 +415,7 @@ def option_big_m(md: ModelData, j: int, ci: int, a: int) -> float:
             total += st.count * max(
                 [
                     mult * md.alpha_max + nbytes * md.beta_max
-                    for _p, mult, nbytes in md.step_terms[(j, ci, a, g, s)]
+                    for _p, mult, nbytes in step_tables(md)[(j, ci, a, g, s)]
                 ]
                 + [
                     max(t[1] for t in ts) * md.alpha_max + sum(t[2] for t in ts) * md.beta_max
@@ -474,7 +482,7 @@ def mandatory_pairs(md: ModelData, j: int, phase: int | None = None) -> dict[int
             continue
         for g, gs in enumerate(cc.options[0].groups):
             for s in range(len(gs.steps)):
-                for pair, _mult, _mb in md.step_terms[(j, ci, 0, g, s)]:
+                for pair, _mult, _mb in step_tables(md)[(j, ci, 0, g, s)]:
                     out.setdefault(pair[1], set()).add(pair)
                     out.setdefault(pair[2], set()).add(pair)
     return out
@@ -555,14 +563,14 @@ def _bound_over_steps(
     for g, gs in enumerate(opt.groups):
         deg: dict[int, set] = {}
         for s in range(len(gs.steps)):
-            for pair, _mult, _mb in md.step_terms[(j, ci, a, g, s)]:
+            for pair, _mult, _mb in step_tables(md)[(j, ci, a, g, s)]:
                 deg.setdefault(pair[1], set()).add(pair)
                 deg.setdefault(pair[2], set()).add(pair)
         cycle = {p for ps in deg.values() for p in ps}
         ring = ring_beta(len(deg)) if _odd_cycle(deg, cycle) else None
         total = 0.0
         for s, st in enumerate(gs.steps):
-            terms = md.step_terms[(j, ci, a, g, s)]
+            terms = step_tables(md)[(j, ci, a, g, s)]
             best = max(mult * md.alpha_min + mb * md.beta_min for _p, mult, mb in terms)
             if ring is not None and {p for p, _m, _b in terms} == cycle:
                 mult = min(m for _p, m, _b in terms)
@@ -642,9 +650,9 @@ def shared_steps(md: ModelData) -> dict[tuple, tuple]:
     """(j, ci, a, s) -> (count, mult, flows) with flows = [(src slot, dst slot, pair, MB)] of
     every group instance's step s (the groups run in lockstep: docs/model.md §2b); computed
     once per model (``md.shared_steps``)."""
-    if getattr(md, "shared_steps", None) is None:
-        md.shared_steps = _lockstep_steps(md)  # type: ignore[attr-defined]
-    return md.shared_steps  # type: ignore[attr-defined]
+    if md.shared_steps is None:
+        md.shared_steps = _lockstep_steps(md)
+    return md.shared_steps
 
 
 def _lockstep_steps(md: ModelData) -> dict[tuple, tuple]:
@@ -661,6 +669,27 @@ def _lockstep_steps(md: ModelData) -> dict[tuple, tuple]:
                             src, dst = gs.slots[x], gs.slots[y]
                             entry[2].append((src, dst, _pair(j, src, dst), nbytes / MB))
     return {k: (c, mult, flows) for k, (c, mult, flows) in sorted(out.items())}
+
+
+def cross_job_leaves(md: ModelData) -> list[tuple[str, int]]:
+    """The leaf links two jobs may share: every rack's uplink and downlink, with a congestion
+    model, two or more jobs and two or more racks (else none). model/cross_job.py."""
+    if not md.shared or len(md.cands) < 2 or len(md.racks) < 2:
+        return []
+    return [(tag, r) for r in md.racks for tag in ("up", "down")]
+
+
+def cross_job_most(md: ModelData) -> dict[int, int]:
+    """j -> the most flows with bytes the other jobs' chosen steps may send through one leaf
+    link (the sum over k != j of the most flows any step of k has); empty when no leaf link is
+    shared. Computed once per model (``md.cross_job_most``)."""
+    if md.cross_job_most is None:
+        most = {k: 0 for k in range(len(md.cands))}
+        if cross_job_leaves(md):
+            for key, (_count, _mult, flows) in shared_steps(md).items():
+                most[key[0]] = max(most[key[0]], sum(mb > 0 for *_f, mb in flows))
+        md.cross_job_most = {j: sum(most[k] for k in most if k != j) for j in most}
+    return md.cross_job_most
 
 
 def oriented(p, src: int, r_src: int, r_dst: int) -> tuple[int, int]:
@@ -701,10 +730,10 @@ def add_packet_share(m: pyo.ConcreteModel, md: ModelData) -> None:
 def shared_step_big_m(md: ModelData, mult: float, flows, j: int = 0) -> float:
     """An upper bound on a step's duration under the congestion model: the worst latency plus
     every byte of the step through the slowest link, plus its largest flow times the most flows
-    other jobs may send through a leaf link (``md.cross_job_most``, model/cross_job.py)."""
+    other jobs may send through a leaf link (``cross_job_most``, model/cross_job.py)."""
     slowest = max([md.beta_max, md.inv_nic, *md.inv_uplink.values()])
     own = sum(mb for *_x, mb in flows)
-    others = getattr(md, "cross_job_most", {}).get(j, 0) * max((f[3] for f in flows), default=0)
+    others = cross_job_most(md)[j] * max((f[3] for f in flows), default=0)
     return mult * md.alpha_max + (own + others) * slowest
 
 

@@ -13,19 +13,11 @@ from __future__ import annotations
 
 import pyomo.environ as pyo
 
-from optnet.model.collectives import oriented, shared_steps, uses_packet
+from optnet.model.collectives import cross_job_leaves, oriented, shared_steps, uses_packet
 from optnet.model.data import ModelData
 
 #: A leaf link: ("up", rack) carries the flows leaving the rack, ("down", rack) those entering.
 Leaf = tuple[str, int]
-
-
-def cross_job_leaves(md: ModelData) -> list[Leaf]:
-    """The leaf links two jobs may share: every rack's uplink and downlink, with a congestion
-    model, two or more jobs and two or more racks (else none)."""
-    if not md.shared or len(md.cands) < 2 or len(md.racks) < 2:
-        return []
-    return [(tag, r) for r in md.racks for tag in ("up", "down")]
 
 
 def _crossing(m: pyo.ConcreteModel, md: ModelData, p, src: int, leaf: Leaf) -> object:
@@ -59,11 +51,9 @@ def add_cross_job_flows(m: pyo.ConcreteModel, md: ModelData) -> None:
             m.uw[j, a, b, r, s] >= uses_packet(m, md, (j, a, b)) + m.w[j, a, b, r, s] - 1
         ),
     )
-    most = {k: 0 for k in range(len(md.cands))}
     rows = []
     for key, (_count, _mult, flows) in steps.items():
         moving = [(src, p) for src, _dst, p, mb in flows if mb > 0]
-        most[key[0]] = max(most[key[0]], len(moving))
         for leaf in leaves:
             through = sum(_crossing(m, md, p, src, leaf) for src, p in moving)
             if moving:
@@ -80,4 +70,3 @@ def add_cross_job_flows(m: pyo.ConcreteModel, md: ModelData) -> None:
     m.N_other = pyo.Expression(
         jobs, m.CROSS_LEAVES, rule=lambda m, j, t, r: sum(m.F[k, t, r] for k in jobs if k != j)
     )
-    md.cross_job_most = {j: sum(most[k] for k in jobs if k != j) for j in jobs}  # type: ignore[attr-defined]

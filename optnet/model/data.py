@@ -70,6 +70,20 @@ class ModelData:
     # phases (docs/model.md §5.8): H = 1 without phases, and then phase 0 holds every pair
     phase_pairs: list[list[Pair]] = field(default_factory=list)  # P_h: pairs phase h may use
     phase_pairs_of_slot: list[dict[tuple[int, int], list[Pair]]] = field(default_factory=list)
+    # Derived tables: each is computed on first use by the accessor of the family that owns it,
+    # so no family depends on the position of another in ``model.FAMILIES``.
+    step_terms: dict | None = None
+    """(j, ci, a, g, s) -> [(pair, alpha mult, MB)]: ``collectives.step_tables``."""
+    nic_terms: dict | None = None
+    """Transfers sharing a NIC in a shared-NIC step: ``collectives.nic_tables``."""
+    shared_steps: dict | None = None
+    """Lockstep flows of every step on packet links: ``collectives.shared_steps``."""
+    cross_job_most: dict[int, int] | None = None
+    """j -> the most flows other jobs may send through one leaf link: ``collectives``."""
+    relay_transfers: dict | None = None
+    """Transfers that may relay, with their vias: ``relay.relay_tables``."""
+    relay_link_flows: dict | None = None
+    """Directed links two or more (relayed) flows may cross: ``relay.relay_tables``."""
 
     @property
     def has_packet(self) -> bool:

@@ -77,13 +77,21 @@ def relay_links(transfers: list[tuple]) -> dict[tuple[int, int], list[tuple]]:
     return {link: flows for link, flows in sorted(on.items()) if len(flows) >= 2}
 
 
+def relay_tables(md: ModelData) -> tuple[dict[tuple, list[tuple]], dict[tuple, dict]]:
+    """``relay_transfers`` and, per step, ``relay_links`` of its transfers; computed once per
+    model (``md.relay_transfers``, ``md.relay_link_flows``)."""
+    if md.relay_transfers is None or md.relay_link_flows is None:
+        transfers = relay_transfers(md)
+        md.relay_transfers = transfers
+        md.relay_link_flows = {key: relay_links(ts) for key, ts in transfers.items()}
+    return md.relay_transfers, md.relay_link_flows
+
+
 def add_relay_variables(m: pyo.ConcreteModel, md: ModelData) -> None:
     """u[f,c] (binary), rd[f] and rb[f,c,hop] (>= 0) of the relay family; nothing without it."""
     if not md.relay:
         return
-    transfers = relay_transfers(md)
-    links = {key: relay_links(ts) for key, ts in transfers.items()}
-    md.relay_transfers, md.relay_link_flows = transfers, links  # type: ignore[attr-defined]
+    transfers, links = relay_tables(md)
     m.RELAY_TRANSFERS = pyo.Set(
         initialize=[key + (i,) for key, ts in transfers.items() for i in range(len(ts))],
         dimen=6,
@@ -113,7 +121,7 @@ def add_relay_variables(m: pyo.ConcreteModel, md: ModelData) -> None:
 
 def relayed(m: pyo.ConcreteModel, md: ModelData, key: tuple, i: int):
     """sum_c u[f,c]: transfer i of step ``key`` is relayed (0 when it has no relay slot)."""
-    vias = md.relay_transfers[key][i][4]
+    vias = relay_tables(md)[0][key][i][4]
     return sum(m.relay_u[key + (i, c)] for c in vias) if vias else 0
 
 
@@ -121,7 +129,7 @@ def add_relay_choice(m: pyo.ConcreteModel, md: ModelData) -> None:
     """sum_c u[f,c] <= x[c,o];  u[f,c] <= 1 - z[(a,c),0];  u[f,c] <= 1 - z[(c,b),0]."""
     if not md.relay:
         return
-    transfers = md.relay_transfers
+    transfers = relay_tables(md)[0]
     with_vias = [f for f in m.RELAY_TRANSFERS if transfers[f[:5]][f[5]][4]]
     m.RELAY_CHOICE = pyo.Set(initialize=with_vias, dimen=6, ordered=True)
     m.relay_one = pyo.Constraint(
@@ -148,7 +156,7 @@ def add_relay_connectivity(m: pyo.ConcreteModel, md: ModelData) -> None:
         return
     rows, seen = [], set()
     for f in m.RELAY_TRANSFERS:
-        src, dst, _mult, _mb, vias = md.relay_transfers[f[:5]][f[5]]
+        src, dst, _mult, _mb, vias = relay_tables(md)[0][f[:5]][f[5]]
         plain = (f[:3], _pair(f[0], src, dst))  # rows without a relay slot repeat per pair
         if not vias:
             if plain in seen:
@@ -158,7 +166,7 @@ def add_relay_connectivity(m: pyo.ConcreteModel, md: ModelData) -> None:
     m.RELAY_CONNECT = pyo.Set(initialize=rows, dimen=6, ordered=True)
 
     def rule(m, j, ci, a, g, s, i):
-        src, dst = md.relay_transfers[(j, ci, a, g, s)][i][:2]
+        src, dst = relay_tables(md)[0][(j, ci, a, g, s)][i][:2]
         return (
             m.x[j, ci, a] + m.z[_pair(j, src, dst) + (0,)] - relayed(m, md, (j, ci, a, g, s), i)
             <= 1
@@ -172,7 +180,7 @@ def add_relay_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
     if not md.relay:
         return
     A, B, h = md.alpha_max, md.beta_max, md.relay_overhead_us
-    transfers = md.relay_transfers
+    transfers = relay_tables(md)[0]
 
     def direct(m, j, ci, a, g, s, i):
         key = (j, ci, a, g, s)
@@ -214,7 +222,7 @@ def add_relay_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
 
     rows = [
         key + link + (n,)
-        for key, on in md.relay_link_flows.items()
+        for key, on in relay_tables(md)[1].items()
         for link, flows in on.items()
         for n in range(len(flows))
     ]
@@ -228,7 +236,7 @@ def add_relay_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
 
     def link(m, j, ci, a, g, s, x, y, n):
         key = (j, ci, a, g, s)
-        flows = md.relay_link_flows[key][(x, y)]
+        flows = relay_tables(md)[1][key][(x, y)]
         mult = transfers[key][0][2]
         load = sum(flow_load(m, key, f) for f in flows)
         return m.t[key] >= mult * m.alpha[_pair(j, x, y)] + load - mult * A * (
@@ -250,9 +258,7 @@ def relay_option_lower_bound(md: ModelData, j: int, ci: int, a: int) -> float:
     receives. So the step lasts at least ``mult alpha_min + max(out_v, in_v) beta_lp(T)``.
     """
     opt = md.cands[j].collectives[ci].options[a]
-    transfers = getattr(md, "relay_transfers", None)
-    if transfers is None:
-        transfers = md.relay_transfers = relay_transfers(md)  # type: ignore[attr-defined]
+    transfers = relay_tables(md)[0]
     T = md.max_lightpaths
     if T == 0 and not md.has_packet:
         return float("inf") if opt.groups else opt.time_us(0.0)

@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OUT := out
 
-.PHONY: simgrid run test lint fuzz format bench bench-quick fidelity sweep sweep-realistic sweep-dask clean browser tutorial test-fast
+.PHONY: lp-hashes simgrid run test lint fuzz format bench bench-quick fidelity sweep sweep-realistic sweep-dask clean browser tutorial test-fast
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -53,6 +53,11 @@ test: $(STAMP) browser simgrid $(GNPY_STAMP)
 	$(BIN)/ruff check optnet tests bench
 	$(BIN)/ruff format --check optnet tests bench
 	OPTNET_GNPY_PYTHON=$(CURDIR)/.venv-gnpy/bin/python $(BIN)/python -m pytest -n auto --dist loadgroup
+
+## lp-hashes: rewrite tests/data/guards/lp_hashes.json (the joint MILP's LP text of every
+## bundled instance, tests/test_guards.py); give the reason for a changed hash in CHANGELOG.md
+lp-hashes: $(STAMP)
+	$(BIN)/python -m bench.lp_hashes
 
 ## test-fast: lint and the suite without the slow modules (tests/conftest.py SLOW_MODULES), for
 ## the inner loop; `make test` is the whole suite and what CI runs

@@ -149,17 +149,6 @@ _F = Feature
 #: Pairs no model handles together: refused at input, whatever the command.
 REFUSED_PAIRS: tuple[Refusal, ...] = (
     Refusal(
-        (_F.WAVELENGTH_SWITCHED, _F.HYBRID),
-        "a striped pair's packet share and its slot channels are not one pair-link (§5.7)",
-        remedy="drop one of them",
-    ),
-    Refusal(
-        (_F.WAVELENGTH_SWITCHED, _F.CONGESTION),
-        "the leaf-link rows take a pair without lightpaths as a packet pair, also when the "
-        "wavelength-switched fabric serves it (§2b, §5.7)",
-        remedy="drop one of them",
-    ),
-    Refusal(
         (_F.PHASES, _F.WAVELENGTH_SWITCHED),
         "slot channels have no phase index (§5.8)",
         remedy="use one phase or drop the fabric",
@@ -175,34 +164,15 @@ REFUSED_PAIRS: tuple[Refusal, ...] = (
         remedy="use one phase or drop congestion_control",
     ),
     Refusal(
-        (_F.PHASES, _F.PARAMETER_SERVERS),
-        "push/pull steps are priced on the static pair-links only (§5.8)",
-        remedy="use one phase or drop the parameter servers",
-    ),
-    Refusal(
         (_F.RELAYS, _F.PHASES),
         "relay choices have no phase index (§5.4)",
         remedy="remove topology.relay or the phases",
     ),
     Refusal(
-        (_F.RELAYS, _F.WAVELENGTH_SWITCHED),
-        "a relayed hop runs on static lightpaths only (§5.4)",
-        remedy="remove topology.relay or the fabric",
-    ),
-    Refusal(
-        (_F.RELAYS, _F.HYBRID),
-        "a relayed hop runs on static lightpaths only (§5.4)",
-        remedy="remove topology.relay or hybrid",
-    ),
-    Refusal(
         (_F.RELAYS, _F.CONGESTION),
-        "a relayed hop's share of a congested leaf link is not modelled (§5.4)",
+        "with shared packet links a step's flows are timed in lockstep by the leaf-link rows, "
+        "which do not follow a relayed transfer's two hops (§2b, §5.4)",
         remedy="remove topology.relay or congestion_control",
-    ),
-    Refusal(
-        (_F.RELAYS, _F.PARAMETER_SERVERS),
-        "push/pull steps are not relayed (§5.4)",
-        remedy="remove topology.relay or the parameter servers",
     ),
     Refusal(
         (_F.RELAYS, _F.DIRECT),

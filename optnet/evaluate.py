@@ -572,6 +572,7 @@ def _option_time_shared(
     sends ``B pi_p`` over the packet fabric (``packet_share``) and the rest over p's lightpaths:
 
         tau_s >= mult alpha_lp(p) + B beta_lp(p)                     (p has lightpaths)
+        tau_s >= mult alpha_ws(p) + B beta_ws(p)     (p has wavelength-switched slot-channels)
         tau_s >= mult alpha_pkt(p) + load(l) / cap(l)                 (p uses the packet fabric)
 
     for every link l on the packet path: the sender's NIC out, the receiver's NIC in, and between
@@ -616,6 +617,15 @@ def _option_time_shared(
         worst, worst_bd = 0.0, (0.0, 0.0, 0.0, 0.0)
         for mult, sa, sb, nbytes, link in flows:
             cands = []
+            if link.kind == "wavelength_switched":  # its own slot-channels: shares no link
+                cands.append(
+                    (
+                        mult * link.fixed_us,
+                        mult * link.propagation_us,
+                        nbytes * link.inverse_rate,
+                        mult * link.switching_us,
+                    )
+                )
             if link.lightpaths >= 1:
                 cands.append(
                     (

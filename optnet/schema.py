@@ -240,8 +240,7 @@ class Relay(Strict):
     store-and-forward over two lightpath hops a -> c -> b through another server c of the same
     collective group; the MILP chooses which transfers relay and through which server
     (docs/model.md §5.4). Not modelled together with ``workload.phases``,
-    ``wavelength_switched``, ``packet_fabric.hybrid``, ``packet_fabric.congestion_control``,
-    ``parameter_servers`` or ``direct``."""
+    ``packet_fabric.congestion_control`` or ``direct`` (docs/model.md §10)."""
 
     overhead_us: NonNegFloat = C.RELAY_OVERHEAD_US
     """Extra time the relay server adds to a relayed transfer (receive complete -> second send

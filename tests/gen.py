@@ -686,3 +686,148 @@ def shared_links_instance(seed: int) -> Instance:
         if enumeration_size(inst) <= MAX_FABRIC_ENUMERATION:
             return inst
     raise AssertionError(f"shared seed {seed}: no small instance in 1000 draws")
+
+
+# --------------------------------------------------------------------------- composed features
+
+#: The feature pairs tests/test_compose.py checks together (MILP == exhaustive search ==
+#: evaluator), each drawn by :func:`composed_instance`.
+COMPOSED = (
+    "relay+ps",
+    "relay+hybrid",
+    "relay+ws",
+    "ws+hybrid",
+    "ws+congestion",
+    "ws+all",
+    "phases+ps",
+)
+
+
+def _ps_job(rng: random.Random, G: int, phases: bool) -> schema.Job:
+    """Two worker servers and one parameter server: an all-reduce over dp (push/pull only, or
+    unrestricted) and sometimes (always with ``phases``) a second collective over world; with
+    ``phases`` the two run in phases p0 and p1, in a random order."""
+    colls = [
+        schema.Collective(
+            name="grad",
+            kind="all_reduce",
+            group="dp",
+            message_bytes=float(f"{10 ** rng.uniform(4, 8):.3e}"),
+            count=rng.randint(1, 3),
+            algorithms=rng.choice([None, ["parameter_server"]]),
+        )
+    ]
+    if phases or rng.random() < 0.4:
+        colls.append(
+            schema.Collective(
+                name="other",
+                kind=rng.choice(KINDS),
+                group="world",
+                message_bytes=float(f"{10 ** rng.uniform(3, 7):.3e}"),
+            )
+        )
+    if phases:
+        order = rng.choice([("p0", "p1"), ("p1", "p0")])
+        colls = [c.model_copy(update={"phase": ph}) for c, ph in zip(colls, order)]
+    return schema.Job(
+        name="ps",
+        gpus=2 * G,
+        parallelism=schema.Parallelism(tp=G, dp=2),
+        compute_time_us=float(rng.choice([0, 100, rng.randint(0, 20_000)])),
+        collectives=colls,
+        parameter_servers=schema.ParameterServers(servers=1),
+    )
+
+
+def _ws_on_some(rng: random.Random, n_racks: int) -> schema.WavelengthSwitched:
+    """A wavelength-switched fabric on a strict subset of at least two racks, so that some pairs
+    still need lightpaths, relays or the packet fabric."""
+    fabric = _ws_fabric(rng, n_racks)
+    names = [f"r{i}" for i in range(n_racks)]
+    racks = sorted(rng.sample(names, rng.randint(2, n_racks - 1))) if n_racks >= 3 else None
+    return fabric.model_copy(update={"racks": racks})
+
+
+def _packet(rng: random.Random, hybrid: bool, congestion: bool) -> schema.PacketFabric:
+    cc = rng.choice(["none", "dcqcn", "timely", "dcqcn"]) if congestion else None
+    return schema.PacketFabric(
+        rate_gbps=rng.choice([10.0, 25.0, 50.0, 100.0]),
+        oversubscription=rng.choice([1.0, 2.0, 4.0]),
+        hop_latency_us=rng.choice([0.3, 1.0, 5.0]),
+        hybrid=hybrid,
+        congestion_control=cc,
+    )
+
+
+def _composed_draw(kind: str, rng: random.Random):
+    """(cluster, workload, tag, enumeration limit) of one draw of ``kind`` (:data:`COMPOSED`)."""
+    if kind.startswith("relay+"):
+        cluster, workload, tag = _draw_relay(rng)
+        G, n_racks = cluster.gpus_per_server, len(cluster.racks)
+        update: dict = {}
+        if kind == "relay+ps":
+            workload = schema.Workload(jobs=[_ps_job(rng, G, phases=False)])
+        elif kind == "relay+hybrid":  # the draw's slow fabric (or a 25G one), striped
+            packet = cluster.packet_fabric or schema.PacketFabric(rate_gbps=25.0)
+            update["packet_fabric"] = packet.model_copy(update={"hybrid": True})
+        else:
+            update["wavelength_switched"] = _ws_on_some(rng, n_racks)
+        return cluster.model_copy(update=update), workload, tag, MAX_RELAY_ENUMERATION
+    if kind.startswith("ws+"):
+        cluster, workload, tag = _draw(rng)
+        n_racks = len(cluster.racks) if isinstance(cluster.racks, list) else cluster.racks.count
+        packet = _packet(rng, hybrid=kind != "ws+congestion", congestion=kind != "ws+hybrid")
+        update = {"packet_fabric": packet, "wavelength_switched": _ws_fabric(rng, n_racks)}
+        jobs = [  # communication-bound, as in tiny_fabric_instance
+            j.model_copy(
+                update={
+                    "compute_time_us": rng.choice([0.0, 100.0]),
+                    "collectives": [c.model_copy(update={"overlap": 0.0}) for c in j.collectives],
+                }
+            )
+            for j in workload.jobs
+        ]
+        return cluster.model_copy(update=update), schema.Workload(jobs=jobs), tag, MAX_ENUMERATION
+    if kind == "phases+ps":
+        drawn = _draw_ps(rng)
+        if drawn is None:
+            return None
+        cluster, _workload, tag = drawn
+        delay = rng.choice([FAST_US, SLOW_US])
+        ocs = [o.model_copy(update={"reconfig_delay_us": delay}) for o in cluster.ocs]
+        job = _ps_job(rng, cluster.gpus_per_server, phases=True)
+        workload = schema.Workload(jobs=[job], phases=["p0", "p1"])
+        return cluster.model_copy(update={"ocs": ocs}), workload, tag, None
+    raise ValueError(kind)
+
+
+def composed_instance(kind: str, seed: int) -> Instance:
+    """A random valid tiny instance combining the features of ``kind`` (:data:`COMPOSED`), small
+    enough for tests/brute.py; its own random stream per kind (the other generators are
+    unchanged): relays with a parameter-server job, a hybrid packet fabric or a wavelength-
+    switched fabric on some racks (:func:`_draw_relay`'s clusters); a wavelength-switched fabric
+    beside a packet fabric striped, congestion-controlled or both (:func:`_draw`'s); and a
+    parameter-server job whose two collectives run in two phases on a 10 us or 10 ms OCS
+    (:func:`_draw_ps`'s)."""
+    rng = random.Random(f"composed-{kind}-{seed}")
+    label = kind.replace("+", "-")
+    for _attempt in range(1000):
+        drawn = _composed_draw(kind, rng)
+        if drawn is None:
+            continue
+        cluster, workload, tag, limit = drawn
+        cluster = schema.Cluster.model_validate(cluster.model_dump())
+        workload = schema.Workload.model_validate(workload.model_dump())
+        inst_file = schema.InstanceFile(
+            library="ideal", name=f"{tag}-{label}-{seed}", topology=cluster, workload=workload
+        )
+        inst = build_instance(inst_file, cluster, workload, default_name=f"{label}{seed}")
+        all_candidates(inst)
+        small = (
+            phased_enumeration_size(inst) <= MAX_PHASED_ENUMERATION
+            if limit is None
+            else enumeration_size(inst) <= limit
+        )
+        if small:
+            return inst
+    raise AssertionError(f"{kind} seed {seed}: no small instance in 1000 draws")

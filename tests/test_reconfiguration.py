@@ -37,7 +37,7 @@ PHASED_SEEDS = tuple(range(0, 28))
 #: Also solved with the weighted-sum objective (19: its optimum reconfigures a 10 us OCS).
 WEIGHTED = (0, 4, 8, 12, 16, 19, 20, 24)
 #: Also solved with the energy objective (lightpaths lit in the busiest phase).
-ENERGY = tuple(range(0, 28))
+ENERGY = tuple(range(0, 20))
 
 
 @functools.cache

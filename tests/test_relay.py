@@ -235,29 +235,20 @@ def test_relays_round_trip_through_json(tmp_path):
     assert "relays[0]" in str(exc.value)
 
 
-@pytest.mark.parametrize(
-    "change, words",
-    [
-        ({"wavelength_switched": schema.WavelengthSwitched()}, "topology.wavelength_switched"),
-        (
-            {"packet_fabric": schema.PacketFabric(rate_gbps=10.0, hybrid=True)},
-            "topology.packet_fabric.hybrid",
-        ),
-        (
-            {"packet_fabric": schema.PacketFabric(rate_gbps=10.0, congestion_control="dcqcn")},
-            "topology.packet_fabric.congestion_control",
-        ),
-    ],
-)
-def test_relay_with_unmodelled_topology_is_refused(change, words):
+def test_relay_with_a_congestion_model_is_refused():
+    """Not modelled together (capabilities.REFUSED_PAIRS); relays with a wavelength-switched
+    fabric or hybrid pairs compose (tests/test_compose.py)."""
+    packet = schema.PacketFabric(rate_gbps=10.0, congestion_control="dcqcn")
     with pytest.raises(InputError) as exc:
-        _three(**{k: v for k, v in change.items() if k != "packet_fabric"},
-               packet=change.get("packet_fabric"))  # fmt: skip
+        _three(packet=packet)
     text = str(exc.value)
-    assert "relay" in text and words in text
+    assert "relay" in text and "topology.packet_fabric.congestion_control" in text
+    for fabric in (schema.WavelengthSwitched(), None):
+        hybrid = schema.PacketFabric(rate_gbps=10.0, hybrid=True) if fabric is None else None
+        assert _three(wavelength_switched=fabric, packet=hybrid).relay
 
 
-def test_relay_with_phases_or_parameter_servers_is_refused(tmp_path):
+def test_relay_with_phases_is_refused_with_parameter_servers_accepted(tmp_path):
     text = RELAY_YAML.read_text()
     phased = text.replace(
         "message_bytes: 16.0e6, count: 4}", "message_bytes: 16.0e6, count: 4, phase: a}"
@@ -270,16 +261,15 @@ def test_relay_with_phases_or_parameter_servers_is_refused(tmp_path):
         .replace("count: 4, servers_per_rack: 1", "count: 5, servers_per_rack: 1")
         .replace("ports: 4,", "ports: 5,")
     )
-    for name, body, words in (
-        ("phased", phased, "workload.phases"),
-        ("ps", ps, "jobs[].parameter_servers"),
-    ):
+    for name, body, code in (("phased", phased, errors.EXIT_INPUT), ("ps", ps, errors.EXIT_OK)):
         assert body != text
         path = tmp_path / f"{name}.yaml"
         path.write_text(body)
         r = CliRunner().invoke(main, ["validate", str(path)])
-        assert r.exit_code == errors.EXIT_INPUT, r.output
-        assert "relay" in r.output and words in r.output and "Traceback" not in r.output
+        assert r.exit_code == code, r.output
+        assert "Traceback" not in r.output
+        if name == "phased":
+            assert "relay" in r.output and "workload.phases" in r.output
 
 
 # --------------------------------------------------------------------------- exhaustive search

@@ -350,8 +350,9 @@ def test_sirius_end_to_end(tmp_path):
 
 
 @pytest.mark.parametrize("extra", ["hybrid: true", "congestion_control: dcqcn"])
-def test_wavelength_switching_with_hybrid_or_congestion_is_refused(tmp_path, extra):
-    """Not modelled together yet: an input error naming the field, exit 2, no traceback."""
+def test_wavelength_switching_with_hybrid_or_congestion_solves(tmp_path, extra):
+    """Composed (tests/test_compose.py has the exhaustive checks): sirius.yaml with a striped or
+    congestion-controlled packet fabric solves, and the evaluator agrees with the MILP."""
     from click.testing import CliRunner
 
     from optnet.cli import main
@@ -361,5 +362,11 @@ def test_wavelength_switching_with_hybrid_or_congestion_is_refused(tmp_path, ext
     assert old in text
     path = tmp_path / "both.yaml"
     path.write_text(text.replace(old, old[:-1] + f", {extra}}}"))
-    r = CliRunner().invoke(main, ["validate", str(path)])
-    assert r.exit_code == 2 and "wavelength_switched" in r.output and "Traceback" not in r.output
+    out, again = tmp_path / "r.json", tmp_path / "e.json"
+    r = CliRunner().invoke(main, ["solve", str(path), "-o", str(out), "--quiet"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(out.read_text())
+    assert doc["status"] == "optimal" and doc["wavelength_switched"]["schedule"]
+    r = CliRunner().invoke(main, ["evaluate", str(path), str(out), "-o", str(again)])
+    assert r.exit_code == 0, r.output
+    assert math.isclose(json.loads(again.read_text())["objective"], doc["objective"], rel_tol=1e-6)

@@ -20,6 +20,7 @@ import pyomo.environ as pyo
 from optnet.model.data import MB, ModelData
 from optnet.model.lightpaths import odd_ring_lightpaths, z_var
 from optnet.model.relay import relayed
+from optnet.model.wavelength_switching import packet_only
 
 
 def alpha_var(m: pyo.ConcreteModel, h: int, p: tuple):
@@ -64,8 +65,8 @@ def _striping(m: pyo.ConcreteModel, md: ModelData, p) -> object:
 
 
 def uses_packet(m: pyo.ConcreteModel, md: ModelData, p) -> object:
-    """z[p,0] + h[p]: the pair sends some bytes over the packet fabric (binary)."""
-    return m.z[p + (0,)] + _striping(m, md, p)
+    """packet_only[p] + striped[p]: the pair sends some bytes over the packet fabric (binary)."""
+    return packet_only(m, md, p) + _striping(m, md, p)
 
 
 def step_tables(md: ModelData) -> dict[tuple, list[tuple]]:
@@ -332,8 +333,8 @@ def add_shared_nic(m: pyo.ConcreteModel, md: ModelData) -> None:
     nic = nic_tables(md)
     if not nic or md.shared:  # a congestion model shares every NIC (add_shared_step_time)
         return
-    pairs = sorted({t[0] for groups in nic.values() for ts in groups for t in ts})
-    m.NIC_PAIRS = pyo.Set(initialize=pairs, dimen=3, ordered=True)
+    at = {(md.phase_of(key[0], key[1]), t[0]) for key, g in nic.items() for ts in g for t in ts}
+    m.NIC_PAIRS = pyo.Set(initialize=sorted(p for h, p in at if h == 0), dimen=3, ordered=True)
     A, B = md.alpha_max, md.beta_max
     m.ak = pyo.Var(m.NIC_PAIRS, bounds=(0, A))
     m.pk = pyo.Var(m.NIC_PAIRS, bounds=(0, B))
@@ -355,6 +356,32 @@ def add_shared_nic(m: pyo.ConcreteModel, md: ModelData) -> None:
             - _ws_slack(m, md, B, j, a, b)
         ),
     )
+    if md.H > 1:  # a push/pull step of a later phase reads that phase's pair links (§5.8)
+        later = sorted((h,) + p for h, p in at if h > 0)
+        m.NIC_PAIRS_PH = pyo.Set(initialize=later, dimen=4, ordered=True)
+        m.ak_ph = pyo.Var(m.NIC_PAIRS_PH, bounds=(0, A))
+        m.pk_ph = pyo.Var(m.NIC_PAIRS_PH, bounds=(0, B))
+        m.nic_latency_ph = pyo.Constraint(
+            m.NIC_PAIRS_PH,
+            rule=lambda m, h, j, a, b: (
+                m.ak_ph[h, j, a, b]
+                >= _by_racks(m, md, md.alpha_pkt, j, a, b) - A * (1 - m.z_ph[h, j, a, b, 0])
+            ),
+        )
+        m.nic_bandwidth_ph = pyo.Constraint(
+            m.NIC_PAIRS_PH,
+            rule=lambda m, h, j, a, b: (
+                m.pk_ph[h, j, a, b]
+                >= _by_racks(m, md, md.beta_pkt, j, a, b) - B * (1 - m.z_ph[h, j, a, b, 0])
+            ),
+        )
+
+    def ak(h: int, p: tuple):
+        return m.ak[p] if h == 0 else m.ak_ph[(h,) + p]
+
+    def pk(h: int, p: tuple):
+        return m.pk[p] if h == 0 else m.pk_ph[(h,) + p]
+
     rows = [
         key + (gi, fi)
         for key, groups in nic.items()
@@ -372,7 +399,8 @@ def add_shared_nic(m: pyo.ConcreteModel, md: ModelData) -> None:
         pair, mult, _mb, i = ts[fi]
         if md.relay:
             return m.t[key] >= mult * m.akf[key + (i,)] + sum(m.pkf[key + (f[3],)] for f in ts)
-        return m.t[key] >= mult * m.ak[pair] + sum(mb * m.pk[p] for p, _m, mb, _i in ts)
+        h = md.phase_of(j, ci)
+        return m.t[key] >= mult * ak(h, pair) + sum(mb * pk(h, p) for p, _m, mb, _i in ts)
 
     m.shared_nic_time = pyo.Constraint(m.NIC_ROWS, rule=rule)
 
@@ -618,10 +646,12 @@ def _split_beta(md: ModelData, d: int) -> float | None:
 def _ws_slot_beta(md: ModelData, d: int, beta_pkt: float | None) -> float | None:
     """With a wavelength-switched fabric, pairs outside the step are not counted against the
     slot's transceivers (they may use the fabric), and a step pair's beta is at least
-    ``_split_beta`` (or the packet fabric's best beta)."""
+    ``_split_beta`` (or the packet fabric's best beta, or with hybrid pairs the best striped
+    beta: striping is faster than either path)."""
     beta = _split_beta(md, d)
-    if beta_pkt is not None:
-        beta = beta_pkt if beta is None else min(beta, beta_pkt)
+    for other in (beta_pkt, min(md.beta_both.values()) if md.hybrid and md.beta_both else None):
+        if other is not None:
+            beta = other if beta is None else min(beta, other)
     return beta
 
 
@@ -700,7 +730,7 @@ def oriented(p, src: int, r_src: int, r_dst: int) -> tuple[int, int]:
 def add_packet_share(m: pyo.ConcreteModel, md: ModelData) -> None:
     """With a congestion model: the fraction of pair p's bytes on the packet fabric
 
-        pi[p] = z[p,0] + sum_{q>=1} phi_q v[p,q],   phi_q = U B / (q rate + U B)
+        pi[p] = packet_only[p] + sum_{q>=1} phi_q v[p,q],   phi_q = U B / (q rate + U B)
 
     (proportional striping; docs/model.md §2b), and its product with the rack pair,
     piw[p,r,s] = pi[p] w[p,r,s] for r != s:  piw >= pi + w - 1, piw >= 0  (exact for binary w,
@@ -711,8 +741,8 @@ def add_packet_share(m: pyo.ConcreteModel, md: ModelData) -> None:
     def pi(m, j, a, b):
         p = (j, a, b)
         if not md.hybrid:
-            return m.z[p + (0,)]
-        return m.z[p + (0,)] + sum(md.packet_share[q] * m.v[p + (q,)] for q in m.LP_COUNTS)
+            return packet_only(m, md, p)
+        return packet_only(m, md, p) + sum(md.packet_share[q] * m.v[p + (q,)] for q in m.LP_COUNTS)
 
     m.pi = pyo.Expression(m.PAIRS, rule=pi)
     cross = [(r, s) for r, s in md.rack_pairs if r != s]
@@ -790,7 +820,7 @@ def add_shared_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
 def _packet_modes(m: pyo.ConcreteModel, md: ModelData, p) -> list[tuple[object, float]]:
     """(indicator, packet share) of each way pair p uses the packet fabric: packet only
     (z[p,0], all bytes) and, striped, q lightpaths beside it (v[p,q], phi_q)."""
-    modes = [(m.z[p + (0,)], 1.0)]
+    modes = [(packet_only(m, md, p), 1.0)]
     if md.hybrid:
         modes += [(m.v[p + (q,)], md.packet_share[q]) for q in m.LP_COUNTS]
     return modes

@@ -36,6 +36,7 @@ import pyomo.environ as pyo
 
 from optnet.candidates import relay_slots
 from optnet.model.data import MB, ModelData
+from optnet.model.wavelength_switching import packet_only
 
 
 def _pair(j: int, a: int, b: int) -> tuple[int, int, int]:
@@ -150,8 +151,9 @@ def add_relay_choice(m: pyo.ConcreteModel, md: ModelData) -> None:
 
 
 def add_relay_connectivity(m: pyo.ConcreteModel, md: ModelData) -> None:
-    """Without a packet fabric a transfer sent directly needs a lightpath:
-    x[c,o] + z[(a,b),0] - sum_c u[f,c] <= 1 (replaces ``add_connectivity``'s rows)."""
+    """Without a packet fabric a transfer sent directly needs a lightpath (or, with a
+    wavelength-switched fabric, slot-channels): x[c,o] + z[(a,b),0] [- (1 - h[(a,b),0])]
+    - sum_c u[f,c] <= 1 (replaces ``add_connectivity``'s rows)."""
     if not md.relay or md.has_packet:
         return
     rows, seen = [], set()
@@ -168,7 +170,9 @@ def add_relay_connectivity(m: pyo.ConcreteModel, md: ModelData) -> None:
     def rule(m, j, ci, a, g, s, i):
         src, dst = relay_tables(md)[0][(j, ci, a, g, s)][i][:2]
         return (
-            m.x[j, ci, a] + m.z[_pair(j, src, dst) + (0,)] - relayed(m, md, (j, ci, a, g, s), i)
+            m.x[j, ci, a]
+            + packet_only(m, md, _pair(j, src, dst))
+            - relayed(m, md, (j, ci, a, g, s), i)
             <= 1
         )
 
@@ -251,7 +255,8 @@ def relay_option_lower_bound(md: ModelData, j: int, ci: int, a: int) -> float:
     pair of the option needs a lightpath of its own, which relays break).
 
     Every transfer costs at least ``mult alpha_min + MB beta_min`` (a relayed one pays two hops).
-    Without a packet fabric every byte leaves its sender v over v's lightpaths: if v sends
+    Without a packet or wavelength-switched fabric every byte leaves its sender v over v's
+    lightpaths: if v sends
     ``out_v`` MB in a step over links with q_l lightpaths (sum_l q_l <= T, T = sum_k T_k), some
     link l carries load_l with load_l beta_lp(q_l) >= out_v beta_lp(T), and that link's row
     (iii) (or (i)/(ii) if alone) adds at least ``mult alpha_min``; likewise for the bytes v
@@ -260,7 +265,8 @@ def relay_option_lower_bound(md: ModelData, j: int, ci: int, a: int) -> float:
     opt = md.cands[j].collectives[ci].options[a]
     transfers = relay_tables(md)[0]
     T = md.max_lightpaths
-    if T == 0 and not md.has_packet:
+    only_lightpaths = not md.has_packet and not md.has_ws  # every byte leaves on lightpaths
+    if T == 0 and only_lightpaths:
         return float("inf") if opt.groups else opt.time_us(0.0)
     worst = 0.0
     for g, gs in enumerate(opt.groups):
@@ -268,7 +274,7 @@ def relay_option_lower_bound(md: ModelData, j: int, ci: int, a: int) -> float:
         for s, st in enumerate(gs.steps):
             ts = transfers[(j, ci, a, g, s)]
             best = max(mult * md.alpha_min + mb * md.beta_min for _x, _y, mult, mb, _v in ts)
-            if not md.has_packet:
+            if only_lightpaths:
                 out: dict[int, float] = {}
                 into: dict[int, float] = {}
                 for src, dst, _mult, mb, _v in ts:

@@ -21,6 +21,15 @@ import pyomo.environ as pyo
 from optnet.model.data import ModelData
 
 
+def packet_only(m: pyo.ConcreteModel, md: ModelData, p) -> object:
+    """z[p,0] - (1 - h[p,0]): the pair has no lightpath and sends everything over the packet
+    fabric (binary: with a wavelength-switched fabric a pair without lightpaths may use its
+    slot-channels instead, and ``add_one_transport`` keeps 1 - h[p,0] <= z[p,0])."""
+    if not md.has_ws:
+        return m.z[p + (0,)]
+    return m.z[p + (0,)] - (1 - m.h[p + (0,)])
+
+
 def add_ws_variables(m: pyo.ConcreteModel, md: ModelData) -> None:
     """h[p,k] in {0,1}, k = 0..K."""
     if not md.has_ws:

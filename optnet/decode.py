@@ -18,17 +18,51 @@ def _on(v) -> bool:
 
 
 def decode(m: pyo.ConcreteModel, md: ModelData) -> Decisions:
-    """Decisions from variable values.
-
-    Placement: each slot gets a server of its chosen rack, its previous server if it had one
-    there (``--from``), else the first free usable one. Lightpaths: a previous lightpath between
-    the same servers on the same OCS keeps its transceivers and wavelengths where they are free;
-    the rest take the first free transceiver and the first free wavelength of each fibre
-    direction (exact: docs/model.md §5.3).
-    """
-    inst = md.inst
+    """Decisions from variable values: placement (``_placement``), circuits and lightpaths
+    (per phase with phases: ``_phase_plans``), algorithms, relays, the wavelength-switched
+    schedule and the striped pairs, each a transport's part."""
     d = Decisions()
     prev = md.previous.decisions if md.previous is not None else None
+    d.placement = _placement(m, md, prev)
+    if md.H > 1:  # one plan per phase; every circuit the model holds (docs/model.md §5.8)
+        d.phases = _phase_plans(m, md, d.placement)
+        d.circuits, d.lightpaths = list(d.phases[0].circuits), list(d.phases[0].lightpaths)
+    else:
+        d.lightpaths = _static_lightpaths(m, md, d.placement, prev)
+        # a circuit that carries no lightpath changes nothing: report only the ones in use
+        rack = [sv.rack for sv in md.inst.servers]
+        d.circuits = sorted(
+            {
+                Circuit(lp.ocs, *sorted((rack[lp.server_a], rack[lp.server_b])))
+                for lp in d.lightpaths
+            }
+        )
+    d.algorithms = {
+        (j, ci): md.cands[j].collectives[ci].options[a].algorithm
+        for j, ci, a in m.OPTIONS
+        if _on(m.x[j, ci, a])
+    }
+    if md.relay:  # transfers of the chosen options relayed through a third slot (§5.4)
+        d.relays = [
+            Relay(j, ci, s, *(d.placement[j][x] for x in _relay_slots(md, j, ci, a, g, s, i, c)))
+            for j, ci, a, g, s, i, c in m.RELAYS
+            if _on(m.relay_u[j, ci, a, g, s, i, c]) and _on(m.x[j, ci, a])
+        ]
+    if md.has_ws:
+        d.ws_slots = _ws_schedule(m, md, d.placement)
+    if md.hybrid:  # pairs striping over their lightpaths and the packet fabric
+        d.hybrid = frozenset(
+            (min(d.placement[j][a], d.placement[j][b]), max(d.placement[j][a], d.placement[j][b]))
+            for j, a, b in md.pairs
+            if any(_on(m.v[j, a, b, q]) for q in m.LP_COUNTS)
+        )
+    return d.canonical()
+
+
+def _placement(m: pyo.ConcreteModel, md: ModelData, prev) -> dict[int, tuple[int, ...]]:
+    """Each slot gets a server of its chosen rack: the degraded server the model chose for it,
+    its previous server if it had one there (``--from``), else the first free usable one."""
+    inst = md.inst
     rack_of = {(j, s): next(r for r in md.racks if _on(m.y[j, s, r])) for j, s in md.slots}
     taken: set[int] = set(md.unavailable) | set(md.degraded)
     server_of: dict[tuple[int, int], int] = {}
@@ -55,71 +89,51 @@ def decode(m: pyo.ConcreteModel, md: ModelData) -> Decisions:
     servers_of: dict[int, list[int]] = defaultdict(list)
     for j, s in md.slots:
         servers_of[j].append(server_of[(j, s)])
-    d.placement = {j: tuple(v) for j, v in sorted(servers_of.items())}
+    return {j: tuple(v) for j, v in sorted(servers_of.items())}
 
-    if md.H > 1:  # one plan per phase; every circuit the model holds (docs/model.md §5.8)
-        from optnet.model.circuits import circuit_var
-        from optnet.model.lightpaths import n_var
 
-        plans = []
-        for h in range(md.H):
-            wanted = [
-                (d.placement[j][a], d.placement[j][b], k)
-                for j, a, b in md.phase_pairs[h]
-                for k in md.ocs
-                for _ in range(int(round(pyo.value(n_var(m, h, (j, a, b), k)))))
-            ]
-            lps = _assign_lightpaths(inst, md, wanted, None)
-            held = [Circuit(*key) for key in md.circuits if _on(circuit_var(m, h, key))]
-            plans.append(PhasePlan(sorted(held), lps))
-        d.phases = plans
-        d.circuits, d.lightpaths = list(plans[0].circuits), list(plans[0].lightpaths)
-    else:
-        wanted: list[tuple[int, int, int]] = []  # (server a, server b, ocs), one per lightpath
-        for j, a, b in md.pairs:
-            sa, sb = d.placement[j][a], d.placement[j][b]
-            for k in md.ocs:
-                wanted.extend([(sa, sb, k)] * int(round(pyo.value(m.n[j, a, b, k]))))
-        lightpaths = _assign_lightpaths(inst, md, wanted, prev)
-        d.lightpaths = lightpaths
-        # a circuit that carries no lightpath changes nothing: report only the ones in use
-        d.circuits = sorted(
-            {
-                Circuit(
-                    lp.ocs,
-                    *sorted((inst.servers[lp.server_a].rack, inst.servers[lp.server_b].rack)),
-                )
-                for lp in lightpaths
-            }
-        )
-    d.algorithms = {
-        (j, ci): md.cands[j].collectives[ci].options[a].algorithm
-        for j, ci, a in m.OPTIONS
-        if _on(m.x[j, ci, a])
-    }
-    if md.relay:  # transfers of the chosen options relayed through a third slot (§5.4)
-        d.relays = [
-            Relay(j, ci, s, *(d.placement[j][x] for x in _relay_slots(md, j, ci, a, g, s, i, c)))
-            for j, ci, a, g, s, i, c in m.RELAYS
-            if _on(m.relay_u[j, ci, a, g, s, i, c]) and _on(m.x[j, ci, a])
+def _phase_plans(m: pyo.ConcreteModel, md: ModelData, placement) -> list[PhasePlan]:
+    """Every phase's held circuits and lightpaths (first free transceiver and wavelength)."""
+    from optnet.model.circuits import circuit_var
+    from optnet.model.lightpaths import n_var
+
+    plans = []
+    for h in range(md.H):
+        wanted = [
+            (placement[j][a], placement[j][b], k)
+            for j, a, b in md.phase_pairs[h]
+            for k in md.ocs
+            for _ in range(int(round(pyo.value(n_var(m, h, (j, a, b), k)))))
         ]
-    if md.has_ws:  # slot counts -> the slot-by-slot schedule (König: docs/model.md §5.7)
-        from optnet.ws_schedule import build_schedule
+        lps = _assign_lightpaths(md.inst, md, wanted, None)
+        held = [Circuit(*key) for key in md.circuits if _on(circuit_var(m, h, key))]
+        plans.append(PhasePlan(sorted(held), lps))
+    return plans
 
-        counts: dict[tuple[int, int], int] = {}
-        for j, a, b in md.pairs:
-            k = next((k for k in m.WS_COUNTS if k and _on(m.h[j, a, b, k])), 0)
-            if k:
-                sa, sb = d.placement[j][a], d.placement[j][b]
-                counts[(min(sa, sb), max(sa, sb))] = k
-        d.ws_slots = build_schedule(inst, counts)
-    if md.hybrid:  # pairs striping over their lightpaths and the packet fabric
-        d.hybrid = frozenset(
-            (min(d.placement[j][a], d.placement[j][b]), max(d.placement[j][a], d.placement[j][b]))
-            for j, a, b in md.pairs
-            if any(_on(m.v[j, a, b, q]) for q in m.LP_COUNTS)
-        )
-    return d.canonical()
+
+def _static_lightpaths(m: pyo.ConcreteModel, md: ModelData, placement, prev) -> list:
+    """The lightpaths of the n counts: a previous one between the same servers on the same OCS
+    keeps its transceivers and wavelengths where they are free; the rest take the first free
+    transceiver and wavelength of each fibre direction (exact: docs/model.md §5.3)."""
+    wanted: list[tuple[int, int, int]] = []  # (server a, server b, ocs), one per lightpath
+    for j, a, b in md.pairs:
+        sa, sb = placement[j][a], placement[j][b]
+        for k in md.ocs:
+            wanted.extend([(sa, sb, k)] * int(round(pyo.value(m.n[j, a, b, k]))))
+    return _assign_lightpaths(md.inst, md, wanted, prev)
+
+
+def _ws_schedule(m: pyo.ConcreteModel, md: ModelData, placement) -> list:
+    """Slot counts -> the slot-by-slot schedule (König: docs/model.md §5.7)."""
+    from optnet.ws_schedule import build_schedule
+
+    counts: dict[tuple[int, int], int] = {}
+    for j, a, b in md.pairs:
+        k = next((k for k in m.WS_COUNTS if k and _on(m.h[j, a, b, k])), 0)
+        if k:
+            sa, sb = placement[j][a], placement[j][b]
+            counts[(min(sa, sb), max(sa, sb))] = k
+    return build_schedule(md.inst, counts)
 
 
 def _relay_slots(md: ModelData, j, ci, a, g, s, i, c) -> tuple[int, int, int]:

@@ -828,169 +828,207 @@ def evaluate(
         d = dataclasses.replace(
             d, circuits=list(d.phases[0].circuits), lightpaths=list(d.phases[0].lightpaths)
         )
-    if H == 1 and d.phases is None:
-        violations = (
-            check_placement(inst, d)
-            + check_circuits(inst, d)
-            + check_lightpaths(inst, d)
-            + check_tenants(inst, d)
-            + check_ws(inst, d)
-            + check_hybrid(inst, d)
-            + check_relays(inst, d)
-        )
-    else:
-        violations = (
-            check_placement(inst, d)
-            + check_phases(inst, d)
-            + check_tenants(inst, d)
-            + check_ws(inst, d)
-            + check_hybrid(inst, d)
-        )
-    cands = candidates if candidates is not None else all_candidates(inst)
-    qs: list[dict[tuple[int, int], int]] = []
-    for h in range(H if d.phases is not None and len(d.phases) == H else 1):
-        qh: dict[tuple[int, int], int] = defaultdict(int)
-        for lp in d.plan(h).lightpaths:
-            qh[(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))] += 1
-        qs.append(qh)
-    q = qs[0]
-    ws_k = {key: min(ab, ba) for key, (ab, ba) in d.ws_counts().items()}
-    ev = Evaluation(not violations, violations, None)
-    if any(v.startswith("placement") for v in violations):
+    ev = Evaluation(True, _violations(inst, d), None)
+    if any(v.startswith("placement") for v in ev.violations):
         ev.feasible = False
         return ev
-    server_names = [sv.name for sv in inst.servers]
+    cands = candidates if candidates is not None else all_candidates(inst)
+    qs = _lightpath_counts(d, H)
+    ws_k = {key: min(ab, ba) for key, (ab, ba) in d.ws_counts().items()}
     ev.reconfiguration, boundaries = reconfiguration_events(inst, d)
-    reconf_us = sum(boundaries)
-    iteration: list[float] = []
     pair_bytes: dict[tuple[int, int], float] = defaultdict(float)
-    ws_links: dict[tuple[int, int], PairLink] = {}
     all_links = [
         [_job_links(inst, jc, d.placement[ji], qh, ws_k, d.hybrid) for qh in qs]
         for ji, jc in enumerate(cands)
     ]
     cross = _cross_job_flows(inst, d, cands, [pl[0] for pl in all_links])
-    for ji, jc in enumerate(cands):
-        job = jc.job
-        servers = d.placement[ji]
-        phase_links = all_links[ji]
-        ws_links.update(
-            {k: v for k, v in phase_links[0].items() if v.kind == "wavelength_switched"}
-        )
-        exposed = overlappable = nvlink_busy = 0.0
-        phases = []
-        for ci, cc in enumerate(jc.collectives):
-            names = [o.algorithm for o in cc.options]
-            alg = d.algorithms.get((ji, ci))
-            if alg is None and len(names) == 1:
-                alg = names[0]
-            if alg not in names:
-                ev.violations.append(
-                    f"collectives: {job.name}.{cc.spec.name}: algorithm {alg!r} not among {names}"
-                )
-                continue
-            opt = cc.options[names.index(alg)]
-            links = phase_links[cc.spec.phase if len(phase_links) > 1 else 0]
-            relays = None
-            if inst.relay:
-                relays, bad = relay_map(inst, ji, ci, opt, servers, d.relays_of(ji, ci))
-                ev.violations += bad
-            t, bd, missing = option_time(inst, opt, servers, links, server_names, relays, cross[ji])
-            for m in sorted(set(missing)):
-                ev.violations.append(f"collectives: {job.name}.{cc.spec.name} ({alg}): {m}")
-            per_iter = cc.spec.count * t
-            exposed += (1 - cc.spec.overlap) * per_iter
-            overlappable += cc.spec.overlap * per_iter
-            for gs in opt.groups:
-                for _si, a, b, nbytes in gs.transfers():
-                    st = gs.steps[_si]
-                    via = (relays or {}).get((_si, a, b))
-                    hops = [(a, b)] if via is None else [(a, via), (via, b)]
-                    for x, y in hops:  # directed; a relayed transfer loads both of its hops
-                        pair_bytes[(servers[x], servers[y])] += cc.spec.count * st.count * nbytes
-            p = cc.ranks
-            n = cc.spec.message_bytes
-            algbw = n / t / 1e3 if t > 0 else 0.0  # GB/s (bytes/us / 1e3)
-            ev.collectives.append(
-                {
-                    "job": job.name,
-                    "name": cc.spec.name,
-                    "kind": cc.spec.kind,
-                    "group": cc.spec.group,
-                    "ranks": p,
-                    "servers": cc.span_slots,
-                    "bytes": n,
-                    "count": cc.spec.count,
-                    "overlap": cc.spec.overlap,
-                    "algorithm": alg,
-                    **({"protocol": opt.protocol} if opt.protocol else {}),
-                    "time_us": t,
-                    "breakdown_us": {
-                        "fixed_latency": bd["fixed"],
-                        "propagation": bd["prop"],
-                        "serialisation": bd["ser"],
-                        "reconfiguration": bd["switch"],
-                        **_intra_and_reduction_us(opt, sum(bd.values())),
-                    },
-                    "algbw_gbytes_per_s": algbw,
-                    "busbw_gbytes_per_s": algbw * busbw_factor(cc.spec.kind, p)
-                    if cc.spec.kind in _BUSBW and p >= 2
-                    else algbw,
-                }
-            )
-            phases.append((cc.spec.name, per_iter, cc.spec.overlap, cc.spec.phase))
-            nvlink_busy += cc.spec.count * opt.nvlink_us
-        hidden_excess = max(0.0, overlappable - job.compute_time_us)
-        it = job.compute_time_us + exposed + hidden_excess + reconf_us
-        iteration.append(it)
-        comm_exposed = exposed + hidden_excess + reconf_us
-        ev.jobs.append(
-            {
-                "name": job.name,
-                "gpus": job.gpus,
-                "servers": [inst.servers[s].name for s in servers],
-                "compute_time_us": job.compute_time_us,
-                "iteration_time_us": it,
-                "exposed_comm_us": comm_exposed,
-                "gpu_utilisation": job.compute_time_us / it if it > 0 else 1.0,
-                "weight": job.weight,
-                "nvlink_busy_us": nvlink_busy,
-                **({"reconfiguration_us": reconf_us} if H > 1 else {}),
-            }
-        )
-        if job.ps_servers:
-            ev.jobs[-1]["ps_servers"] = [inst.servers[s].name for s in servers[job.worker_slots :]]
-        ev.schedule[job.name] = _job_schedule(
-            job.compute_time_us, phases, boundaries if H > 1 else None, inst.phases
-        )
-    if iteration_budget_us is not None:
-        for job, t in zip(inst.jobs, iteration):
-            if t > iteration_budget_us * (1 + 1e-9):
-                ev.violations.append(
-                    f"budget: job {job.name} takes {t:.3f} us per iteration, over the budget "
-                    f"{iteration_budget_us:.3f} us"
-                )
-    if ev.violations:
-        ev.feasible = False
+    iteration = [
+        _evaluate_job(inst, d, ev, ji, jc, all_links[ji], cross[ji], boundaries, pair_bytes)
+        for ji, jc in enumerate(cands)
+    ]
+    ev.violations += _budget_violations(inst, iteration, iteration_budget_us)
+    ev.feasible = not ev.violations
     if iteration and ev.feasible:  # an infeasible plan has no objective (only its violations)
         ev.energy = energy_report(inst, d, iteration, alone_us)
-        if objective == "weighted-sum":
-            ev.objective_us = sum(j.weight * t for j, t in zip(inst.jobs, iteration))
-        elif objective == "max-slowdown":
-            if alone_us is None:
-                raise ValueError("max-slowdown needs the jobs' alone times")
-            ev.objective_us = max(t / a for t, a in zip(iteration, alone_us))
-        elif objective in ("energy", "carbon"):
-            e = energy_per_iteration_j(inst, d, iteration)
-            if objective == "carbon":
-                if inst.carbon is None:
-                    raise ValueError("the carbon objective needs topology.carbon")
-                e = e * inst.carbon.intensity_g_per_kwh / 3.6e6
-            ev.objective_us = e
-        else:
-            ev.objective_us = max(iteration)
+        ev.objective_us = _objective_value(inst, d, objective, iteration, alone_us)
     owner = {s: ji for ji, ss in d.placement.items() for s in ss}
-    iter_of = {ji: iteration[ji] for ji in range(len(iteration))}
+    iter_of = dict(enumerate(iteration))
+    ev.lightpaths = _lightpath_rows(inst, d, qs[0], pair_bytes, owner, iter_of)
+    ev.links = _fibre_utilisation(inst, d) + _nvlink_links(inst, d, ev)
+    if inst.wavelength_switched is not None:
+        ws_links = {
+            k: v for pl in all_links for k, v in pl[0].items() if v.kind == "wavelength_switched"
+        }
+        ev.ws = _ws_report(inst, d, ws_links, pair_bytes, owner, iter_of)
+    return ev
+
+
+def _violations(inst: Instance, d: Decisions) -> list[str]:
+    """Every constraint family's violations: static plans, or per-phase plans (§5.8)."""
+    if inst.n_phases == 1 and d.phases is None:
+        static = check_circuits(inst, d) + check_lightpaths(inst, d)
+        return (
+            check_placement(inst, d)
+            + static
+            + check_tenants(inst, d)
+            + check_ws(inst, d)
+            + check_hybrid(inst, d)
+            + check_relays(inst, d)
+        )
+    return (
+        check_placement(inst, d)
+        + check_phases(inst, d)
+        + check_tenants(inst, d)
+        + check_ws(inst, d)
+        + check_hybrid(inst, d)
+    )
+
+
+def _lightpath_counts(d: Decisions, H: int) -> list[dict[tuple[int, int], int]]:
+    """Per phase (one without per-phase plans): server pair (a < b) -> its lightpaths."""
+    qs = []
+    for h in range(H if d.phases is not None and len(d.phases) == H else 1):
+        qh: dict[tuple[int, int], int] = defaultdict(int)
+        for lp in d.plan(h).lightpaths:
+            qh[(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))] += 1
+        qs.append(qh)
+    return qs
+
+
+def _evaluate_job(
+    inst: Instance, d: Decisions, ev: Evaluation, ji: int, jc, phase_links, others,
+    boundaries, pair_bytes,
+) -> float:  # fmt: skip
+    """Time job ``ji``'s collectives on its links (appending their rows, its row and its
+    schedule to ``ev``, its bytes per directed server pair to ``pair_bytes``); its iteration."""
+    job, servers = jc.job, d.placement[ji]
+    server_names = [sv.name for sv in inst.servers]
+    exposed = overlappable = nvlink_busy = 0.0
+    phases = []
+    for ci, cc in enumerate(jc.collectives):
+        names = [o.algorithm for o in cc.options]
+        alg = d.algorithms.get((ji, ci))
+        if alg is None and len(names) == 1:
+            alg = names[0]
+        if alg not in names:
+            ev.violations.append(
+                f"collectives: {job.name}.{cc.spec.name}: algorithm {alg!r} not among {names}"
+            )
+            continue
+        opt = cc.options[names.index(alg)]
+        links = phase_links[cc.spec.phase if len(phase_links) > 1 else 0]
+        relays = None
+        if inst.relay:
+            relays, bad = relay_map(inst, ji, ci, opt, servers, d.relays_of(ji, ci))
+            ev.violations += bad
+        t, bd, missing = option_time(inst, opt, servers, links, server_names, relays, others)
+        for m in sorted(set(missing)):
+            ev.violations.append(f"collectives: {job.name}.{cc.spec.name} ({alg}): {m}")
+        per_iter = cc.spec.count * t
+        exposed += (1 - cc.spec.overlap) * per_iter
+        overlappable += cc.spec.overlap * per_iter
+        _add_pair_bytes(pair_bytes, cc, opt, servers, relays)
+        ev.collectives.append(_collective_row(job, cc, opt, alg, t, bd))
+        phases.append((cc.spec.name, per_iter, cc.spec.overlap, cc.spec.phase))
+        nvlink_busy += cc.spec.count * opt.nvlink_us
+    reconf_us = sum(boundaries)
+    hidden_excess = max(0.0, overlappable - job.compute_time_us)
+    it = job.compute_time_us + exposed + hidden_excess + reconf_us
+    ev.jobs.append(
+        {
+            "name": job.name,
+            "gpus": job.gpus,
+            "servers": [inst.servers[s].name for s in servers],
+            "compute_time_us": job.compute_time_us,
+            "iteration_time_us": it,
+            "exposed_comm_us": exposed + hidden_excess + reconf_us,
+            "gpu_utilisation": job.compute_time_us / it if it > 0 else 1.0,
+            "weight": job.weight,
+            "nvlink_busy_us": nvlink_busy,
+            **({"reconfiguration_us": reconf_us} if inst.n_phases > 1 else {}),
+        }
+    )
+    if job.ps_servers:
+        ev.jobs[-1]["ps_servers"] = [inst.servers[s].name for s in servers[job.worker_slots :]]
+    ev.schedule[job.name] = _job_schedule(
+        job.compute_time_us, phases, boundaries if inst.n_phases > 1 else None, inst.phases
+    )
+    return it
+
+
+def _add_pair_bytes(pair_bytes, cc, opt: Option, servers, relays) -> None:
+    """Bytes per iteration per directed server pair; a relayed transfer loads both hops."""
+    for gs in opt.groups:
+        for si, a, b, nbytes in gs.transfers():
+            via = (relays or {}).get((si, a, b))
+            hops = [(a, b)] if via is None else [(a, via), (via, b)]
+            for x, y in hops:
+                pair_bytes[(servers[x], servers[y])] += cc.spec.count * gs.steps[si].count * nbytes
+
+
+def _collective_row(job, cc, opt: Option, alg: str, t: float, bd: dict) -> dict:
+    """One collective's row of the results (docs/reports.md): time, breakdown, bandwidths."""
+    p, n = cc.ranks, cc.spec.message_bytes
+    algbw = n / t / 1e3 if t > 0 else 0.0  # GB/s (bytes/us / 1e3)
+    busbw = algbw * busbw_factor(cc.spec.kind, p) if cc.spec.kind in _BUSBW and p >= 2 else algbw
+    return {
+        "job": job.name,
+        "name": cc.spec.name,
+        "kind": cc.spec.kind,
+        "group": cc.spec.group,
+        "ranks": p,
+        "servers": cc.span_slots,
+        "bytes": n,
+        "count": cc.spec.count,
+        "overlap": cc.spec.overlap,
+        "algorithm": alg,
+        **({"protocol": opt.protocol} if opt.protocol else {}),
+        "time_us": t,
+        "breakdown_us": {
+            "fixed_latency": bd["fixed"],
+            "propagation": bd["prop"],
+            "serialisation": bd["ser"],
+            "reconfiguration": bd["switch"],
+            **_intra_and_reduction_us(opt, sum(bd.values())),
+        },
+        "algbw_gbytes_per_s": algbw,
+        "busbw_gbytes_per_s": busbw,
+    }
+
+
+def _budget_violations(inst: Instance, iteration: list[float], budget_us: float | None) -> list:
+    if budget_us is None:
+        return []
+    return [
+        f"budget: job {job.name} takes {t:.3f} us per iteration, over the budget {budget_us:.3f} us"
+        for job, t in zip(inst.jobs, iteration)
+        if t > budget_us * (1 + 1e-9)
+    ]
+
+
+def _objective_value(
+    inst: Instance, d: Decisions, objective: str, iteration: list[float], alone_us
+) -> float:
+    """The objective of a feasible plan (docs/model.md §4, docs/energy.md)."""
+    if objective == "weighted-sum":
+        return sum(j.weight * t for j, t in zip(inst.jobs, iteration))
+    if objective == "max-slowdown":
+        if alone_us is None:
+            raise ValueError("max-slowdown needs the jobs' alone times")
+        return max(t / a for t, a in zip(iteration, alone_us))
+    if objective in ("energy", "carbon"):
+        e = energy_per_iteration_j(inst, d, iteration)
+        if objective == "carbon":
+            if inst.carbon is None:
+                raise ValueError("the carbon objective needs topology.carbon")
+            e = e * inst.carbon.intensity_g_per_kwh / 3.6e6
+        return e
+    return max(iteration)
+
+
+def _lightpath_rows(inst: Instance, d: Decisions, q, pair_bytes, owner, iter_of) -> list[dict]:
+    """Every lightpath of the (first phase's) plan with its ends, loss and utilisation."""
+    rows = []
     for lp in sorted(d.lightpaths):
         key = (min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))
         ra, rb = inst.servers[lp.server_a].rack, inst.servers[lp.server_b].rack
@@ -1001,7 +1039,7 @@ def evaluate(
         if key in d.hybrid and physics.hybrid_enabled(inst):
             share = physics.packet_share(inst, q[key], ra, rb)
         busy = heavier * (1 - share) * physics.lightpath_inverse_rate(inst, q[key])
-        ev.lightpaths.append(
+        rows.append(
             {
                 "ocs": inst.ocses[lp.ocs].name,
                 "servers": [inst.servers[lp.server_a].name, inst.servers[lp.server_b].name],
@@ -1017,10 +1055,7 @@ def evaluate(
                 "utilisation": busy / iter_of[ji] if ji is not None and iter_of.get(ji) else 0.0,
             }
         )
-    ev.links = _fibre_utilisation(inst, d) + _nvlink_links(inst, d, ev)
-    if inst.wavelength_switched is not None:
-        ev.ws = _ws_report(inst, d, ws_links, pair_bytes, owner, iter_of)
-    return ev
+    return rows
 
 
 def _ws_report(inst, d: Decisions, links, pair_bytes, owner, iter_of) -> dict:

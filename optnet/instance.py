@@ -328,12 +328,13 @@ def build_instance(
     tprefix: str | None = None,
     wprefix: str | None = None,
 ) -> Instance:
-    """Check cross-references and build the normalised :class:`Instance`."""
+    """Check cross-references and build the normalised :class:`Instance`: racks and servers,
+    the optics (or a direct-connect fabric), the packet fabric, the jobs, the input hash; every
+    problem found is reported together (InputError), then the refused pairs, then failures."""
     problems: list[Problem] = []
     same = topo_file == wl_file
     tprefix = tprefix if tprefix is not None else ("topology." if same else "")
     wprefix = wprefix if wprefix is not None else ("workload." if same else "")
-    consts = inst.constants
 
     def tp(field: str, msg: str) -> None:
         problems.append(Problem(topo_file, tprefix + field, msg))
@@ -341,7 +342,83 @@ def build_instance(
     def wp(field: str, msg: str) -> None:
         problems.append(Problem(wl_file, wprefix + field, msg))
 
-    # racks and servers
+    racks, servers = _racks_and_servers(cluster, inst.constants, tp, problems)
+    topology_given, direct_fabric = cluster, None
+    if cluster.direct is not None:  # docs/direct.md: the optics may then be left out
+        from optnet.direct import build_direct, without_optics
+
+        direct_fabric = build_direct(
+            cluster.direct, len(servers), lambda f, msg: tp(f"direct.{f}", msg)
+        )
+        cluster = without_optics(cluster)
+    t_ocs, ocses = _ocses(cluster, len(racks), tp)
+    _check_wavelengths(cluster, tp)
+    ws_fabric = None
+    if cluster.wavelength_switched is not None:
+        ws_fabric = _ws_fabric(cluster.wavelength_switched, racks, tp)
+    _check_packet(cluster.packet_fabric, tp)
+    jobs, phases = _jobs(workload, cluster.gpus_per_server, len(servers), wp)
+    if problems:
+        raise InputError(problems)
+    raw = _hashed_input(inst.constants, topology_given, workload)
+    parts = (racks, servers, ocses, t_ocs, jobs, phases, direct_fabric, ws_fabric)
+    instance = _assemble(inst, cluster, workload, raw, files, default_name, *parts)
+    _refuse_pairs(instance, tp, wp)
+    if problems:
+        raise InputError(problems)
+    if inst.failures:  # what-if: failed elements are removed or degraded before solving
+        from optnet.failures import apply_failures
+
+        instance, _notes = apply_failures(instance, list(inst.failures), file=topo_file)
+    return instance
+
+
+def _assemble(
+    inst: schema.InstanceFile, cluster: schema.Cluster, workload: schema.Workload, raw: dict,
+    files, default_name: str, racks, servers, ocses, t_ocs, jobs, phases, direct_fabric,
+    ws_fabric,
+) -> Instance:  # fmt: skip
+    """The normalised :class:`Instance` from the checked parts."""
+    wl = cluster.transceivers.wavelengths
+    return Instance(
+        name=inst.name or default_name,
+        input_hash=hashlib.sha256(json.dumps(raw, sort_keys=True).encode()).hexdigest(),
+        files=dict(files or {}),
+        racks=tuple(racks),
+        servers=tuple(servers),
+        ocses=tuple(ocses),
+        transceiver_ocs=tuple(t_ocs),
+        transceiver_rate_gbps=cluster.transceivers.rate_gbps,
+        transceiver_latency_us=cluster.transceivers.latency_us,
+        transceiver_wavelengths=tuple(wl) if wl is not None else None,
+        transceiver_power_budget_db=cluster.transceivers.power_budget_db,
+        wavelengths_per_fibre=cluster.wavelengths_per_fibre,
+        gpus_per_server=cluster.gpus_per_server,
+        nvlink_rate_gbps=cluster.nvlink_rate_gbps,
+        nvlink_latency_us=cluster.nvlink_latency_us,
+        reduce_rate_gbps=cluster.reduce_rate_gbps,
+        nvlink_sharp_efficiency=cluster.nvlink_sharp_efficiency,
+        gpu_arch=cluster.gpu_arch,
+        nic_efficiency=cluster.nic_efficiency,
+        packet=cluster.packet_fabric,
+        constants=inst.constants,
+        jobs=tuple(jobs),
+        raw=raw,
+        power=cluster.power,
+        carbon=cluster.carbon,
+        tenants=tuple(workload.tenants),
+        direct=direct_fabric,
+        wavelength_switched=ws_fabric,
+        phases=tuple(phases) if len(phases) >= 2 else (),
+        relay_overhead_us=cluster.relay.overhead_us if cluster.relay is not None else None,
+        library=inst.library,
+    )
+
+
+def _racks_and_servers(
+    cluster: schema.Cluster, consts: schema.Constants, tp, problems: list[Problem]
+) -> tuple[list[Rack], list[Server]]:
+    """The racks (the compact grid form expanded) and their servers, in order."""
     if isinstance(cluster.racks, schema.RackGrid):
         g = cluster.racks
         rack_specs = [
@@ -364,6 +441,7 @@ def build_instance(
         tp("racks", f"{total_servers} servers; at most {MAX_SERVERS} are supported")
         raise InputError(problems)
     _unique([r.name for r in rack_specs], "racks", "rack", tp)
+    pf = cluster.packet_fabric
     for ri, r in enumerate(rack_specs):
         names = (
             [f"{r.name}-s{i}" for i in range(r.servers)]
@@ -375,32 +453,18 @@ def build_instance(
             idx.append(len(servers))
             servers.append(Server(name=n, rack=ri))
         per_km = consts.hcf_delay_us_per_km if r.fibre_type == "hcf" else consts.smf_delay_us_per_km
-        pf = cluster.packet_fabric
         pod = ri // pf.racks_per_pod if pf is not None and pf.racks_per_pod else 0
         racks.append(
             Rack(
-                r.name,
-                tuple(idx),
-                r.trunk_length_km,
-                r.fibre_type,
-                r.trunk_length_km * per_km,
-                pod,
+                r.name, tuple(idx), r.trunk_length_km, r.fibre_type, r.trunk_length_km * per_km, pod
             )
         )
     _unique([s.name for s in servers], "racks[].servers", "server", tp)
+    return racks, servers
 
-    # direct-connect fabric (docs/direct.md): the optics may then be left out
-    topology_given = cluster
-    direct_fabric = None
-    if cluster.direct is not None:
-        from optnet.direct import build_direct, without_optics
 
-        direct_fabric = build_direct(
-            cluster.direct, len(servers), lambda f, msg: tp(f"direct.{f}", msg)
-        )
-        cluster = without_optics(cluster)
-
-    # OCSes and transceivers
+def _ocses(cluster: schema.Cluster, n_racks: int, tp) -> tuple[list[int], list[Ocs]]:
+    """The OCS of each transceiver, and the OCSes (every rack's trunk on each one reached)."""
     ocs_names = [o.name for o in cluster.ocs]
     _unique(ocs_names, "ocs", "OCS", tp)
     t_ocs = []
@@ -412,7 +476,7 @@ def build_instance(
     used = sorted(set(t_ocs))
     ocses = []
     for oi, o in enumerate(cluster.ocs):
-        attached = tuple(range(len(racks))) if oi in used else ()
+        attached = tuple(range(n_racks)) if oi in used else ()
         if len(attached) > o.ports:
             tp(
                 f"ocs[{oi}].ports",
@@ -431,6 +495,11 @@ def build_instance(
                 o.reconfigurable,
             )
         )
+    return t_ocs, ocses
+
+
+def _check_wavelengths(cluster: schema.Cluster, tp) -> None:
+    """A tunable subset of wavelengths lies on the grid, without repeats."""
     W = cluster.wavelengths_per_fibre
     wl = cluster.transceivers.wavelengths
     if wl is not None:
@@ -440,25 +509,23 @@ def build_instance(
         if len(set(wl)) != len(wl):
             tp("transceivers.wavelengths", "duplicate wavelength indices")
 
-    ws_fabric = None
-    if cluster.wavelength_switched is not None:
-        ws_fabric = _ws_fabric(cluster.wavelength_switched, racks, tp)
-    pf = cluster.packet_fabric
-    if pf is not None:
-        f = "packet_fabric"
-        if pf.kind == "fat-tree" and pf.racks_per_pod is None:
-            tp(f"{f}.racks_per_pod", "required for kind fat-tree (racks per pod, >= 1)")
-        if pf.kind != "fat-tree" and pf.racks_per_pod is not None:
-            tp(f"{f}.racks_per_pod", f"only allowed with kind fat-tree, not {pf.kind!r}")
-        for name in ("utilisation", "queueing_delay_us"):
-            if getattr(pf, name) is not None and pf.congestion_control is None:
-                tp(
-                    f"{f}.{name}",
-                    "only allowed with congestion_control (one of none, dcqcn, timely)",
-                )
 
-    # jobs
-    G = cluster.gpus_per_server
+def _check_packet(pf: schema.PacketFabric | None, tp) -> None:
+    """The packet fabric's fields that depend on its kind and congestion control."""
+    if pf is None:
+        return
+    f = "packet_fabric"
+    if pf.kind == "fat-tree" and pf.racks_per_pod is None:
+        tp(f"{f}.racks_per_pod", "required for kind fat-tree (racks per pod, >= 1)")
+    if pf.kind != "fat-tree" and pf.racks_per_pod is not None:
+        tp(f"{f}.racks_per_pod", f"only allowed with kind fat-tree, not {pf.kind!r}")
+    for name in ("utilisation", "queueing_delay_us"):
+        if getattr(pf, name) is not None and pf.congestion_control is None:
+            tp(f"{f}.{name}", "only allowed with congestion_control (one of none, dcqcn, timely)")
+
+
+def _jobs(workload: schema.Workload, G: int, n_servers: int, wp) -> tuple[list, list[str]]:
+    """The jobs (normalised) and the phase names; tenants own jobs; the jobs fit the servers."""
     jobs: list[JobSpec] = []
     _unique([j.name for j in workload.jobs], "jobs", "job", wp)
     phases = _phases(workload, wp)
@@ -470,80 +537,42 @@ def build_instance(
         if t.name not in owners:
             wp(f"tenants[{ti}].name", f"no job belongs to tenant {t.name!r}")
     total_slots = sum(j.slots for j in jobs)
-    if total_slots > len(servers):
+    if total_slots > n_servers:
         wp(
             "jobs",
             f"jobs need {total_slots} servers in total "
             f"({', '.join(f'{j.name}: {_slots_text(j)}' for j in jobs)}) "
-            f"but the cluster has {len(servers)}",
+            f"but the cluster has {n_servers}",
         )
-    if problems:
-        raise InputError(problems)
+    return jobs, phases
+
+
+def _hashed_input(consts, given: schema.Cluster, workload: schema.Workload) -> dict:
+    """What ``input_hash`` hashes: constants, topology (as given: the optics a direct cluster
+    left out stay out) and workload, without fields added later at their defaults, so older
+    hashes stay."""
     raw = {
         "constants": consts.model_dump(mode="json"),
-        "topology": cluster.model_dump(mode="json"),
+        "topology": given.model_dump(mode="json"),
         "workload": _workload_raw(workload),
     }
-    if topology_given is not cluster:  # the optics a direct cluster left out stay out
-        raw["topology"] = topology_given.model_dump(mode="json")
     for key in (
         "wavelength_switched",
         "relay",
         "nvlink_sharp_efficiency",
         "gpu_arch",
         "nic_efficiency",
-    ):  # older hashes stay
+    ):
         if raw["topology"].get(key, 0) is None:
             del raw["topology"][key]
     pf = raw["topology"].get("packet_fabric")
-    if isinstance(pf, dict) and pf.get("nics", 0) is None:  # older hashes stay
+    if isinstance(pf, dict) and pf.get("nics", 0) is None:
         del pf["nics"]
-    for key in ("collective_latency_us", "launch_overhead_us"):  # older hashes stay
+    for key in ("collective_latency_us", "launch_overhead_us"):
         if raw["constants"].get(key, 0) is None:
             del raw["constants"][key]
     _drop_phase_defaults(raw)
-    digest = hashlib.sha256(json.dumps(raw, sort_keys=True).encode()).hexdigest()
-    instance = Instance(
-        name=inst.name or default_name,
-        input_hash=digest,
-        files=dict(files or {}),
-        racks=tuple(racks),
-        servers=tuple(servers),
-        ocses=tuple(ocses),
-        transceiver_ocs=tuple(t_ocs),
-        transceiver_rate_gbps=cluster.transceivers.rate_gbps,
-        transceiver_latency_us=cluster.transceivers.latency_us,
-        transceiver_wavelengths=tuple(wl) if wl is not None else None,
-        transceiver_power_budget_db=cluster.transceivers.power_budget_db,
-        wavelengths_per_fibre=W,
-        gpus_per_server=G,
-        nvlink_rate_gbps=cluster.nvlink_rate_gbps,
-        nvlink_latency_us=cluster.nvlink_latency_us,
-        reduce_rate_gbps=cluster.reduce_rate_gbps,
-        nvlink_sharp_efficiency=cluster.nvlink_sharp_efficiency,
-        gpu_arch=cluster.gpu_arch,
-        nic_efficiency=cluster.nic_efficiency,
-        packet=cluster.packet_fabric,
-        constants=consts,
-        jobs=tuple(jobs),
-        raw=raw,
-        power=cluster.power,
-        carbon=cluster.carbon,
-        tenants=tuple(workload.tenants),
-        direct=direct_fabric,
-        wavelength_switched=ws_fabric,
-        phases=tuple(phases) if len(phases) >= 2 else (),
-        relay_overhead_us=cluster.relay.overhead_us if cluster.relay is not None else None,
-        library=inst.library,
-    )
-    _refuse_pairs(instance, tp, wp)
-    if problems:
-        raise InputError(problems)
-    if inst.failures:  # what-if: failed elements are removed or degraded before solving
-        from optnet.failures import apply_failures
-
-        instance, _notes = apply_failures(instance, list(inst.failures), file=topo_file)
-    return instance
+    return raw
 
 
 def _refuse_pairs(instance: Instance, tp, wp) -> None:

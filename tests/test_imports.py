@@ -88,3 +88,21 @@ def test_no_import_circle():
 def test_no_private_name_is_imported_across_modules():
     _, private = _graph()
     assert private == []
+
+
+#: The pipeline's stage functions, each short enough to read whole (issue 17).
+STAGES = {
+    "evaluate.py": "evaluate",
+    "instance.py": "build_instance",
+    "model/data.py": "model_data",
+    "decode.py": "decode",
+}
+
+
+def test_stage_functions_fit_on_a_screen():
+    lengths = {}
+    for rel, name in STAGES.items():
+        tree = ast.parse((PACKAGE / rel).read_text(encoding="utf-8"))
+        node = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+        lengths[name] = node.end_lineno - node.lineno + 1
+    assert all(n < 80 for n in lengths.values()), lengths

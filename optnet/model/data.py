@@ -153,6 +153,22 @@ def model_data(
     if available_servers is not None:
         md.rack_capacity = {r: min(md.rack_capacity[r], available_servers[r]) for r in md.racks}
     md.rack_pairs = [(r, s) for r in md.racks for s in md.racks]
+    _circuit_tables(md)
+    md.pairs = [(j, a, b) for j, jc in enumerate(cands) for a, b in jc.pairs]
+    _degraded_tables(md)
+    md.pairs_of_slot = _pairs_of_slot(md.slots, md.pairs)
+    md.phase_pairs = [md.pairs] if inst.n_phases == 1 else phase_pairs(cands, inst.n_phases)
+    md.phase_pairs_of_slot = [md.pairs_of_slot] + [
+        _pairs_of_slot(md.slots, md.phase_pairs[h]) for h in range(1, inst.n_phases)
+    ]
+    md.max_lightpaths = sum(md.trx_per_ocs.values())
+    _link_tables(md)
+    return md
+
+
+def _circuit_tables(md: ModelData) -> None:
+    """OCSes some transceiver reaches, T_k, and the circuits each may hold (power budget)."""
+    inst = md.inst
     counts = inst.transceivers_per_ocs
     md.ocs = [k for k, t in enumerate(counts) if t > 0 and inst.ocses[k].racks]
     md.trx_per_ocs = {k: counts[k] for k in md.ocs}
@@ -161,10 +177,14 @@ def model_data(
         for r in o.racks:
             for s in o.racks:
                 if (r < s or (r == s and o.loopback)) and (
-                    "power_budget" in relax or physics.within_power_budget(inst, r, s, k)
+                    "power_budget" in md.relax or physics.within_power_budget(inst, r, s, k)
                 ):
                     md.circuits.append((k, r, s))
-    md.pairs = [(j, a, b) for j, jc in enumerate(cands) for a, b in jc.pairs]
+
+
+def _degraded_tables(md: ModelData) -> None:
+    """Servers that lost transceivers, and each rack's servers that kept all of them."""
+    inst = md.inst
     for r in md.racks:
         usable = [x for x in inst.racks[r].servers if x not in md.unavailable]
         for x in usable:
@@ -173,19 +193,19 @@ def model_data(
                 md.degraded[x] = {k: v for k, v in lost.items() if v}
         intact = sum(1 for x in usable if x not in md.degraded)
         md.healthy_capacity[r] = min(md.rack_capacity[r], intact)
-    md.pairs_of_slot = {sl: [] for sl in md.slots}
-    for p in md.pairs:
-        md.pairs_of_slot[(p[0], p[1])].append(p)
-        md.pairs_of_slot[(p[0], p[2])].append(p)
-    md.phase_pairs = [md.pairs] if inst.n_phases == 1 else phase_pairs(cands, inst.n_phases)
-    md.phase_pairs_of_slot = [md.pairs_of_slot]
-    for h in range(1, inst.n_phases):
-        of_slot: dict[tuple[int, int], list[Pair]] = {sl: [] for sl in md.slots}
-        for p in md.phase_pairs[h]:
-            of_slot[(p[0], p[1])].append(p)
-            of_slot[(p[0], p[2])].append(p)
-        md.phase_pairs_of_slot.append(of_slot)
-    md.max_lightpaths = sum(md.trx_per_ocs.values())
+
+
+def _pairs_of_slot(slots, pairs: list[Pair]) -> dict[tuple[int, int], list[Pair]]:
+    out: dict[tuple[int, int], list[Pair]] = {sl: [] for sl in slots}
+    for p in pairs:
+        out[(p[0], p[1])].append(p)
+        out[(p[0], p[2])].append(p)
+    return out
+
+
+def _link_tables(md: ModelData) -> None:
+    """alpha and beta of every transport per rack pair (and count), and their extremes."""
+    inst = md.inst
     for r, s in md.rack_pairs:
         md.alpha_lp[(r, s)] = physics.lightpath_latency_us(inst, r, s)
         if inst.packet is not None:
@@ -222,4 +242,3 @@ def model_data(
     md.alpha_max, md.alpha_min = max(alphas), min(alphas)
     md.beta_max = max(betas) if betas else 0.0
     md.beta_min = min(betas) if betas else 0.0
-    return md

@@ -936,14 +936,7 @@ def _evaluate_job(
     it = job.compute_time_us + exposed + hidden_excess + reconf_us
     ev.jobs.append(
         {
-            "name": job.name,
-            "gpus": job.gpus,
-            "servers": [inst.servers[s].name for s in servers],
-            "compute_time_us": job.compute_time_us,
-            "iteration_time_us": it,
-            "exposed_comm_us": exposed + hidden_excess + reconf_us,
-            "gpu_utilisation": job.compute_time_us / it if it > 0 else 1.0,
-            "weight": job.weight,
+            **_job_row(inst, job, servers, it, exposed + hidden_excess + reconf_us),
             "nvlink_busy_us": nvlink_busy,
             **({"reconfiguration_us": reconf_us} if inst.n_phases > 1 else {}),
         }
@@ -954,6 +947,20 @@ def _evaluate_job(
         job.compute_time_us, phases, boundaries if inst.n_phases > 1 else None, inst.phases
     )
     return it
+
+
+def _job_row(inst: Instance, job, servers, it: float, exposed_us: float) -> dict:
+    """The fields every job row of the results has (docs/reports.md)."""
+    return {
+        "name": job.name,
+        "gpus": job.gpus,
+        "servers": [inst.servers[s].name for s in servers],
+        "compute_time_us": job.compute_time_us,
+        "iteration_time_us": it,
+        "exposed_comm_us": exposed_us,
+        "gpu_utilisation": job.compute_time_us / it if it > 0 else 1.0,
+        "weight": job.weight,
+    }
 
 
 def _add_pair_bytes(pair_bytes, cc, opt: Option, servers, relays) -> None:
@@ -1414,14 +1421,7 @@ def evaluate_traffic(inst: Instance, d: Decisions, objective: str = "traffic-hop
         it = job.compute_time_us + exposed + max(0.0, job_latency - exposed - job.compute_time_us)
         ev.jobs.append(
             {
-                "name": job.name,
-                "gpus": job.gpus,
-                "servers": [inst.servers[s].name for s in servers],
-                "compute_time_us": job.compute_time_us,
-                "iteration_time_us": it,
-                "exposed_comm_us": it - job.compute_time_us,
-                "gpu_utilisation": job.compute_time_us / it if it > 0 else 1.0,
-                "weight": job.weight,
+                **_job_row(inst, job, servers, it, it - job.compute_time_us),
                 "traffic_bytes": job_bytes,
                 "byte_hops": job_byte_hops,
                 "mean_hops": job_byte_hops / job_bytes if job_bytes else 0.0,

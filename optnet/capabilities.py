@@ -201,6 +201,13 @@ REFUSED: tuple[Refusal, ...] = (
         "schedules on links",
         Consumer.SIMULATE,
     ),
+    Refusal(
+        (_F.WAVELENGTH_SWITCHED, _F.CONGESTION),
+        "the replay of slot-channels beside shared leaf links is not built (a replay of such a "
+        "plan did not finish)",
+        Consumer.SIMULATE,
+        "compare with optnet evaluate, or replay without congestion_control",
+    ),
     *(
         Refusal((f,), why, Consumer.EXPLAIN, "solve, evaluate and report do")
         for f, why in (
@@ -301,7 +308,7 @@ def markdown() -> str:
     for f, info in FEATURES.items():
         lines.append(_row([f.value, f"`{info.field}`", *(supports(c, f) for c in consumers)]))
     lines += ["", "Refused by a consumer:", ""]
-    lines += [f"- {r.consumer}, {r.features[0]}: {r.reason}." for r in REFUSED]
+    lines += [f"- {r.consumer}, {' with '.join(r.features)}: {r.reason}." for r in REFUSED]
     lines += ["", f"Pairs refused at input ({len(REFUSED_PAIRS)}):", ""]
     lines += [f"- {a} with {b}: {r.reason}." for r in REFUSED_PAIRS for a, b in [r.features]]
     return "\n".join([*lines, "", END])

@@ -201,12 +201,15 @@ REFUSED: tuple[Refusal, ...] = (
         "schedules on links",
         Consumer.SIMULATE,
     ),
-    Refusal(
-        (_F.WAVELENGTH_SWITCHED, _F.CONGESTION),
-        "the replay of slot-channels beside shared leaf links is not built (a replay of such a "
-        "plan did not finish)",
-        Consumer.SIMULATE,
-        "compare with optnet evaluate, or replay without congestion_control",
+    *(
+        Refusal(
+            (_F.WAVELENGTH_SWITCHED, f),
+            "the replay of slot-channels beside striped or shared packet links is not built "
+            "(replays of such plans did not finish)",
+            Consumer.SIMULATE,
+            "compare with optnet evaluate",
+        )
+        for f in (_F.HYBRID, _F.CONGESTION)
     ),
     *(
         Refusal((f,), why, Consumer.EXPLAIN, "solve, evaluate and report do")

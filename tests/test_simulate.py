@@ -364,15 +364,16 @@ def test_without_simgrid_exit_2_naming_make_simgrid(tmp_path):
     assert "Traceback" not in r.stderr and not out.exists()
 
 
-def test_slot_channels_beside_shared_links_are_refused(tmp_path):
+@pytest.mark.parametrize("extra", ["congestion_control: dcqcn", "hybrid: true"])
+def test_slot_channels_beside_shared_links_are_refused(tmp_path, extra):
     """The capability table refuses what the replay does not build (exit 2, never a hang)."""
     text = (ROOT / "instances" / "sirius.yaml").read_text()
     old = "packet_fabric: {rate_gbps: 100, oversubscription: 4}"
     path = tmp_path / "s.yaml"
-    path.write_text(text.replace(old, old[:-1] + ", congestion_control: dcqcn}"))
+    path.write_text(text.replace(old, old[:-1] + f", {extra}}}"))
     out = tmp_path / "r.json"
     r = CliRunner().invoke(main, ["solve", str(path), "-o", str(out), "--quiet"])
     assert r.exit_code == 0, r.output
     r = CliRunner().invoke(main, ["simulate", str(path), str(out)])
     assert r.exit_code == errors.EXIT_INPUT, r.output
-    assert "congestion_control" in r.output and "Traceback" not in r.output
+    assert extra.split(":")[0] in r.output and "Traceback" not in r.output

@@ -255,15 +255,23 @@ def refusals(inst: Instance, consumer: Consumer | None = None) -> list[Refusal]:
     return [r for r in table if used.issuperset(r.features)]
 
 
-def check(inst: Instance, consumer: Consumer | None = None, source: str | None = None) -> None:
-    """Raise InputError (exit 2), one problem per refusal, naming the feature's input field."""
-    from optnet.errors import InputError, Problem
+def problems(inst: Instance, consumer: Consumer | None = None, source: str | None = None) -> list:
+    """One Problem per refusal of ``inst`` by ``consumer``, naming the feature's input field."""
+    from optnet.errors import Problem
 
-    found = refusals(inst, consumer)
+    where = source or "instance"
+    return [
+        Problem(where, FEATURES[r.features[0]].field, r.message()) for r in refusals(inst, consumer)
+    ]
+
+
+def check(inst: Instance, consumer: Consumer | None = None, source: str | None = None) -> None:
+    """Raise InputError (exit 2) with :func:`problems` when there are any."""
+    from optnet.errors import InputError
+
+    found = problems(inst, consumer, source)
     if found:
-        where = source or "instance"
-        raise InputError([Problem(where, FEATURES[r.features[0]].field, r.message()) for r in
-                          found])  # fmt: skip
+        raise InputError(found)
 
 
 def delegation(inst: Instance) -> str | None:

@@ -902,7 +902,7 @@ def _evaluate_job(
     """Time job ``ji``'s collectives on its links (appending their rows, its row and its
     schedule to ``ev``, its bytes per directed server pair to ``pair_bytes``); its iteration."""
     job, servers = jc.job, d.placement[ji]
-    server_names = [sv.name for sv in inst.servers]
+    server_names = inst.server_names
     exposed = overlappable = nvlink_busy = 0.0
     phases = []
     for ci, cc in enumerate(jc.collectives):

@@ -985,12 +985,7 @@ def check_scope(inst: Instance, source: str | None = None) -> None:
     so no job is ever explained by the families explain reads while its time comes from another."""
     from optnet.errors import InputError, Problem
 
-    try:
-        capabilities.check(inst, Consumer.EXPLAIN, source)
-    except InputError as exc:
-        problems = list(exc.problems)
-    else:
-        problems = []
+    problems = capabilities.problems(inst, Consumer.EXPLAIN, source)
     known = READ_FIELDS | OBJECTIVE_ONLY_FIELDS | SCOPED_FIELDS
     default = type(inst).__dataclass_fields__
     for name in sorted(f.name for f in dataclasses.fields(inst) if f.name not in known):

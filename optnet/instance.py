@@ -259,6 +259,11 @@ class Instance:
     def server_index(self, name: str) -> int:
         return self._server_by_name()[name]
 
+    @property
+    def server_names(self) -> list[str]:
+        """Every server's name, in index order (computed once)."""
+        return list(self._server_by_name())
+
     def _server_by_name(self) -> dict[str, int]:
         cache = self.__dict__.get("_sbn")
         if cache is None:

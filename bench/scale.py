@@ -8,7 +8,9 @@ run up to 64 servers), (b) the constructive heuristic alone, (c) the ideal bound
 bandwidth, zero latency). Usage: python -m bench.scale [SIZE ...]; OPTNET_BENCH_REPEATS repeats
 each run, OPTNET_BENCH_SEEDS (comma-separated, default 0) generates more instances per size and
 density (rows ``tpu-dense-s1`` and so on: the table's method must not be tuned to seed 0);
-OPTNET_BENCH_DENSITIES (default moderate,dense) picks the densities.
+OPTNET_BENCH_DENSITIES (default moderate,dense) picks the densities. OPTNET_BENCH_GENERATOR=field
+draws the instances from ``bench/generate_field.py`` (unequal racks, failures, power budgets,
+published model layouts) at the same server counts instead: rows ``field-large-dense`` and so on.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pathlib import Path
 
 import yaml
 
+from bench import generate_field
 from bench.generate import SIZES, generate
 
 LIMITS_S = {"small": 10, "medium": 60, "large": 300, "tpu": 600}
@@ -96,12 +99,15 @@ def main(sizes: list[str]) -> None:
             for seed in seeds:
                 for density in densities:
                     name = f"{size}-{density}" + (f"-s{seed}" if seed else "")
+                    if _field():
+                        name = "field-" + name
                     rows.append(_measure(size, density, seed, name, repeats, Path(tmp)))
                     _print_row(rows[-1])
     out_dir = ROOT / "out"
     out_dir.mkdir(exist_ok=True)
     tag = "" if seeds == [0] else "-s" + "-".join(map(str, seeds))
     tag += "" if densities == ["moderate", "dense"] else "-" + "-".join(densities)
+    tag += "-field" if _field() else ""
     (out_dir / f"bench-scale{tag}.json").write_text(json.dumps(rows, indent=2) + "\n")
     print()
     print("wall time against servers (median s):")
@@ -110,10 +116,27 @@ def main(sizes: list[str]) -> None:
             print(f"  {r['servers']:>4} servers  {r['instance']:<19} {r['wall_s']:8.1f} s")
 
 
+#: bench/generate.py's sizes by server count, for the field generator's instances of that count
+FIELD_SERVERS = {"small": 16, "medium": 64, "large": 256, "tpu": 512}
+
+
+def _field() -> bool:
+    """Whether the rows come from the field generator (OPTNET_BENCH_GENERATOR=field)."""
+    gen = os.environ.get("OPTNET_BENCH_GENERATOR", "default")
+    if gen not in ("default", "field"):
+        raise SystemExit(f"OPTNET_BENCH_GENERATOR={gen!r}: allowed are default, field")
+    return gen == "field"
+
+
 def _measure(size: str, density: str, seed: int, name: str, repeats: int, tmp: Path) -> dict:
     """One row: ``repeats`` runs, each in its own process; wall time as median and range."""
     path = tmp / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(generate(size, density, seed), sort_keys=False))
+    data = (
+        generate_field.generate(FIELD_SERVERS[size], density, seed)
+        if _field()
+        else generate(size, density, seed)
+    )
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
     runs = []
     for _ in range(repeats):
         out = subprocess.run(

@@ -210,9 +210,10 @@ def diagnose(inst: Instance, o=None) -> Diagnosis:
 
     o = o or SolveOptions()
     t0 = time.perf_counter()
-    cheap = too_few_servers(inst)
-    if cheap:
+    if cheap := too_few_servers(inst):
         return Diagnosis(["servers"], cheap, True)
+    if cheap := cut_off_jobs(inst):
+        return Diagnosis(["cut_off"], cheap, True)
     t = _Tester(inst, o, t0 + max(1.0, o.time_limit_s))
     fams = t.active()
     everything = frozenset(fams)
@@ -279,6 +280,103 @@ def too_few_servers(inst: Instance) -> list[str]:
     return [
         f"job sizes: the jobs need {need} servers ({jobs}) but {have} usable servers remain{after}"
     ]
+
+
+def communicating_slots(inst: Instance) -> dict[int, set[int]]:
+    """Per job, the slots in some collective group that spans more than one server: each of
+    them must exchange bytes with another server, whatever the plan."""
+    out: dict[int, set[int]] = {}
+    for j, jc in enumerate(all_candidates(inst)):
+        for cc in jc.collectives:
+            if cc.span_slots > 1 and cc.options:
+                for g in cc.options[0].groups:
+                    if len(g.slots) > 1:
+                        out.setdefault(j, set()).update(g.slots)
+    return out
+
+
+def _why_cut_off(inst: Instance, r: int, live: dict[tuple[int, int], int]) -> str:
+    """Why rack ``r``'s servers reach no other server: no working trunk, or the power budget."""
+    from optnet import physics
+
+    reach = [o for o, oc in enumerate(inst.ocses) if r in oc.racks and live.get((r, o), 0)]
+    if not reach:
+        return "no working trunk fibre to an OCS with a live transceiver"
+    best = min(
+        (physics.lightpath_loss_db(inst, r, s, o), inst.racks[s].name, inst.ocses[o].name)
+        for o in reach
+        for s in inst.ocses[o].racks
+    )
+    budget = inst.transceiver_power_budget_db
+    if budget is None or best[0] <= budget + 1e-9:
+        return "its OCSes join it to no other usable server with a live transceiver there"
+    return (
+        f"every lightpath loses more than the {inst.transceiver_power_budget_db:g} dB power "
+        f"budget (best {best[0]:.2f} dB, to {best[1]} via {best[2]})"
+    )
+
+
+def cut_off_servers(inst: Instance) -> dict[int, str]:
+    """Usable servers that can exchange bytes with no other server in any plan, by rack: rack
+    index -> why. A server reaches another through a packet fabric or a wavelength-switched
+    grating it is attached to, or through a live transceiver on an OCS whose trunk from its
+    rack survives and that joins it, within the power budget, to a rack with another usable
+    server holding a live transceiver there (its own rack only through loopback). Direct
+    fabrics are not checked (``{}``)."""
+    from optnet import physics
+
+    if inst.packet is not None or inst.direct is not None:
+        return {}
+    ws_racks = set(inst.ws.racks) if inst.ws is not None else set()
+    live: dict[tuple[int, int], int] = {}  # (rack, OCS) -> usable servers with a live trx
+    for r, rk in enumerate(inst.racks):
+        for o in range(len(inst.ocses)):
+            live[(r, o)] = sum(1 for x in rk.servers if inst.transceivers_of(x, o))
+    out = {}
+    for r, rk in enumerate(inst.racks):
+        if r in ws_racks or not rk.servers:
+            continue
+        reachable = any(
+            live[(r, o)]
+            and s in oc.racks
+            and physics.within_power_budget(inst, r, s, o)
+            and (live[(s, o)] if s != r else oc.loopback and live[(r, o)] >= 2)
+            for o, oc in enumerate(inst.ocses)
+            if r in oc.racks
+            for s in range(len(inst.racks))
+        )
+        if not reachable:
+            out[r] = _why_cut_off(inst, r, live)
+    return out
+
+
+def cut_off_jobs(inst: Instance) -> list[str]:
+    """The closed-form proof that the jobs' communicating slots (``communicating_slots``) need
+    more servers than those not cut off (``cut_off_servers``): a reason naming the racks, or
+    [] when they fit."""
+    cut = cut_off_servers(inst)
+    if not cut:
+        return []
+    need = sum(len(v) for v in communicating_slots(inst).values())
+    have = _usable(inst) - sum(len(inst.racks[r].servers) for r in cut)
+    if need <= have:
+        return []
+    racks = "; ".join(
+        f"rack {inst.racks[r].name} ({len(inst.racks[r].servers)} servers): {why}"
+        for r, why in cut.items()
+    )
+    fails = _failures(inst)
+    after = f" after the failures {', '.join(fails)}" if fails else ""
+    return [
+        f"cut-off racks: the jobs need {need} servers that talk to other servers but only "
+        f"{have} usable servers can reach another{after}; {racks}"
+    ]
+
+
+def proven_infeasible(inst: Instance) -> list[str]:
+    """The cheap, closed-form infeasibility proofs, run before any model is built: the job
+    sizes (``too_few_servers``), then the racks no plan can connect (``cut_off_jobs``)."""
+    return too_few_servers(inst) or cut_off_jobs(inst)
 
 
 def _unconnectable(inst: Instance) -> str:

@@ -69,9 +69,9 @@ def run(
         capabilities.check(inst, OBJECTIVE_CONSUMERS[o.objective])
     if o.previous is not None:
         capabilities.check(inst, Consumer.FROM)
-    from optnet.infeasibility import too_few_servers
+    from optnet.infeasibility import proven_infeasible
 
-    if reasons := too_few_servers(inst):  # proven before any strategy builds a model
+    if reasons := proven_infeasible(inst):  # proven before any strategy builds a model
         raise errors.InfeasibleError(reasons)
     used = used_strategy(strategy, o, inst)
     if used == "sequential":

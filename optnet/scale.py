@@ -47,6 +47,7 @@ from optnet.heuristic import (
     improved_plan,
     interleaved,
 )
+from optnet.infeasibility import proven_infeasible
 from optnet.instance import Instance, Server
 from optnet.progress import current
 from optnet.solve import SolveOptions, SolveResult, relative_gap, solve_instance
@@ -84,6 +85,9 @@ class TimePlan:
     """Large-neighbourhood search on the slowest job's block until this share of L,"""
     tighten_until: float = 0.95
     """then the slowest job's bound is tightened until this share."""
+    repair: float = 0.3
+    """A block that found no plan is merged with its neighbours and re-solved until the
+    decomposition's own limit plus this share of it (``_repair``)."""
 
 
 TIME_PLAN = TimePlan()
@@ -531,6 +535,37 @@ def cycle_assignment(
     return out
 
 
+Block = tuple[list[int], list[int], dict[tuple[int, int], int]]
+
+
+def checked_blocks(inst: Instance, blocks: list[Block] | None) -> list[Block] | None:
+    """``blocks`` with every block that ``proven_infeasible`` rejects on its own racks (a
+    remote rack whose loopback the power budget forbids, racks whose trunks failed) merged with
+    the block of fewest servers, again until none is rejected or one block is left; a merged
+    block keeps its parts' placements."""
+    if blocks is None:
+        return None
+    out = list(blocks)
+
+    def servers(b: Block) -> int:
+        return sum(len(inst.racks[r].servers) for r in b[0])
+
+    i = 0
+    while i < len(out) and len(out) > 1:
+        racks, jobs, _fixed = out[i]
+        if not proven_infeasible(sub_instance(inst, racks, jobs)[0]):
+            i += 1
+            continue
+        k = min((k for k in range(len(out)) if k != i), key=lambda k: (servers(out[k]), k))
+        slot_rack = {
+            (b[1][jl], m): b[0][rl] for b in (out[i], out[k]) for (jl, m), rl in b[2].items()
+        }
+        merged = _local_block(set(racks) | set(out[k][0]), set(jobs) | set(out[k][1]), slot_rack)
+        out = [b for n, b in enumerate(out) if n not in (i, k)] + [merged]
+        i = 0
+    return out
+
+
 def _try(sub: Instance, o: SolveOptions, **kw) -> SolveResult:
     try:
         return solve_instance(sub, o, **kw)
@@ -659,9 +694,9 @@ def solve_decomposed(
     if top:
         rep.phase("block starts")
     variants = {
-        "packed": block_assignment(inst, priority),
-        "spread": block_assignment(inst, priority, spread=True),
-        "cycles": cycle_assignment(inst, priority),
+        "packed": checked_blocks(inst, block_assignment(inst, priority)),
+        "spread": checked_blocks(inst, block_assignment(inst, priority, spread=True)),
+        "cycles": checked_blocks(inst, cycle_assignment(inst, priority)),
     }
     for name, blocks in variants.items():
         if blocks is None or (chosen is not None and interrupt.requested()):
@@ -692,6 +727,8 @@ def solve_decomposed(
     assert chosen is not None
     _score, blocks, assignment = chosen
     left_slots = total_slots
+    failed: list[tuple[list[int], list[int], str]] = []
+    bo = replace(o, previous=None, polish=False, stop_at_us=target_us)
     d = Decisions()
     info: dict = {"blocks": [], "timings": {}, "assignment": assignment}
     for bi, (racks, jobs, fixed) in enumerate(blocks):
@@ -707,6 +744,9 @@ def solve_decomposed(
         score, start, fixed = prepared[_block_key((racks, jobs, fixed))]
         # first the neighbourhood with that placement fixed (finds a plan fast), then the
         # whole block warm-started from the best plan so far
+        if start is None and proven_infeasible(sub):  # e.g. a remote rack alone: merged below
+            failed.append((racks, jobs, "infeasible"))
+            continue
         too_big = model_size_estimate(sub) > MAX_BLOCK_VARIABLES
         too_late = time.perf_counter() > deadline - 1.0 or interrupt.requested()
         if too_big or too_late:  # keep the constructive plan: a MILP this size would not pay
@@ -730,11 +770,9 @@ def solve_decomposed(
                 res.decisions is None or full.objective <= res.objective + 1e-9
             ):
                 res = full
-        if res.decisions is None:
-            raise NoIncumbentError(
-                f"the decomposition found no plan for racks "
-                f"{', '.join(inst.racks[r].name for r in racks)} ({res.status})"
-            )
+        if res.decisions is None:  # repaired below, once the other blocks have their plans
+            failed.append((racks, jobs, res.status))
+            continue
         for key in ("candidates_s", "build_s", "transfer_s", "solve_s", "polish_s"):
             info["timings"][key] = info["timings"].get(key, 0.0) + res.timings.get(key, 0.0)
         d = _splice(d, inst, racks, jobs, res.decisions, smap)
@@ -749,8 +787,63 @@ def solve_decomposed(
                 "gap": res.gap,
             }
         )
+    if failed:
+        d = _repair(inst, bo, d, failed, info, deadline + TIME_PLAN.repair * o.time_limit_s)
     info["decomposition_s"] = time.perf_counter() - t0
     return d.canonical(), info
+
+
+def _repair(
+    inst: Instance,
+    o: SolveOptions,
+    d: Decisions,
+    failed: list[tuple[list[int], list[int], str]],
+    info: dict,
+    until: float,
+) -> Decisions:
+    """Plans for the blocks that found none, the others' plans kept: each failed block is
+    merged with the solved block of fewest servers, then the next, and so on, and the merged
+    block's exact MILP is solved (no fixed placement) until one finds a plan; a merge that
+    ``proven_infeasible`` rejects (a remote rack still without a partner) is not solved.
+    Raises ``NoIncumbentError`` naming the racks when none does by ``until``."""
+    for racks, jobs, status in failed:
+        others = sorted(
+            info.get("block_index", []), key=lambda b: sum(len(inst.racks[r].servers) for r in b[0])
+        )
+        m_racks, m_jobs, res = list(racks), list(jobs), None
+        for o_racks, o_jobs in others:
+            if time.perf_counter() > until - 1.0 or interrupt.requested():
+                break
+            m_racks, m_jobs = sorted(set(m_racks) | set(o_racks)), sorted(set(m_jobs) | set(o_jobs))
+            sub, smap = sub_instance(inst, m_racks, m_jobs)
+            if model_size_estimate(sub) > MAX_BLOCK_VARIABLES:
+                break
+            if proven_infeasible(sub):  # still cut off: merge one more block first
+                continue
+            res = _try(sub, replace(o, time_limit_s=max(1.0, until - time.perf_counter())))
+            if res.decisions is not None:
+                break
+        if res is None or res.decisions is None:
+            raise NoIncumbentError(
+                f"the decomposition found no plan for racks "
+                f"{', '.join(inst.racks[r].name for r in racks)} ({status}), nor merged with "
+                "its neighbours in the time left"
+            )
+        d = _splice(d, inst, m_racks, m_jobs, res.decisions, smap)
+        info["block_index"] = [
+            b for b in info.get("block_index", []) if not set(b[0]) & set(m_racks)
+        ]
+        info["block_index"].append((m_racks, m_jobs))
+        info["blocks"].append(
+            {
+                "racks": [inst.racks[r].name for r in m_racks],
+                "jobs": [inst.jobs[j].name for j in m_jobs],
+                "status": res.status,
+                "gap": res.gap,
+                "repaired": [inst.racks[r].name for r in racks],
+            }
+        )
+    return d
 
 
 def _offer_joined(rep, inst: Instance, o: SolveOptions, d: Decisions, rest, prepared) -> None:

@@ -23,7 +23,7 @@ import time
 
 import pyomo.environ as pyo
 from pyomo.contrib.solver.common.factory import SolverFactory
-from pyomo.contrib.solver.common.results import SolutionStatus
+from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
 
 from optnet import interrupt
 from optnet.candidates import all_candidates
@@ -35,7 +35,19 @@ from optnet.progress import Progress, current
 from optnet.solve import SolveOptions, SolveResult, highs_options, polish
 
 
-def _stage(m, opt, o: SolveOptions, expr, sense=pyo.minimize, progress=None) -> None:
+class _StageInfeasible(Exception):
+    pass
+
+
+def _stage(
+    m, opt, o: SolveOptions, expr, sense=pyo.minimize, progress=None, name: str = "", until=None
+) -> None:
+    """Solve one stage with the time left until ``until`` (``time.perf_counter``) shared by the
+    stages left (``name`` is "k/3"); load its solution. No solution: a stop request or the
+    limit raises ``NoIncumbentError`` (exit 5), a proven infeasible stage ``_StageInfeasible``."""
+    k, n = (int(x) for x in name.split("/")) if name else (1, 1)
+    left = o.time_limit_s if until is None else until - time.perf_counter()
+    limit = max(0.5, left / (n - k + 1))
     if progress is not None:
         progress.active = True
     m.obj.deactivate()
@@ -45,7 +57,7 @@ def _stage(m, opt, o: SolveOptions, expr, sense=pyo.minimize, progress=None) -> 
     res = opt.solve(
         m,
         threads=o.threads,
-        time_limit=o.time_limit_s,
+        time_limit=limit,
         rel_gap=o.mip_gap,
         solver_options=highs_options(o),
         load_solutions=False,
@@ -58,7 +70,15 @@ def _stage(m, opt, o: SolveOptions, expr, sense=pyo.minimize, progress=None) -> 
             raise NoIncumbentError(
                 "interrupted before the sequential stage found a solution: nothing to write"
             )
-        raise SolverError(f"sequential stage ended with {res.termination_condition.name}")
+        cond = res.termination_condition
+        if cond == TerminationCondition.provenInfeasible:
+            raise _StageInfeasible(name)
+        if cond in (TerminationCondition.maxTimeLimit, TerminationCondition.iterationLimit):
+            raise NoIncumbentError(
+                f"sequential stage {name} reached its share of the time limit ({limit:.1f} s) "
+                "without a solution: nothing to write"
+            )
+        raise SolverError(f"sequential stage {name} ended with {cond.name}")
     res.solution_loader.load_vars()
     m.del_component(m.stage_obj)
     m.obj.activate()
@@ -84,29 +104,16 @@ def solve_sequential(inst: Instance, options: SolveOptions | None = None) -> Sol
     except Exception:  # noqa: BLE001 - without callbacks, a stop waits for the stage's end
         progress = None
     cross = sum(m.w[p + rs] for p in md.pairs for rs in md.rack_pairs if rs[0] != rs[1])
-    if top:
-        rep.phase("stage 1/3 placement")
-    _stage(m, opt, o, cross, progress=progress)
-    if not interrupt.requested():  # else: the placement stage's plan is complete: keep it
-        for v in m.y.values():
-            v.fix(round(pyo.value(v)))
-        lightpaths = sum(m.n[p + (k,)] for p in md.pairs for k in md.ocs)
-        phased = (m.c_ph, m.n_ph, m.z_ph) if md.H > 1 else ()
-        if md.H > 1:  # every phase's lightpaths, blind to the reconfiguration they cost
-            lightpaths = lightpaths + sum(m.n_ph.values())
-        if top:
-            rep.phase("stage 2/3 circuits")
-        _stage(m, opt, o, lightpaths, pyo.maximize, progress)
-        if not interrupt.requested():
-            for comp in (m.c, m.n, m.z, *phased):
-                for v in comp.values():
-                    v.fix(round(pyo.value(v)))
-            if top:
-                rep.phase("stage 3/3 algorithms")
-            if progress is not None and top:  # the real objective on a complete plan; its
-                # dual bound holds only with the first stages' decisions fixed: no bound
-                progress.feed = lambda inc, _bnd: rep.update(incumbent=inc)
-            _stage(m, opt, o, m.obj.expr, progress=progress)
+    until = t0 + o.time_limit_s  # model building included: the stages share what is left
+    try:
+        _stages(m, md, opt, o, cross, progress, until, rep if top else None)
+    except _StageInfeasible as exc:
+        if str(exc) == "1/3":  # nothing fixed yet: the instance itself is infeasible
+            return SolveResult("infeasible", None, None, None, None)
+        raise NoIncumbentError(
+            f"sequential stage {exc} is infeasible with the earlier stages' decisions fixed: no "
+            "plan (--strategy auto or joint choose them together)"
+        ) from None
     if top:
         rep.phase("polish")
     decisions = decode(m, md)
@@ -122,6 +129,33 @@ def solve_sequential(inst: Instance, options: SolveOptions | None = None) -> Sol
         {},
         {"name": "HiGHS", "strategy": "sequential"},
     )
+
+
+def _stages(m, md, opt, o: SolveOptions, cross, progress, until: float, rep) -> None:
+    """The three stages in turn, each frozen once solved; ``rep``: the command's progress."""
+    if rep is not None:
+        rep.phase("stage 1/3 placement")
+    _stage(m, opt, o, cross, progress=progress, name="1/3", until=until)
+    if not interrupt.requested():  # else: the placement stage's plan is complete: keep it
+        for v in m.y.values():
+            v.fix(round(pyo.value(v)))
+        lightpaths = sum(m.n[p + (k,)] for p in md.pairs for k in md.ocs)
+        phased = (m.c_ph, m.n_ph, m.z_ph) if md.H > 1 else ()
+        if md.H > 1:  # every phase's lightpaths, blind to the reconfiguration they cost
+            lightpaths = lightpaths + sum(m.n_ph.values())
+        if rep is not None:
+            rep.phase("stage 2/3 circuits")
+        _stage(m, opt, o, lightpaths, pyo.maximize, progress, "2/3", until)
+        if not interrupt.requested():
+            for comp in (m.c, m.n, m.z, *phased):
+                for v in comp.values():
+                    v.fix(round(pyo.value(v)))
+            if rep is not None:
+                rep.phase("stage 3/3 algorithms")
+            if progress is not None and rep is not None:  # the real objective on a complete
+                # plan; its dual bound holds only with the first stages' decisions fixed
+                progress.feed = lambda inc, _bnd: rep.update(incumbent=inc)
+            _stage(m, opt, o, m.obj.expr, progress=progress, name="3/3", until=until)
 
 
 def explain_infeasible(inst: Instance, options: SolveOptions | None = None) -> list[str]:

@@ -93,8 +93,10 @@ def _solve(*args: str) -> str:
 # one instance per family, infeasible because of exactly that family
 
 
-def test_wavelengths(tmp_path):
-    out = _solve(str(_write(tmp_path, "w", attach="[ocs0]", W=1)))
+@pytest.mark.parametrize("strategy", ["auto", "sequential"])
+def test_wavelengths(tmp_path, strategy):
+    """``sequential``'s first stage proves it too (exit 3, not an internal error)."""
+    out = _solve(str(_write(tmp_path, "w", attach="[ocs0]", W=1)), "--strategy", strategy)
     assert "infeasible because of the wavelengths per fibre: without it" in out
     assert "1 usable per trunk fibre" in out
 

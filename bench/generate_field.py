@@ -132,9 +132,9 @@ def _layout_for(
             lo = max(lo, 3 * step)  # GPT-3's dp 3: eight data-parallel rings of 3 servers
         if lo > hi:
             continue
-        sizes = [s for s in range(lo, hi + 1, step) if s % step == 0]
+        sizes = list(range(lo, hi + 1, step))  # lo is a multiple of step
         if ep_servers:
-            sizes = [s for s in sizes if s % (2 * ep_servers) == 0 or s == 2 * ep_servers]
+            sizes = [s for s in sizes if s % (2 * ep_servers) == 0]
         if sizes:
             weight = 3 if (big and step >= 4) else 1
             options += [(name, sizes)] * weight

@@ -311,7 +311,7 @@ def _why_cut_off(inst: Instance, r: int, live: dict[tuple[int, int], int]) -> st
     if budget is None or best[0] <= budget + 1e-9:
         return "its OCSes join it to no other usable server with a live transceiver there"
     return (
-        f"every lightpath loses more than the {inst.transceiver_power_budget_db:g} dB power "
+        f"every lightpath loses more than the {budget:g} dB power "
         f"budget (best {best[0]:.2f} dB, to {best[1]} via {best[2]})"
     )
 

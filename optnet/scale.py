@@ -538,6 +538,11 @@ def cycle_assignment(
 Block = tuple[list[int], list[int], dict[tuple[int, int], int]]
 
 
+def _servers_in(inst: Instance, racks) -> int:
+    """Usable servers in ``racks``."""
+    return sum(len(inst.racks[r].servers) for r in racks)
+
+
 def checked_blocks(inst: Instance, blocks: list[Block] | None) -> list[Block] | None:
     """``blocks`` with every block that ``proven_infeasible`` rejects on its own racks (a
     remote rack whose loopback the power budget forbids, racks whose trunks failed) merged with
@@ -546,17 +551,15 @@ def checked_blocks(inst: Instance, blocks: list[Block] | None) -> list[Block] | 
     if blocks is None:
         return None
     out = list(blocks)
-
-    def servers(b: Block) -> int:
-        return sum(len(inst.racks[r].servers) for r in b[0])
-
     i = 0
     while i < len(out) and len(out) > 1:
         racks, jobs, _fixed = out[i]
         if not proven_infeasible(sub_instance(inst, racks, jobs)[0]):
             i += 1
             continue
-        k = min((k for k in range(len(out)) if k != i), key=lambda k: (servers(out[k]), k))
+        k = min(
+            (k for k in range(len(out)) if k != i), key=lambda k: (_servers_in(inst, out[k][0]), k)
+        )
         slot_rack = {
             (b[1][jl], m): b[0][rl] for b in (out[i], out[k]) for (jl, m), rl in b[2].items()
         }
@@ -740,7 +743,6 @@ def solve_decomposed(
         # early (target reached) leaves its time to the next ones
         budget = max(1.0, (deadline - time.perf_counter()) * slots / left_slots)
         left_slots -= slots
-        bo = replace(o, previous=None, polish=False, stop_at_us=target_us)
         score, start, fixed = prepared[_block_key((racks, jobs, fixed))]
         # first the neighbourhood with that placement fixed (finds a plan fast), then the
         # whole block warm-started from the best plan so far
@@ -807,9 +809,7 @@ def _repair(
     ``proven_infeasible`` rejects (a remote rack still without a partner) is not solved.
     Raises ``NoIncumbentError`` naming the racks when none does by ``until``."""
     for racks, jobs, status in failed:
-        others = sorted(
-            info.get("block_index", []), key=lambda b: sum(len(inst.racks[r].servers) for r in b[0])
-        )
+        others = sorted(info.get("block_index", []), key=lambda b: _servers_in(inst, b[0]))
         m_racks, m_jobs, res = list(racks), list(jobs), None
         for o_racks, o_jobs in others:
             if time.perf_counter() > until - 1.0 or interrupt.requested():

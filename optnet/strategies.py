@@ -40,14 +40,14 @@ class _StageInfeasible(Exception):
 
 
 def _stage(
-    m, opt, o: SolveOptions, expr, sense=pyo.minimize, progress=None, name: str = "", until=None
+    m, opt, o: SolveOptions, expr, sense, progress, stage: tuple[int, int], until: float
 ) -> None:
-    """Solve one stage with the time left until ``until`` (``time.perf_counter``) shared by the
-    stages left (``name`` is "k/3"); load its solution. No solution: a stop request or the
+    """Solve stage ``stage`` = (k, n) with the time left until ``until`` (``time.perf_counter``)
+    shared by the n - k + 1 stages left; load its solution. No solution: a stop request or the
     limit raises ``NoIncumbentError`` (exit 5), a proven infeasible stage ``_StageInfeasible``."""
-    k, n = (int(x) for x in name.split("/")) if name else (1, 1)
-    left = o.time_limit_s if until is None else until - time.perf_counter()
-    limit = max(0.5, left / (n - k + 1))
+    k, n = stage
+    name = f"{k}/{n}"
+    limit = max(0.5, (until - time.perf_counter()) / (n - k + 1))
     if progress is not None:
         progress.active = True
     m.obj.deactivate()
@@ -135,7 +135,7 @@ def _stages(m, md, opt, o: SolveOptions, cross, progress, until: float, rep) -> 
     """The three stages in turn, each frozen once solved; ``rep``: the command's progress."""
     if rep is not None:
         rep.phase("stage 1/3 placement")
-    _stage(m, opt, o, cross, progress=progress, name="1/3", until=until)
+    _stage(m, opt, o, cross, pyo.minimize, progress, (1, 3), until)
     if not interrupt.requested():  # else: the placement stage's plan is complete: keep it
         for v in m.y.values():
             v.fix(round(pyo.value(v)))
@@ -145,7 +145,7 @@ def _stages(m, md, opt, o: SolveOptions, cross, progress, until: float, rep) -> 
             lightpaths = lightpaths + sum(m.n_ph.values())
         if rep is not None:
             rep.phase("stage 2/3 circuits")
-        _stage(m, opt, o, lightpaths, pyo.maximize, progress, "2/3", until)
+        _stage(m, opt, o, lightpaths, pyo.maximize, progress, (2, 3), until)
         if not interrupt.requested():
             for comp in (m.c, m.n, m.z, *phased):
                 for v in comp.values():
@@ -155,7 +155,7 @@ def _stages(m, md, opt, o: SolveOptions, cross, progress, until: float, rep) -> 
             if progress is not None and rep is not None:  # the real objective on a complete
                 # plan; its dual bound holds only with the first stages' decisions fixed
                 progress.feed = lambda inc, _bnd: rep.update(incumbent=inc)
-            _stage(m, opt, o, m.obj.expr, progress=progress, name="3/3", until=until)
+            _stage(m, opt, o, m.obj.expr, pyo.minimize, progress, (3, 3), until)
 
 
 def explain_infeasible(inst: Instance, options: SolveOptions | None = None) -> list[str]:

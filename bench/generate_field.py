@@ -122,7 +122,11 @@ def _layout_for(
 ) -> tuple[str, int] | None:
     """A layout and a job size (servers) that fit in ``slots_left``; None when nothing does.
     DLRM's all-to-all over every server needs a lightpath to each peer without a packet
-    fabric, so it spans at most ``mesh_max`` servers (the transceivers per server)."""
+    fabric, so it spans at most ``mesh_max`` servers: half the transceivers per server. (A
+    server needs one OCS per peer, p - 1 of its T; with the job split a + b over two racks, the
+    rack of a needs a - 1 looped OCSes and max(a, b) circuits to the other (K_{a,b}'s edge
+    colouring), up to 2p - 1 <= T at p <= T / 2; at p near T only equal, even pieces on a
+    round-robin of circuits fit, which no generator should lean on.)"""
     options = []
     for name, (tp, pp, ep_servers, *_rest) in LAYOUTS.items():
         step = tp * pp // 8 if tp * pp >= 8 else 1  # servers of one dp replica
@@ -184,7 +188,7 @@ def generate(servers: int, density: str, seed: int = 0) -> dict:
     busy = int(usable * (0.92 if dense else 0.72))
     jobs, left, big = [], busy, servers >= 64
     while left > 0:
-        pick = _layout_for(left, big, rng, 48 if seed % 2 == 1 else p["trx"])
+        pick = _layout_for(left, big, rng, 48 if seed % 2 == 1 else p["trx"] // 2)
         if pick is None:
             break
         layout, slots = pick

@@ -34,7 +34,7 @@ from optnet.instance import Instance
 from optnet.physics import within_power_budget
 
 
-class _Layout:
+class Layout:
     """Lightpaths being laid: free transceivers per server and OCS, the rack each trunk
     ``(ocs, rack)`` is joined to, the wavelengths used per fibre direction."""
 
@@ -49,6 +49,26 @@ class _Layout:
         self.used_wl: dict[tuple[int, int, str], set[int]] = defaultdict(set)  # (rack, ocs, dir)
         self.count: dict[tuple[int, int], int] = defaultdict(int)
         self.lightpaths: list[Lightpath] = []
+        self._undo: list[tuple] = []  # per lightpath: what ``add`` changed, for ``rollback``
+
+    def rollback(self, n: int) -> None:
+        """Remove the lightpaths added after the first ``n``, in reverse order."""
+        while len(self.lightpaths) > n:
+            lp = self.lightpaths.pop()
+            ra, rb, was_a, was_b = self._undo.pop()
+            k, sa, sb = lp.ocs, lp.server_a, lp.server_b
+            for key, w in (((ra, k, "up"), lp.wavelength_ab), ((rb, k, "down"), lp.wavelength_ab)):
+                self.used_wl[key].discard(w)
+            for key, w in (((rb, k, "up"), lp.wavelength_ba), ((ra, k, "down"), lp.wavelength_ba)):
+                self.used_wl[key].discard(w)
+            for key, was in (((k, rb), was_b), ((k, ra), was_a)):
+                if was is None:
+                    self.partner.pop(key, None)
+                else:
+                    self.partner[key] = was
+            self.trx_free[sa][k].insert(0, lp.transceiver_a)
+            self.trx_free[sb][k].insert(0, lp.transceiver_b)
+            self.count[(sa, sb)] -= 1
 
     def can_join(self, k: int, ra: int, rb: int) -> bool:
         """OCS ``k`` can carry a lightpath between racks ``ra`` and ``rb`` (circuit-wise)."""
@@ -92,6 +112,7 @@ class _Layout:
             )
             if w_ba is None:
                 continue
+            self._undo.append((ra, rb, self.partner.get((k, ra)), self.partner.get((k, rb))))
             up_a.add(w_ab)
             down_b.add(w_ab)
             up_b.add(w_ba)
@@ -129,7 +150,7 @@ def greedy_plan(
     demand: dict[tuple[int, int], int] | None = None,
 ) -> Decisions | None:
     """The constructive plan (module docstring); with ``demand`` (lightpaths per server pair
-    ``(sa, sb)``, ``sa < sb``) the OCSes are first laid out for it (``_lay_out_demand``)."""
+    ``(sa, sb)``, ``sa < sb``) the OCSes are first laid out for it (``lay_out_demand``)."""
     cands = cands if cands is not None else all_candidates(inst)
     choice = choice or {}
     placement = _placement(inst, slot_rack)
@@ -156,24 +177,29 @@ def greedy_plan(
                     if key not in weight:
                         needed.append(key)
                     weight[key] += cc.spec.count * g.steps[si].count * nbytes
-    lay = _Layout(inst)
+    lay = Layout(inst)
     if demand:
-        _lay_out_demand(lay, demand)
+        lay_out_demand(lay, demand)
     for sa, sb in sorted(needed, key=lambda p: -weight[p]):
         if lay.count[(sa, sb)] == 0 and not lay.add(sa, sb) and inst.packet is None:
             return None
-    # extra lightpaths where they cut the most bytes per lightpath; resources only shrink, so a
-    # pair that cannot get one now never will
+    fill(lay, weight)
+    return lay.decisions(placement, algorithms)
+
+
+def fill(lay: Layout, weight: dict[tuple[int, int], float]) -> None:
+    """Extra lightpaths where they cut the most bytes per lightpath (``weight``: bytes per
+    iteration per server pair); resources only shrink, so a pair that cannot get one now never
+    will."""
     heap = [(-weight[p] / (lay.count[p] + 1), p) for p in weight]
     heapq.heapify(heap)
     while heap:
         _key, p = heapq.heappop(heap)
         if lay.add(*p):
             heapq.heappush(heap, (-weight[p] / (lay.count[p] + 1), p))
-    return lay.decisions(placement, algorithms)
 
 
-def _lay_out_demand(lay: _Layout, demand: dict[tuple[int, int], int]) -> None:
+def lay_out_demand(lay: Layout, demand: dict[tuple[int, int], int]) -> None:
     """Serve ``demand`` OCS by OCS. For OCS ``k``: a maximum-weight server matching within each
     rack (its loopback) and between each two racks (their circuit), an edge ``(a, b)`` weighing
     ``BIG2 (tight(a) + tight(b)) + BIG (left(a) + left(b)) + left(a, b)``, where ``left`` is the

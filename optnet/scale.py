@@ -35,6 +35,7 @@ from optnet.bounds import (
     merged_cluster,
     relaxed_cluster,
 )
+from optnet.construct import constructive_plan
 from optnet.decisions import Circuit, Decisions, Lightpath, Targets
 from optnet.errors import InfeasibleError, NoIncumbentError
 from optnet.evaluate import evaluate
@@ -700,6 +701,7 @@ def solve_decomposed(
         "packed": checked_blocks(inst, block_assignment(inst, priority)),
         "spread": checked_blocks(inst, block_assignment(inst, priority, spread=True)),
         "cycles": checked_blocks(inst, cycle_assignment(inst, priority)),
+        "constructed": plan_blocks(inst, fallback) if fallback is not None else None,
     }
     for name, blocks in variants.items():
         if blocks is None or (chosen is not None and interrupt.requested()):
@@ -864,16 +866,46 @@ def _offer_joined(rep, inst: Instance, o: SolveOptions, d: Decisions, rest, prep
 def _greedy_incumbent(
     inst: Instance, o: SolveOptions, priority: list[float] | None = None
 ) -> Decisions | None:
-    """The constructive plan on the block placement: the first incumbent, in milliseconds."""
+    """The first incumbent, in seconds: the better (by the evaluator) of the constructive plan
+    for any cluster (``construct.constructive_plan``) and the greedy plan on the block
+    placement; None when neither is feasible."""
     fixed: dict[tuple[int, int], int] = {}
     priority = priority or [j.compute_time_us for j in inst.jobs]
     for racks, jobs, fx in block_assignment(inst, priority):
         for (jl, m), rl in fx.items():
             fixed[(jobs[jl], m)] = racks[rl]
-    d = greedy_plan(inst, fixed)
-    if d is None or not evaluate(inst, d, o.objective).feasible:
-        return None
-    return d
+    best: tuple[float, Decisions | None] = (math.inf, None)
+    for d in (constructive_plan(inst, priority), greedy_plan(inst, fixed)):
+        ev = evaluate(inst, d, o.objective) if d is not None else None
+        if ev is not None and ev.feasible and ev.objective_us < best[0]:
+            best = (ev.objective_us, d)
+    return best[1]
+
+
+def plan_blocks(inst: Instance, d: Decisions) -> list[Block]:
+    """The blocks of plan ``d``: racks joined by a job that spans them, with their jobs and
+    ``d``'s placement (the block assignment of the constructive plan, whose every block has a
+    start: ``d`` restricted to it)."""
+    parent = list(range(len(inst.racks)))
+
+    def find(r: int) -> int:
+        while parent[r] != r:
+            parent[r] = parent[parent[r]]
+            r = parent[r]
+        return r
+
+    slot_rack = {
+        (j, m): inst.servers[s].rack for j, ss in d.placement.items() for m, s in enumerate(ss)
+    }
+    for ss in d.placement.values():
+        for s in ss[1:]:
+            parent[find(inst.servers[s].rack)] = find(inst.servers[ss[0]].rack)
+    groups: dict[int, tuple[set[int], set[int]]] = {}
+    for (j, _m), r in slot_rack.items():
+        g = groups.setdefault(find(r), (set(), set()))
+        g[0].add(r)
+        g[1].add(j)
+    return [_local_block(rs, js, slot_rack) for rs, js in groups.values()]
 
 
 def _improve_critical(
@@ -1036,7 +1068,7 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
         if interrupt.requested() and first is None:
             msg = "interrupted before any plan was found: nothing to write"
             raise NoIncumbentError(msg) from None
-        if small and not interrupt.requested():
+        if small and not interrupt.requested() and first is None:
             # the whole joint model decides (and proves infeasibility if so)
             res = solve_instance(inst, replace(o, time_limit_s=max(1.0, deadline - t_bound)))
             if res.bound is not None:
@@ -1046,6 +1078,7 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
             return res
         if first is None:
             raise
+        # the constructive plan stands; small instances then go to the exact model below
         d, info = first, {"blocks": [], "timings": {}, "decomposition_s": 0.0}
     ev = evaluate(inst, d, o.objective)
     if not ev.feasible:

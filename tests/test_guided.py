@@ -17,13 +17,13 @@ from hypothesis import strategies as st
 from optnet.bounds import closed_form_targets
 from optnet.evaluate import evaluate
 from optnet.heuristic import (
-    _lay_out_demand,
-    _Layout,
+    Layout,
     balanced,
     dealt,
     grouped,
     guided_plan,
     interleaved,
+    lay_out_demand,
 )
 from optnet.instance import load_instance
 from optnet.scale import block_assignment, relaxation_bound
@@ -85,8 +85,8 @@ def test_bipartite_demand_is_served_exactly(tmp_path_factory, case):
     """Maximum degree <= OCS count: every demanded lightpath is laid (the tight-server rule)."""
     n, k, demand = case
     inst = two_racks(n, k, str(tmp_path_factory.getbasetemp()))
-    lay = _Layout(inst)
-    _lay_out_demand(lay, demand)
+    lay = Layout(inst)
+    lay_out_demand(lay, demand)
     assert {p: c for p, c in lay.count.items() if c} == demand
     # every lightpath on an inter-rack circuit, each transceiver used once
     ends = [(lp.server_a, lp.transceiver_a) for lp in lay.lightpaths]

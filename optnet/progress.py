@@ -113,10 +113,16 @@ class Progress:
             self.first_incumbent_s = self.elapsed()
 
     def _on_lp_interrupt(self, e) -> None:
-        """An LP (the root node's, or a pure LP) stops on a stop request too."""
+        """An LP (the root node's, or a pure LP) stops on a stop request or the deadline too:
+        the root LP of a large model can outlast the limit (the incumbent, if any, stands)."""
         self.reporter.tick()
-        if self.active and interrupt.requested():
+        if not self.active:
+            return
+        if interrupt.requested():
             self.interrupted_by_user = True
+            e.interrupt()
+        elif self.deadline_s is not None and self.elapsed() >= self.deadline_s:
+            self.interrupted_by_deadline = True
             e.interrupt()
 
     def _on_interrupt(self, e) -> None:

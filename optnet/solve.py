@@ -188,6 +188,9 @@ def solve_instance(
         progress.attach(opt._solver_model)  # highspy callbacks (HiGHS docs: Callbacks)
         if warm_start is not None:
             _set_warm_start(opt, m, encode(m, md, warm_start))
+        # the limit counts from the call: candidates, building and transfer included
+        left_s = max(0.5, o.time_limit_s - (time.perf_counter() - t0))
+        progress.deadline_s = left_s
         progress.start()
         if top:
             rep.phase("full MILP")
@@ -195,7 +198,7 @@ def solve_instance(
         res = opt.solve(
             m,
             threads=o.threads,
-            time_limit=o.time_limit_s,
+            time_limit=left_s,
             rel_gap=o.mip_gap,
             solver_options=highs_options(o),
             load_solutions=False,

@@ -913,14 +913,14 @@ def _improve_critical(
     o: SolveOptions,
     d: Decisions,
     objective: float,
-    blocks: list[tuple[list[int], list[int]]],
     until: float,
     lb: float,
 ) -> tuple[float, Decisions, int]:
-    """Large-neighbourhood search on the block that holds the slowest job: re-solve its joint
-    MILP with the time left, warm-started from the current plan; repeat while it helps."""
+    """Large-neighbourhood search on the slowest job and the jobs and racks it shares
+    resources with (its block of the current plan, ``plan_blocks``): re-solve their joint MILP
+    with the time left, warm-started from the current plan; repeat while it helps."""
     rounds = 0
-    tried: set[int] = set()
+    tried: set[tuple[int, ...]] = set()
     while (
         time.perf_counter() < until - 2
         and relative_gap(objective, lb) > o.mip_gap
@@ -928,11 +928,10 @@ def _improve_critical(
     ):
         ev = evaluate(inst, d, o.objective)
         crit = max(range(len(inst.jobs)), key=lambda j: ev.jobs[j]["iteration_time_us"])
-        bi = next((i for i, (_r, js) in enumerate(blocks) if crit in js), None)
-        if bi is None or bi in tried:
+        racks, jobs, _fixed = next(b for b in plan_blocks(inst, d) if crit in b[1])
+        if tuple(racks) in tried:
             break
-        tried.add(bi)
-        racks, jobs = blocks[bi]
+        tried.add(tuple(racks))
         sub, smap = sub_instance(inst, racks, jobs)
         if model_size_estimate(sub) > MAX_BLOCK_VARIABLES:
             break  # the critical block is too large for the exact model
@@ -956,7 +955,7 @@ def _improve_critical(
         if ev2.feasible and ev2.objective_us < objective - 1e-9:
             d, objective = trial, ev2.objective_us
             current().offer(inst, incumbent=objective)
-            tried.discard(bi)  # the critical job may now be elsewhere, or here again
+            tried.discard(tuple(racks))  # the critical job may now be elsewhere, or here again
     return objective, d, rounds
 
 
@@ -1091,17 +1090,11 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
         if ev0.objective_us < objective - 1e-9:
             objective, decisions = ev0.objective_us, first
     rep.offer(inst, incumbent=objective, bound=lb)
-    if o.objective == "max-iteration" and not small and decisions is d:
+    if o.objective == "max-iteration" and not small:
         if top:
             rep.phase("improve")
         objective, decisions, rounds = _improve_critical(
-            inst,
-            o,
-            decisions,
-            objective,
-            info.get("block_index", []),
-            t0 + TIME_PLAN.improve_until * deadline,
-            lb,
+            inst, o, decisions, objective, t0 + TIME_PLAN.improve_until * deadline, lb
         )
         info["critical_rounds"] = rounds
         if top:

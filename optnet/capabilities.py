@@ -42,6 +42,7 @@ class Feature(_Name):
     WAVELENGTH_SWITCHED = "wavelength-switched fabric"
     HYBRID = "hybrid packet pairs"
     CONGESTION = "congestion model"
+    TIME_AVERAGE = "time-average link sharing"
     PHASES = "phases"
     RELAYS = "relays"
     PARAMETER_SERVERS = "parameter servers"
@@ -58,6 +59,8 @@ class Consumer(_Name):
     FROM = "--from"
     ENERGY = "energy objective"
     CARBON = "carbon objective"
+    WEIGHTED_SUM = "weighted-sum objective"
+    MAX_SLOWDOWN = "max-slowdown objective"
     SIMULATE = "simulate"
 
 
@@ -90,6 +93,15 @@ FEATURES: dict[Feature, FeatureInfo] = {
         "topology.packet_fabric.congestion_control",
         "a congestion model (packet flows sharing leaf links)",
         lambda i: i.packet is not None and i.packet.congestion_control is not None,
+    ),
+    Feature.TIME_AVERAGE: FeatureInfo(
+        "topology.packet_fabric.job_sharing",
+        "time-average sharing of leaf links between jobs",
+        lambda i: (
+            i.packet is not None
+            and i.packet.congestion_control is not None
+            and i.packet.job_sharing == "time-average"
+        ),
     ),
     Feature.PHASES: FeatureInfo(
         "workload.phases",
@@ -203,6 +215,16 @@ REFUSED: tuple[Refusal, ...] = (
     ),
     *(
         Refusal(
+            (_F.TIME_AVERAGE,),
+            "the time-average view bounds the longest iteration only: the jobs' own iteration "
+            "rates then follow from max-min fair sharing, which no linear row states (§2b)",
+            c,
+            "use --objective max-iteration, or job_sharing: worst-case",
+        )
+        for c in (Consumer.WEIGHTED_SUM, Consumer.MAX_SLOWDOWN, Consumer.ENERGY, Consumer.CARBON)
+    ),
+    *(
+        Refusal(
             (_F.WAVELENGTH_SWITCHED, f),
             "the replay of slot-channels beside striped or shared packet links is not built "
             "(replays of such plans did not finish)",
@@ -282,7 +304,14 @@ def delegation(inst: Instance) -> str | None:
 
 
 #: Consumers that run the joint MILP and so also refuse what it refuses.
-ON_MILP = (Consumer.AUTO, Consumer.FROM, Consumer.ENERGY, Consumer.CARBON)
+ON_MILP = (
+    Consumer.AUTO,
+    Consumer.FROM,
+    Consumer.ENERGY,
+    Consumer.CARBON,
+    Consumer.WEIGHTED_SUM,
+    Consumer.MAX_SLOWDOWN,
+)
 
 
 def supports(consumer: Consumer, feature: Feature) -> str:

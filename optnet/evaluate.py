@@ -8,7 +8,9 @@ schedules (``candidates``), exactly as docs/model.md defines them.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from optnet import physics
@@ -658,26 +660,79 @@ def _option_time_shared(
 _NO_LINK = PairLink("none", 0, 0.0, 0.0, 0.0)
 
 
+def _crossings(inst: Instance, opt: Option, slot_server, links) -> Iterator[tuple]:
+    """(step index, step count, sending rack, receiving rack, packet bytes) of every transfer of
+    ``opt`` with bytes whose pair uses the packet fabric between two racks (docs/model.md §2b)."""
+    rack = [sv.rack for sv in inst.servers]
+    for gs in opt.groups:
+        for si, st in enumerate(gs.steps):
+            for a, b, nbytes in st.transfers:
+                sa, sb = slot_server[gs.slots[a]], slot_server[gs.slots[b]]
+                link = links.get((min(sa, sb), max(sa, sb)), _NO_LINK)
+                if nbytes > 0 and link.packet_share > 0 and rack[sa] != rack[sb]:
+                    yield si, st.count, rack[sa], rack[sb], nbytes * link.packet_share
+
+
 def leaf_flows(inst: Instance, opt: Option, slot_server, links) -> dict[tuple[str, int], int]:
     """The most packet flows one lockstep step of ``opt`` sends through each leaf uplink
     ("up", rack) and downlink ("down", rack): the transfers with bytes whose pair uses the
     packet fabric and whose servers are in different racks (docs/model.md §2b)."""
-    rack = [sv.rack for sv in inst.servers]
+    by_step: dict[int, dict[tuple[str, int], int]] = defaultdict(lambda: defaultdict(int))
+    for si, _count, r, s, _x in _crossings(inst, opt, slot_server, links):
+        by_step[si][("up", r)] += 1
+        by_step[si][("down", s)] += 1
     most: dict[tuple[str, int], int] = defaultdict(int)
-    for si in range(max((len(gs.steps) for gs in opt.groups), default=0)):
-        here: dict[tuple[str, int], int] = defaultdict(int)
-        for gs in opt.groups:
-            if si >= len(gs.steps):
-                continue
-            for a, b, nbytes in gs.steps[si].transfers:
-                sa, sb = slot_server[gs.slots[a]], slot_server[gs.slots[b]]
-                link = links.get((min(sa, sb), max(sa, sb)), _NO_LINK)
-                if nbytes > 0 and link.packet_share > 0 and rack[sa] != rack[sb]:
-                    here[("up", rack[sa])] += 1
-                    here[("down", rack[sb])] += 1
+    for here in by_step.values():
         for leaf, n in here.items():
             most[leaf] = max(most[leaf], n)
     return dict(most)
+
+
+def leaf_bytes(inst: Instance, opt: Option, slot_server, links) -> dict[tuple[str, int], float]:
+    """Packet bytes one call of ``opt`` sends through each leaf uplink ("up", rack) and downlink
+    ("down", rack), every step ``count`` times (the time-average view, docs/model.md §2b)."""
+    out: dict[tuple[str, int], float] = defaultdict(float)
+    for _si, count, r, s, x in _crossings(inst, opt, slot_server, links):
+        out[("up", r)] += count * x
+        out[("down", s)] += count * x
+    return dict(out)
+
+
+def time_average_iterations(
+    alone_us: list[float], bytes_of: list[dict[tuple[str, int], float]], inv_up: dict[int, float]
+) -> list[float]:
+    """Each job's iteration under time-average sharing of the leaf links (docs/model.md §2b):
+    max-min fair iteration rates ``r_j <= 1 / alone_j`` with ``sum_j b_j(l) r_j <= cap(l)``
+    (progressive filling, Bertsekas & Gallager, *Data Networks*, §6.5.2), as ``1 / r_j``; a
+    job its own time binds keeps ``alone_j``. ``bytes_of[j]``: leaf -> bytes per iteration;
+    ``inv_up``: rack -> us per byte of its leaf links. The longest is
+    ``max(max_j alone_j, max_l sum_j b_j(l) / cap(l))``, the MILP's (model/time_average.py)."""
+    cap = {leaf: 1.0 / inv_up[leaf[1]] for b in bytes_of for leaf in b}
+    own = [1.0 / t if t > 0 else math.inf for t in alone_us]
+    times = list(alone_us)
+    used: dict[tuple[str, int], float] = defaultdict(float)
+    active = set(range(len(alone_us)))
+    while active:
+        levels = {}
+        for leaf, c in cap.items():
+            demand = sum(bytes_of[j].get(leaf, 0.0) for j in active)
+            if demand > 0:
+                levels[leaf] = (c - used[leaf]) / demand
+        level = min([own[j] for j in active] + list(levels.values()))
+        frozen = {j for j in active if own[j] <= level} | {
+            j
+            for leaf, v in levels.items()
+            if v <= level
+            for j in active
+            if bytes_of[j].get(leaf, 0.0) > 0
+        }
+        for j in frozen:
+            if own[j] > level:  # slowed by a link below its own rate
+                times[j] = 1.0 / level
+            for leaf, b in bytes_of[j].items():
+                used[leaf] += b * min(level, own[j])
+        active -= frozen
+    return times
 
 
 def _job_links(inst: Instance, jc: JobCandidates, servers, q, ws_k, hybrid) -> dict:
@@ -696,18 +751,14 @@ def _cross_job_flows(
 ) -> list[dict[tuple[str, int], int]]:
     """Per job j, N_-j(l): the sum over the other jobs k of the most packet flows one step of
     k's chosen options sends through leaf link l (the worst alignment, docs/model.md §2b).
-    Empty dicts without a congestion model or with one job: flows are then priced alone."""
-    if not physics.congestion_model(inst) or len(cands) < 2:
+    Empty dicts without a congestion model, with one job, or in the time-average view (each job
+    is then priced alone; ``_time_average``)."""
+    if not physics.congestion_model(inst) or physics.time_average_sharing(inst) or len(cands) < 2:
         return [{} for _ in cands]
     per_job = []
     for ji, jc in enumerate(cands):
         most: dict[tuple[str, int], int] = defaultdict(int)
-        for ci, cc in enumerate(jc.collectives):
-            names = [o.algorithm for o in cc.options]
-            alg = d.algorithms.get((ji, ci), names[0] if len(names) == 1 else None)
-            if alg not in names:
-                continue  # reported by evaluate
-            opt = cc.options[names.index(alg)]
+        for _cc, opt in _chosen(jc, d, ji):  # an unknown algorithm is reported by evaluate
             for leaf, n in leaf_flows(inst, opt, d.placement[ji], job_links[ji]).items():
                 most[leaf] = max(most[leaf], n)
         per_job.append(most)
@@ -846,6 +897,8 @@ def evaluate(
         _evaluate_job(inst, d, ev, ji, jc, all_links[ji], cross[ji], boundaries, pair_bytes)
         for ji, jc in enumerate(cands)
     ]
+    if physics.time_average_sharing(inst) and not ev.violations:
+        iteration = _time_average(inst, d, ev, cands, [pl[0] for pl in all_links], iteration)
     ev.violations += _budget_violations(inst, iteration, iteration_budget_us)
     ev.feasible = not ev.violations
     if iteration and ev.feasible:  # an infeasible plan has no objective (only its violations)
@@ -854,13 +907,56 @@ def evaluate(
     owner = {s: ji for ji, ss in d.placement.items() for s in ss}
     iter_of = dict(enumerate(iteration))
     ev.lightpaths = _lightpath_rows(inst, d, qs[0], pair_bytes, owner, iter_of)
-    ev.links = _fibre_utilisation(inst, d) + _nvlink_links(inst, d, ev)
+    ev.links = _fibre_utilisation(inst, d) + _nvlink_links(inst, d, ev) + ev.links
     if inst.wavelength_switched is not None:
         ws_links = {
             k: v for pl in all_links for k, v in pl[0].items() if v.kind == "wavelength_switched"
         }
         ev.ws = _ws_report(inst, d, ws_links, pair_bytes, owner, iter_of)
     return ev
+
+
+def _chosen(jc: JobCandidates, d: Decisions, ji: int) -> Iterator[tuple]:
+    """(collective, option) of every collective of job ``ji`` whose algorithm the plan names."""
+    for ci, cc in enumerate(jc.collectives):
+        names = [o.algorithm for o in cc.options]
+        alg = d.algorithms.get((ji, ci), names[0] if len(names) == 1 else None)
+        if alg in names:
+            yield cc, cc.options[names.index(alg)]
+
+
+def _time_average(
+    inst: Instance, d: Decisions, ev: Evaluation, cands, job_links, alone_us: list[float]
+) -> list[float]:
+    """The time-average view of leaf links shared by jobs (docs/model.md §2b): each job's
+    iteration at its max-min fair iteration rate (``time_average_iterations``); the job rows
+    gain the wait (``link_share_wait_us``, exposed), the links each leaf link's average load."""
+    bytes_of = []
+    for ji, jc in enumerate(cands):
+        per: dict[tuple[str, int], float] = defaultdict(float)
+        for cc, opt in _chosen(jc, d, ji):
+            for leaf, b in leaf_bytes(inst, opt, d.placement[ji], job_links[ji]).items():
+                per[leaf] += cc.spec.count * b
+        bytes_of.append(per)
+    inv_up = {r: physics.uplink_inverse_rate(inst, r) for r in range(len(inst.racks))}
+    times = time_average_iterations(alone_us, bytes_of, inv_up)
+    for row, t, alone in zip(ev.jobs, times, alone_us):
+        wait = t - alone
+        row.update(iteration_time_us=t, link_share_wait_us=wait)
+        row["exposed_comm_us"] += wait
+        row["gpu_utilisation"] = row["compute_time_us"] / t if t > 0 else 1.0
+    for leaf in sorted({leaf for b in bytes_of for leaf in b}, key=lambda x: (x[1], x[0])):
+        tag, r = leaf
+        load = sum(b.get(leaf, 0.0) / t for b, t in zip(bytes_of, times) if t > 0)
+        ev.links.append(
+            {
+                "link": f"{inst.racks[r].name} {tag}link",
+                "type": "leaf",
+                "rate_gbps": 8e-3 / inv_up[r],
+                "utilisation": load * inv_up[r],
+            }
+        )
+    return times
 
 
 def _violations(inst: Instance, d: Decisions) -> list[str]:

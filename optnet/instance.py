@@ -524,7 +524,7 @@ def _check_packet(pf: schema.PacketFabric | None, tp) -> None:
         tp(f"{f}.racks_per_pod", "required for kind fat-tree (racks per pod, >= 1)")
     if pf.kind != "fat-tree" and pf.racks_per_pod is not None:
         tp(f"{f}.racks_per_pod", f"only allowed with kind fat-tree, not {pf.kind!r}")
-    for name in ("utilisation", "queueing_delay_us"):
+    for name in ("utilisation", "queueing_delay_us", "job_sharing"):
         if getattr(pf, name) is not None and pf.congestion_control is None:
             tp(f"{f}.{name}", "only allowed with congestion_control (one of none, dcqcn, timely)")
 
@@ -571,8 +571,9 @@ def _hashed_input(consts, given: schema.Cluster, workload: schema.Workload) -> d
         if raw["topology"].get(key, 0) is None:
             del raw["topology"][key]
     pf = raw["topology"].get("packet_fabric")
-    if isinstance(pf, dict) and pf.get("nics", 0) is None:
-        del pf["nics"]
+    for key in ("nics", "job_sharing"):
+        if isinstance(pf, dict) and pf.get(key, 0) is None:
+            del pf[key]
     for key in ("collective_latency_us", "launch_overhead_us"):
         if raw["constants"].get(key, 0) is None:
             del raw["constants"][key]

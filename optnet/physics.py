@@ -71,6 +71,13 @@ def congestion_model(inst: Instance) -> bool:
     return inst.packet is not None and inst.packet.congestion_control is not None
 
 
+def time_average_sharing(inst: Instance) -> bool:
+    """Whether jobs sharing a leaf link are timed by the time-average view
+    (``packet_fabric.job_sharing: time-average``, docs/model.md §2b) rather than the worst
+    alignment."""
+    return congestion_model(inst) and inst.packet.job_sharing == "time-average"
+
+
 def hybrid_enabled(inst: Instance) -> bool:
     """Whether pairs may stripe over lightpaths and the packet fabric at once."""
     return inst.packet is not None and inst.packet.hybrid

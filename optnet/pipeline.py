@@ -21,7 +21,12 @@ from optnet.solve import SolveOptions, SolveResult
 STRATEGIES = ("auto", "joint", "sequential")
 TIME_OBJECTIVES = ("max-iteration", "weighted-sum")
 #: objectives that read more of the instance than the time model, as consumers of the table
-OBJECTIVE_CONSUMERS = {"energy": Consumer.ENERGY, "carbon": Consumer.CARBON}
+OBJECTIVE_CONSUMERS = {
+    "energy": Consumer.ENERGY,
+    "carbon": Consumer.CARBON,
+    "weighted-sum": Consumer.WEIGHTED_SUM,
+    "max-slowdown": Consumer.MAX_SLOWDOWN,
+}
 
 
 @dataclass

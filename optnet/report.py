@@ -418,6 +418,18 @@ def report_model(r: dict[str, Any]) -> Report:
             "wavelengths used: on the busier direction of the fibre pair.",
         )
     )  # fmt: skip
+    leaves = [link for link in r.get("links", []) if link.get("type") == "leaf"]
+    if leaves:
+        rep.tables.append(
+            Table(
+                "leaf_links",
+                "Leaf links shared by jobs (time-average view)",
+                ["link", "rate Gb/s", "average utilisation %"],
+                [[x.get("link"), x.get("rate_gbps"), _pct(x.get("utilisation"))] for x in leaves],
+                "each job's packet bytes per iteration at its max-min fair iteration rate; a "
+                "job a link binds waits link_share_wait_us per iteration (docs/model.md §2b).",
+            )
+        )
     ws = r.get("wavelength_switched")
     if ws:
         rep.tables.append(

@@ -190,6 +190,9 @@ class JobOut(ClosedModel):
     ps_servers: list[str] = []
     reconfiguration_us: Num = None
     """With communication phases: the job's reconfiguration time per iteration."""
+    link_share_wait_us: Num = None
+    """Time-average sharing of leaf links (``packet_fabric.job_sharing``): what the job's
+    iteration waits beyond its own schedule for its max-min fair share of the links."""
     traffic_bytes: Num = None
     """Direct-connect fabrics (``--objective traffic-*``) from here on."""
     byte_hops: Num = None
@@ -200,7 +203,8 @@ class JobOut(ClosedModel):
 
 
 class Link(ClosedModel):
-    """A trunk fibre (``type`` fibre), an NVLink domain (nvlink) or a direct link (direct)."""
+    """A trunk fibre (``type`` fibre), an NVLink domain (nvlink), a direct link (direct) or, in
+    the time-average view of shared packet links, a rack's leaf uplink or downlink (leaf)."""
 
     link: str
     type: str

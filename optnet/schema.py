@@ -164,6 +164,12 @@ class PacketFabric(Strict):
     """Override of the congestion control's achievable link utilisation (0-1]."""
     queueing_delay_us: NonNegFloat | None = None
     """Override of the congestion control's queueing delay at a flow's bottleneck hop."""
+    job_sharing: Literal["worst-case", "time-average"] | None = None
+    """How jobs sharing a leaf link are timed (only with ``congestion_control``; docs/model.md
+    §2b). worst-case (omitted): each job's steps meet the other jobs' busiest steps, so its
+    time holds whatever their alignment. time-average: each job is timed alone and every leaf
+    link carries the jobs' bytes per iteration at their iteration rates within its capacity
+    (a throughput view; the max-iteration objective only)."""
 
 
 class Power(Strict):

@@ -633,12 +633,13 @@ def without_relay(inst: Instance) -> Instance:
 # --------------------------------------------------------------------------- jobs sharing links
 
 
-def shared_links_instance(seed: int) -> Instance:
+def shared_links_instance(seed: int, job_sharing: str | None = None) -> Instance:
     """Two jobs of two servers each on 2-3 racks with a congestion-controlled packet fabric, so
     their packet flows can cross the same leaf uplinks and downlinks (docs/model.md §2b, jobs
     sharing a link): one transceiver per server on one OCS (lightpaths are scarce, so both
     jobs want the packet fabric), hybrid in half the draws, oversubscription 1-4, all-reduce,
-    all-gather or all-to-all over dp; nothing hidden behind compute. Its own random stream."""
+    all-gather or all-to-all over dp; nothing hidden behind compute. Its own random stream;
+    ``job_sharing`` is the packet fabric's (it draws nothing, so a seed keeps its instance)."""
     rng = random.Random(f"shared-{seed}")
     for _attempt in range(1000):
         per_rack = rng.choice([[2, 2], [2, 2], [2, 1, 1], [2, 2, 1]])
@@ -650,6 +651,7 @@ def shared_links_instance(seed: int) -> Instance:
             hop_latency_us=rng.choice([0.3, 1.0]),
             hybrid=rng.random() < 0.5,
             congestion_control=cc,
+            job_sharing=job_sharing,
         )
         cluster = schema.Cluster(
             gpus_per_server=1,

@@ -68,7 +68,7 @@ def test_cross_job_seeds_cover_sharing():
     assert sum(1 for s in SEEDS if shared_links_instance(s).packet.hybrid) >= 6
 
 
-def _two_racks_two_jobs(cc: str | None) -> schema.InstanceFile:
+def _two_racks_two_jobs(cc: str | None, job_sharing: str | None = None) -> schema.InstanceFile:
     cluster = schema.Cluster(
         gpus_per_server=1,
         transceivers=schema.Transceivers(attach=["o"], rate_gbps=100.0),
@@ -79,7 +79,10 @@ def _two_racks_two_jobs(cc: str | None) -> schema.InstanceFile:
         wavelengths_per_fibre=1,
         ocs=[schema.Ocs(name="o", ports=2, loopback=False)],
         packet_fabric=schema.PacketFabric(
-            rate_gbps=100.0, oversubscription=2.0, congestion_control=cc
+            rate_gbps=100.0,
+            oversubscription=2.0,
+            congestion_control=cc,
+            job_sharing=job_sharing,
         ),
     )
     jobs = [
@@ -132,3 +135,84 @@ def test_two_jobs_across_one_uplink_by_hand():
     res = solve_instance(inst, SolveOptions(mip_gap=1e-9))
     assert res.status == "optimal"
     assert math.isclose(evaluate(inst, res.decisions).objective_us, res.objective, rel_tol=REL)
+
+
+# --------------------------------------------------------------------- the time-average view
+
+#: Seeds of the time-average suite (the same draws as SEEDS with job_sharing: time-average).
+TA_SEEDS = tuple(range(5, 21))
+
+
+@functools.cache
+def _solved_ta(seed: int):
+    inst = shared_links_instance(seed, "time-average")
+    best, brute_d, _n = brute_force(inst, "max-iteration")
+    res = solve_instance(inst, SolveOptions(mip_gap=1e-9, time_limit_s=60))
+    return inst, best, brute_d, res
+
+
+@pytest.mark.parametrize("seed", TA_SEEDS)
+def test_time_average_milp_equals_brute_force(seed):
+    """model/time_average.py (Z >= inv_up sum_j bytes_j(l)) against exhaustive search over the
+    evaluator's max-min fair iteration rates (``evaluate.time_average_iterations``)."""
+    inst, best, brute_d, res = _solved_ta(seed)
+    assert_milp_equals_brute(inst, res, best, brute_d, rel=REL)
+
+
+def test_time_average_seeds_cover_binding_links():
+    """Some optima have a leaf link whose average load binds a job (it waits for its share),
+    so the link rows decide those optima rather than each job's own schedule."""
+
+    def waits(seed: int) -> bool:
+        inst, _best, _d, res = _solved_ta(seed)
+        return any(j["link_share_wait_us"] > 1e-6 for j in evaluate(inst, res.decisions).jobs)
+
+    waiting = [s for s in TA_SEEDS if waits(s)]
+    assert len(waiting) >= 2, waiting
+
+
+def test_time_average_by_hand():
+    """The two-rack case of ``test_two_jobs_across_one_uplink_by_hand`` in the time-average view:
+    each job alone moves m = 1e8 bytes out of each rack per iteration (two ring steps of m/2),
+    so rack a's uplink carries 2m per iteration at both jobs' rates; that is more than either
+    job's own time allows, so max-min fairness gives both the same iteration 2m inv_up."""
+    f = _two_racks_two_jobs("dcqcn", "time-average")
+    inst = build_instance(f, f.topology, f.workload)
+    servers = {s.name: i for i, s in enumerate(inst.servers)}
+    split = {0: (servers["a-s0"], servers["b-s0"]), 1: (servers["a-s1"], servers["b-s1"])}
+    d = Decisions(
+        placement=split, circuits=[], lightpaths=[], algorithms={(0, 0): "ring", (1, 0): "ring"}
+    )
+    ev = evaluate(inst, d)
+    assert ev.feasible, ev.violations
+    from optnet import physics
+
+    inv_up = physics.uplink_inverse_rate(inst, 0)
+    alpha = physics.packet_fixed_latency_us(inst, 0, 1) + physics.packet_propagation_us(inst, 0, 1)
+    nic = physics.nic_inverse_rate(inst)
+    reduction_us = all_candidates(inst)[0].collectives[0].options[0].constant_us
+    alone = reduction_us + 2 * (alpha + 5e7 * max(nic, inv_up))  # each job's own schedule
+    assert 2e8 * inv_up > alone
+    for job in ev.jobs:
+        assert job["iteration_time_us"] == pytest.approx(2e8 * inv_up, rel=1e-9)
+        assert job["link_share_wait_us"] == pytest.approx(2e8 * inv_up - alone, rel=1e-9)
+    assert ev.objective_us == pytest.approx(2e8 * inv_up, rel=1e-9)
+    leaves = [link for link in ev.links if link["type"] == "leaf"]
+    assert len(leaves) == 4 and all(link["utilisation"] == pytest.approx(1.0) for link in leaves)
+    res = solve_instance(inst, SolveOptions(mip_gap=1e-9))
+    assert math.isclose(evaluate(inst, res.decisions).objective_us, res.objective, rel_tol=REL)
+
+
+def test_time_average_refuses_other_objectives():
+    """The time-average rows bound the longest iteration only: the other time objectives are
+    refused through the capability table (exit 2), and the field needs a congestion model."""
+    from optnet import errors
+    from optnet.pipeline import run
+
+    inst = shared_links_instance(5, "time-average")
+    for objective in ("weighted-sum", "max-slowdown", "energy"):
+        with pytest.raises(errors.InputError, match="job_sharing"):
+            run(inst, SolveOptions(objective=objective, time_limit_s=10), "joint")
+    f = _two_racks_two_jobs(None, "time-average")
+    with pytest.raises(errors.InputError, match="job_sharing"):
+        build_instance(f, f.topology, f.workload)

@@ -17,6 +17,7 @@ from optnet.model import (
     reconfiguration,
     relay,
     tenants,
+    time_average,
     wavelength_switching,
 )
 from optnet.model.data import ModelData, model_data
@@ -69,6 +70,7 @@ FAMILIES = (
     ("iteration budget", objective.add_iteration_budget),
     ("tenant guarantees", tenants.add_tenant_guarantees),
     ("objective", objective.add_objective),
+    ("time-average links", time_average.add_time_average_links),
     ("change count", changes.add_change_count),
 )
 

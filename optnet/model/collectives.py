@@ -703,8 +703,9 @@ def _lockstep_steps(md: ModelData) -> dict[tuple, tuple]:
 
 def cross_job_leaves(md: ModelData) -> list[tuple[str, int]]:
     """The leaf links two jobs may share: every rack's uplink and downlink, with a congestion
-    model, two or more jobs and two or more racks (else none). model/cross_job.py."""
-    if not md.shared or len(md.cands) < 2 or len(md.racks) < 2:
+    model, two or more jobs and two or more racks, in the worst-alignment view (else none; the
+    time-average view is model/time_average.py). model/cross_job.py."""
+    if not md.shared or md.time_average or len(md.cands) < 2 or len(md.racks) < 2:
         return []
     return [(tag, r) for r in md.racks for tag in ("up", "down")]
 

@@ -104,6 +104,11 @@ class ModelData:
         return physics.congestion_model(self.inst)
 
     @property
+    def time_average(self) -> bool:
+        """Jobs sharing leaf links are timed by the time-average view (docs/model.md §2b)."""
+        return physics.time_average_sharing(self.inst)
+
+    @property
     def relay(self) -> bool:
         """Transfers may relay through a third slot (docs/model.md §5.4, model/relay.py)."""
         return self.inst.relay

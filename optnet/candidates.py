@@ -407,12 +407,7 @@ def _scaled(gs: tuple[GroupSteps, ...], w: float) -> tuple[GroupSteps, ...]:
         GroupSteps(
             g.slots,
             tuple(
-                coll.Step(
-                    tuple((a, b, x * w) for a, b, x in st.transfers),
-                    st.count,
-                    st.alpha_mult,
-                    st.shared_nic,
-                )
+                replace(st, transfers=tuple((a, b, x * w) for a, b, x in st.transfers))
                 for st in g.steps
             ),
         )

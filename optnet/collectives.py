@@ -65,12 +65,18 @@ class Step:
         packet fabric the step also lasts at least ``max alpha + sum bytes * beta`` of each
         member's packet transfers (parameter-server push/pull, docs/model.md §3). False: each
         transfer has its link to itself (the other algorithms send to one peer per step).
+    flows : tuple of int
+        Per transfer, how many equal flows (connections) carry its bytes at once: 2 where both
+        of NCCL's trees use an edge (each tree runs on its own channels). Empty: one each. The
+        bytes and the links are the transfer's; the flow-level replay sends that many flows,
+        and the leaf links shared by jobs count them (docs/model.md §2b).
     """
 
     transfers: tuple[tuple[int, int, float], ...]
     count: int = 1
     alpha_mult: float = 1.0
     shared_nic: bool = False
+    flows: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.count < 1 or self.alpha_mult < 0:
@@ -78,6 +84,12 @@ class Step:
         for src, dst, nbytes in self.transfers:
             if src == dst or min(src, dst) < 0 or not nbytes >= 0:
                 raise ValueError(f"invalid transfer {(src, dst, nbytes)} in Step")
+        if self.flows and (len(self.flows) != len(self.transfers) or min(self.flows) < 1):
+            raise ValueError(f"Step needs one flow count >= 1 per transfer, got {self.flows}")
+
+    def flow_count(self, i: int) -> int:
+        """How many equal flows carry transfer ``i`` (``flows``)."""
+        return self.flows[i] if self.flows else 1
 
 
 def _is_pow2(n: int) -> bool:
@@ -200,13 +212,15 @@ def _dbt_steps(n: int, m: float) -> tuple[Step, ...]:
     edges = _dbt_edge_trees(n)
     both = sorted([(a, b) for a, b in edges] + [(b, a) for a, b in edges])
     half = m / 2
+    trees = tuple(edges[(min(a, b), max(a, b))] for a, b in both)
     return (
         _st(((a, b, 0.0) for a, b in both), 1, float(2 * _clg(n))),
         Step(
-            tuple((a, b, half * edges[(min(a, b), max(a, b))]) for a, b in both),
+            tuple((a, b, half * k) for (a, b), k in zip(both, trees)),
             1,
             0.0,
             shared_nic=True,
+            flows=trees if max(trees, default=1) > 1 else (),
         ),
     )
 

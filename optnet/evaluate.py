@@ -661,26 +661,28 @@ _NO_LINK = PairLink("none", 0, 0.0, 0.0, 0.0)
 
 
 def _crossings(inst: Instance, opt: Option, slot_server, links) -> Iterator[tuple]:
-    """(step index, step count, sending rack, receiving rack, packet bytes) of every transfer of
-    ``opt`` with bytes whose pair uses the packet fabric between two racks (docs/model.md §2b)."""
+    """(step index, step count, sending rack, receiving rack, packet bytes, flows) of every
+    transfer of ``opt`` with bytes whose pair uses the packet fabric between two racks
+    (docs/model.md §2b); ``flows``: the connections carrying it (``Step.flows``)."""
     rack = [sv.rack for sv in inst.servers]
     for gs in opt.groups:
         for si, st in enumerate(gs.steps):
-            for a, b, nbytes in st.transfers:
+            for i, (a, b, nbytes) in enumerate(st.transfers):
                 sa, sb = slot_server[gs.slots[a]], slot_server[gs.slots[b]]
                 link = links.get((min(sa, sb), max(sa, sb)), _NO_LINK)
                 if nbytes > 0 and link.packet_share > 0 and rack[sa] != rack[sb]:
-                    yield si, st.count, rack[sa], rack[sb], nbytes * link.packet_share
+                    x = nbytes * link.packet_share
+                    yield si, st.count, rack[sa], rack[sb], x, st.flow_count(i)
 
 
 def leaf_flows(inst: Instance, opt: Option, slot_server, links) -> dict[tuple[str, int], int]:
     """The most packet flows one lockstep step of ``opt`` sends through each leaf uplink
-    ("up", rack) and downlink ("down", rack): the transfers with bytes whose pair uses the
-    packet fabric and whose servers are in different racks (docs/model.md §2b)."""
+    ("up", rack) and downlink ("down", rack): the flows of the transfers with bytes whose pair
+    uses the packet fabric and whose servers are in different racks (docs/model.md §2b)."""
     by_step: dict[int, dict[tuple[str, int], int]] = defaultdict(lambda: defaultdict(int))
-    for si, _count, r, s, _x in _crossings(inst, opt, slot_server, links):
-        by_step[si][("up", r)] += 1
-        by_step[si][("down", s)] += 1
+    for si, _count, r, s, _x, k in _crossings(inst, opt, slot_server, links):
+        by_step[si][("up", r)] += k
+        by_step[si][("down", s)] += k
     most: dict[tuple[str, int], int] = defaultdict(int)
     for here in by_step.values():
         for leaf, n in here.items():
@@ -692,7 +694,7 @@ def leaf_bytes(inst: Instance, opt: Option, slot_server, links) -> dict[tuple[st
     """Packet bytes one call of ``opt`` sends through each leaf uplink ("up", rack) and downlink
     ("down", rack), every step ``count`` times (the time-average view, docs/model.md §2b)."""
     out: dict[tuple[str, int], float] = defaultdict(float)
-    for _si, count, r, s, x in _crossings(inst, opt, slot_server, links):
+    for _si, count, r, s, x, _k in _crossings(inst, opt, slot_server, links):
         out[("up", r)] += count * x
         out[("down", s)] += count * x
     return dict(out)

@@ -343,10 +343,12 @@ def _group_program(
     steps = []
     for si, st in enumerate(gs.steps):
         flows: list[Flow] = []
-        for a, b, nbytes in st.transfers:
+        for i, (a, b, nbytes) in enumerate(st.transfers):
             sa, sb = servers[gs.slots[a]], servers[gs.slots[b]]
             via = relays.get((si, sa, sb))
-            flows += plat.flows(h, sa, sb, nbytes, st.alpha_mult, via)
+            k = st.flow_count(i)  # both of NCCL's trees on one edge: two connections
+            for _ in range(k):
+                flows += plat.flows(h, sa, sb, nbytes / k, st.alpha_mult, via)
         steps.append(StepFlows(st.count, tuple(flows)))
     return tuple(steps)
 

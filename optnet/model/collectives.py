@@ -677,8 +677,9 @@ def add_collective_lower_bound(m: pyo.ConcreteModel, md: ModelData) -> None:
 
 
 def shared_steps(md: ModelData) -> dict[tuple, tuple]:
-    """(j, ci, a, s) -> (count, mult, flows) with flows = [(src slot, dst slot, pair, MB)] of
-    every group instance's step s (the groups run in lockstep: docs/model.md §2b); computed
+    """(j, ci, a, s) -> (count, mult, flows) with flows = [(src slot, dst slot, pair, MB, k)]
+    of every group instance's step s (the groups run in lockstep: docs/model.md §2b;
+    k: the connections carrying the transfer, ``Step.flows``); computed
     once per model (``md.shared_steps``)."""
     if md.shared_steps is None:
         md.shared_steps = _lockstep_steps(md)
@@ -695,9 +696,11 @@ def _lockstep_steps(md: ModelData) -> dict[tuple, tuple]:
                         key = (j, ci, a, s)
                         entry = out.setdefault(key, [st.count, st.alpha_mult, []])
                         entry[0] = max(entry[0], st.count)
-                        for x, y, nbytes in st.transfers:
+                        for i, (x, y, nbytes) in enumerate(st.transfers):
                             src, dst = gs.slots[x], gs.slots[y]
-                            entry[2].append((src, dst, _pair(j, src, dst), nbytes / MB))
+                            entry[2].append(
+                                (src, dst, _pair(j, src, dst), nbytes / MB, st.flow_count(i))
+                            )
     return {k: (c, mult, flows) for k, (c, mult, flows) in sorted(out.items())}
 
 
@@ -718,7 +721,7 @@ def cross_job_most(md: ModelData) -> dict[int, int]:
         most = {k: 0 for k in range(len(md.cands))}
         if cross_job_leaves(md):
             for key, (_count, _mult, flows) in shared_steps(md).items():
-                most[key[0]] = max(most[key[0]], sum(mb > 0 for *_f, mb in flows))
+                most[key[0]] = max(most[key[0]], sum(k for *_f, mb, k in flows if mb > 0))
         md.cross_job_most = {j: sum(most[k] for k in most if k != j) for j in most}
     return md.cross_job_most
 
@@ -763,7 +766,7 @@ def shared_step_big_m(md: ModelData, mult: float, flows, j: int = 0) -> float:
     every byte of the step through the slowest link, plus its largest flow times the most flows
     other jobs may send through a leaf link (``cross_job_most``, model/cross_job.py)."""
     slowest = max([md.beta_max, md.inv_nic, *md.inv_uplink.values()])
-    own = sum(mb for *_x, mb in flows)
+    own = sum(f[3] for f in flows)
     others = cross_job_most(md)[j] * max((f[3] for f in flows), default=0)
     return mult * md.alpha_max + (own + others) * slowest
 
@@ -792,11 +795,11 @@ def add_shared_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
         big = shared_step_big_m(md, mult, flows, key[0])
         nic_out: dict[int, object] = {}
         nic_in: dict[int, object] = {}
-        for src, dst, p, mb in flows:
+        for src, dst, p, mb, _k in flows:
             nic_out[src] = nic_out.get(src, 0) + mb * m.pi[p]
             nic_in[dst] = nic_in.get(dst, 0) + mb * m.pi[p]
         seen_lp, seen_pk = set(), set()
-        for src, dst, p, mb in flows:
+        for src, dst, p, mb, _k in flows:
             if (p, mb) not in seen_lp:
                 seen_lp.add((p, mb))
                 lp_rows.append((key, mult * m.alpha[p] + mb * m.beta[p]))
@@ -839,14 +842,14 @@ def _leaf_rows(m: pyo.ConcreteModel, md: ModelData, key, mult: float, flows, big
         return []
     cross = [(r, s) for r, s in md.rack_pairs if r != s]
     load: dict[tuple[str, int], object] = {}
-    for src, _dst, p, mb in flows:
+    for src, _dst, p, mb, _k in flows:
         for r, s in cross:
             term = mb * m.piw[p + oriented(p, src, r, s)]
             load[("up", r)] = load.get(("up", r), 0) + term
             load[("down", s)] = load.get(("down", s), 0) + term
     shared = hasattr(m, "N_other")
     rows, seen = [], set()
-    for src, _dst, p, mb in flows:
+    for src, _dst, p, mb, _k in flows:
         lat = mult * m.alpha_pk[p]
         for r in md.racks:
             for tag in ("up", "down"):

@@ -33,10 +33,11 @@ def add_cross_job_flows(m: pyo.ConcreteModel, md: ModelData) -> None:
     """The most packet flows a chosen step of job k sends through leaf link l:
 
         uw[p,r,s] >= u[p] + w[p,r,s] - 1                   (pair p on the packet fabric, r -> s)
-        F[k,l]    >= sum_{flows f of step s} cross(f, l) - n_s (1 - x[k,c,a])
+        F[k,l]    >= sum_{transfers f of step s} k_f cross(f, l) - n_s (1 - x[k,c,a])
         N[j,l]     = sum_{k != j} F[k,l]
 
-    over every step s of every option a of job k (n_s its flows with bytes); exact at integer
+    over every step s of every option a of job k (k_f the connections carrying transfer f,
+    ``Step.flows``; n_s the step's flows with bytes); exact at integer
     decisions, since F and uw appear only on the right of lower bounds on step times."""
     leaves = cross_job_leaves(md)
     if not leaves:
@@ -53,11 +54,11 @@ def add_cross_job_flows(m: pyo.ConcreteModel, md: ModelData) -> None:
     )
     rows = []
     for key, (_count, _mult, flows) in steps.items():
-        moving = [(src, p) for src, _dst, p, mb in flows if mb > 0]
+        moving = [(src, p, k) for src, _dst, p, mb, k in flows if mb > 0]
         for leaf in leaves:
-            through = sum(_crossing(m, md, p, src, leaf) for src, p in moving)
+            through = sum(k * _crossing(m, md, p, src, leaf) for src, p, k in moving)
             if moving:
-                rows.append((key, leaf, through, len(moving)))
+                rows.append((key, leaf, through, sum(k for *_f, k in moving)))
     jobs = list(range(len(md.cands)))
     m.F = pyo.Var(jobs, m.CROSS_LEAVES, within=pyo.NonNegativeReals)
     m.CROSS_FLOW_ROWS = pyo.RangeSet(0, len(rows) - 1) if rows else pyo.Set(initialize=[])

@@ -171,11 +171,6 @@ REFUSED_PAIRS: tuple[Refusal, ...] = (
         remedy="use one phase or drop hybrid",
     ),
     Refusal(
-        (_F.PHASES, _F.CONGESTION),
-        "the leaf-link rows have no phase index (§5.8)",
-        remedy="use one phase or drop congestion_control",
-    ),
-    Refusal(
         (_F.RELAYS, _F.PHASES),
         "relay choices have no phase index (§5.4)",
         remedy="remove topology.relay or the phases",

@@ -748,8 +748,13 @@ def _job_links(inst: Instance, jc: JobCandidates, servers, q, ws_k, hybrid) -> d
     return links
 
 
+def _phase_links(phase_links: list[dict], cc) -> dict:
+    """The pair links collective ``cc`` runs on: its phase's (docs/model.md §5.8)."""
+    return phase_links[cc.spec.phase if len(phase_links) > 1 else 0]
+
+
 def _cross_job_flows(
-    inst: Instance, d: Decisions, cands: tuple[JobCandidates, ...], job_links: list[dict]
+    inst: Instance, d: Decisions, cands: tuple[JobCandidates, ...], job_links: list[list[dict]]
 ) -> list[dict[tuple[str, int], int]]:
     """Per job j, N_-j(l): the sum over the other jobs k of the most packet flows one step of
     k's chosen options sends through leaf link l (the worst alignment, docs/model.md §2b).
@@ -760,8 +765,9 @@ def _cross_job_flows(
     per_job = []
     for ji, jc in enumerate(cands):
         most: dict[tuple[str, int], int] = defaultdict(int)
-        for _cc, opt in _chosen(jc, d, ji):  # an unknown algorithm is reported by evaluate
-            for leaf, n in leaf_flows(inst, opt, d.placement[ji], job_links[ji]).items():
+        for cc, opt in _chosen(jc, d, ji):  # an unknown algorithm is reported by evaluate
+            links = _phase_links(job_links[ji], cc)
+            for leaf, n in leaf_flows(inst, opt, d.placement[ji], links).items():
                 most[leaf] = max(most[leaf], n)
         per_job.append(most)
     leaves = {leaf for most in per_job for leaf in most}
@@ -894,13 +900,13 @@ def evaluate(
         [_job_links(inst, jc, d.placement[ji], qh, ws_k, d.hybrid) for qh in qs]
         for ji, jc in enumerate(cands)
     ]
-    cross = _cross_job_flows(inst, d, cands, [pl[0] for pl in all_links])
+    cross = _cross_job_flows(inst, d, cands, all_links)
     iteration = [
         _evaluate_job(inst, d, ev, ji, jc, all_links[ji], cross[ji], boundaries, pair_bytes)
         for ji, jc in enumerate(cands)
     ]
     if physics.time_average_sharing(inst) and not ev.violations:
-        iteration = _time_average(inst, d, ev, cands, [pl[0] for pl in all_links], iteration)
+        iteration = _time_average(inst, d, ev, cands, all_links, iteration)
     ev.violations += _budget_violations(inst, iteration, iteration_budget_us)
     ev.feasible = not ev.violations
     if iteration and ev.feasible:  # an infeasible plan has no objective (only its violations)
@@ -937,7 +943,8 @@ def _time_average(
     for ji, jc in enumerate(cands):
         per: dict[tuple[str, int], float] = defaultdict(float)
         for cc, opt in _chosen(jc, d, ji):
-            for leaf, b in leaf_bytes(inst, opt, d.placement[ji], job_links[ji]).items():
+            links = _phase_links(job_links[ji], cc)
+            for leaf, b in leaf_bytes(inst, opt, d.placement[ji], links).items():
                 per[leaf] += cc.spec.count * b
         bytes_of.append(per)
     inv_up = {r: physics.uplink_inverse_rate(inst, r) for r in range(len(inst.racks))}
@@ -1014,7 +1021,7 @@ def _evaluate_job(
             )
             continue
         opt = cc.options[names.index(alg)]
-        links = phase_links[cc.spec.phase if len(phase_links) > 1 else 0]
+        links = _phase_links(phase_links, cc)
         relays = None
         if inst.relay:
             relays, bad = relay_map(inst, ji, ci, opt, servers, d.relays_of(ji, ci))

@@ -439,7 +439,9 @@ def run_replay(replay: Replay, jobs: list[int]) -> dict[int, list[list[float]]]:
 
     With several jobs, a job that has finished its first pass keeps looping its collectives
     until every job has finished its own (each first pass then meets every other job
-    communicating: the worst alignment); it stops at the next collective run after that."""
+    communicating: the worst alignment); it stops at the next collective run after that. A
+    job whose pass takes no simulated time (no flow leaves a server) meets no one and stops
+    after it: looping it would never yield to the engine."""
     sg = load_simgrid()
     with _quiet_stderr():
         engine = sg.Engine(["optnet", *SIMGRID_CONFIG])
@@ -450,6 +452,7 @@ def run_replay(replay: Replay, jobs: list[int]) -> dict[int, list[list[float]]]:
     def job(ji: int) -> None:
         first = True
         while first or pending:
+            start_us = sg.Engine.clock
             for coll in replay.jobs[ji]:
                 times = []
                 for _ in range(coll.count):
@@ -468,6 +471,8 @@ def run_replay(replay: Replay, jobs: list[int]) -> dict[int, list[list[float]]]:
             if first:
                 pending.discard(ji)
                 first = False
+            if sg.Engine.clock == start_us:
+                return
 
     for ji in jobs:
         sg.Actor.create(f"job{ji}", hosts["control"], job, ji)

@@ -474,6 +474,51 @@ def _draw_contended(rng: random.Random) -> tuple[schema.Cluster, schema.Workload
     return cluster, schema.Workload(jobs=[job]), f"cont{len(racks)}r"
 
 
+def _with_phases(
+    rng: random.Random, cluster: schema.Cluster, workload: schema.Workload
+) -> tuple[schema.Cluster, schema.Workload] | None:
+    """The draw with two phases ``p0``, ``p1`` (its collectives, at least two, split between
+    them) on OCSes that switch in 10 ms or 10 us (with two OCSes, one of each); None with fewer
+    than two collectives."""
+    colls = [(ji, ci) for ji, j in enumerate(workload.jobs) for ci in range(len(j.collectives))]
+    if len(colls) < 2:
+        return None
+    first = rng.randrange(len(colls))
+    second = rng.choice([i for i in range(len(colls)) if i != first])
+    phase = {
+        c: ("p0" if i == first else "p1" if i == second else rng.choice(["p0", "p1"]))
+        for i, c in enumerate(colls)
+    }
+    # communication-bound more often than tiny_instance: that is where matchings matter
+    jobs = [
+        j.model_copy(
+            update={
+                "compute_time_us": 0.0 if rng.random() < 0.5 else j.compute_time_us,
+                "collectives": [
+                    c.model_copy(
+                        update={
+                            "phase": phase[(ji, ci)],
+                            "overlap": 0.0 if rng.random() < 0.6 else c.overlap,
+                        }
+                    )
+                    for ci, c in enumerate(j.collectives)
+                ],
+            }
+        )
+        for ji, j in enumerate(workload.jobs)
+    ]
+    delays = [SLOW_US, FAST_US]
+    rng.shuffle(delays)
+    if len(cluster.ocs) == 1:
+        delays = [rng.choice([SLOW_US, FAST_US])]
+    ocs = [o.model_copy(update={"reconfig_delay_us": t}) for o, t in zip(cluster.ocs, delays)]
+    cluster = schema.Cluster.model_validate(cluster.model_copy(update={"ocs": ocs}).model_dump())
+    workload = schema.Workload.model_validate(
+        schema.Workload(jobs=jobs, phases=["p0", "p1"]).model_dump()
+    )
+    return cluster, workload
+
+
 def phased_instance(seed: int) -> Instance:
     """A random valid tiny instance with two communication phases ``p0``, ``p1``: its
     collectives (at least two) are split between them, and each OCS switches in 10 ms or
@@ -482,44 +527,10 @@ def phased_instance(seed: int) -> Instance:
     rng = random.Random(f"phased-{seed}")
     for _attempt in range(5000):
         cluster, workload, tag = _draw_contended(rng) if seed % 2 else _draw(rng)
-        colls = [(ji, ci) for ji, j in enumerate(workload.jobs) for ci in range(len(j.collectives))]
-        if len(colls) < 2:
+        phased = _with_phases(rng, cluster, workload)
+        if phased is None:
             continue
-        first = rng.randrange(len(colls))
-        second = rng.choice([i for i in range(len(colls)) if i != first])
-        phase = {
-            c: ("p0" if i == first else "p1" if i == second else rng.choice(["p0", "p1"]))
-            for i, c in enumerate(colls)
-        }
-        # communication-bound more often than tiny_instance: that is where matchings matter
-        jobs = [
-            j.model_copy(
-                update={
-                    "compute_time_us": 0.0 if rng.random() < 0.5 else j.compute_time_us,
-                    "collectives": [
-                        c.model_copy(
-                            update={
-                                "phase": phase[(ji, ci)],
-                                "overlap": 0.0 if rng.random() < 0.6 else c.overlap,
-                            }
-                        )
-                        for ci, c in enumerate(j.collectives)
-                    ],
-                }
-            )
-            for ji, j in enumerate(workload.jobs)
-        ]
-        delays = [SLOW_US, FAST_US]
-        rng.shuffle(delays)
-        if len(cluster.ocs) == 1:
-            delays = [rng.choice([SLOW_US, FAST_US])]
-        ocs = [o.model_copy(update={"reconfig_delay_us": t}) for o, t in zip(cluster.ocs, delays)]
-        cluster = schema.Cluster.model_validate(
-            cluster.model_copy(update={"ocs": ocs}).model_dump()
-        )
-        workload = schema.Workload.model_validate(
-            schema.Workload(jobs=jobs, phases=["p0", "p1"]).model_dump()
-        )
+        cluster, workload = phased
         inst_file = schema.InstanceFile(
             library="ideal", name=f"ph-{tag}-{seed}", topology=cluster, workload=workload
         )
@@ -702,6 +713,7 @@ COMPOSED = (
     "ws+congestion",
     "ws+all",
     "phases+ps",
+    "phases+congestion",
 )
 
 
@@ -790,6 +802,15 @@ def _composed_draw(kind: str, rng: random.Random):
             for j in workload.jobs
         ]
         return cluster.model_copy(update=update), schema.Workload(jobs=jobs), tag, MAX_ENUMERATION
+    if kind == "phases+congestion":  # a phased draw beside a congestion-controlled fabric
+        cluster, workload, tag = _draw_contended(rng) if rng.random() < 0.5 else _draw(rng)
+        phased = _with_phases(rng, cluster, workload)
+        racks = phased[0].racks if phased is not None else []
+        if phased is None or (len(racks) if isinstance(racks, list) else racks.count) < 2:
+            return None
+        cluster, workload = phased
+        packet = _packet(rng, hybrid=False, congestion=True)
+        return cluster.model_copy(update={"packet_fabric": packet}), workload, tag, None
     if kind == "phases+ps":
         drawn = _draw_ps(rng)
         if drawn is None:
@@ -801,6 +822,11 @@ def _composed_draw(kind: str, rng: random.Random):
         workload = schema.Workload(jobs=[job], phases=["p0", "p1"])
         return cluster.model_copy(update={"ocs": ocs}), workload, tag, None
     raise ValueError(kind)
+
+
+#: Phased decision sets brute force walks per kind: a congestion model times every step by its
+#: shared links, so its evaluations cost more.
+PHASED_LIMIT = {"phases+ps": MAX_PHASED_ENUMERATION, "phases+congestion": 2_500}
 
 
 def composed_instance(kind: str, seed: int) -> Instance:
@@ -826,7 +852,7 @@ def composed_instance(kind: str, seed: int) -> Instance:
         inst = build_instance(inst_file, cluster, workload, default_name=f"{label}{seed}")
         all_candidates(inst)
         small = (
-            phased_enumeration_size(inst) <= MAX_PHASED_ENUMERATION
+            phased_enumeration_size(inst) <= PHASED_LIMIT[kind]
             if limit is None
             else enumeration_size(inst) <= limit
         )

@@ -13,6 +13,7 @@ from brute import assert_milp_equals_brute, brute_force
 from gen import COMPOSED, composed_instance
 
 from optnet import capabilities, schema
+from optnet.candidates import all_candidates
 from optnet.capabilities import Feature as F
 from optnet.evaluate import evaluate
 from optnet.instance import build_instance
@@ -31,6 +32,7 @@ FEATURES = {
     "ws+congestion": {F.WAVELENGTH_SWITCHED, F.CONGESTION},
     "ws+all": {F.WAVELENGTH_SWITCHED, F.HYBRID, F.CONGESTION},
     "phases+ps": {F.PHASES, F.PARAMETER_SERVERS},
+    "phases+congestion": {F.PHASES, F.CONGESTION},
 }
 
 
@@ -65,6 +67,7 @@ COVERAGE = {
     "ws+congestion": ("slot-channels under a congestion model", 3),
     "ws+all": ("slot-channels under a congestion model with striping", 3),
     "phases+ps": ("push/pull in the second phase", 3),
+    "phases+congestion": ("a packet pair between racks in the second phase", 3),
 }
 
 
@@ -84,7 +87,30 @@ def _covers(kind: str, seed: int) -> bool:
         return bool(d.hybrid) or bool(d.ws_slots)
     if kind in ("ws+congestion", "ws+all"):
         return bool(d.ws_slots)
+    if kind == "phases+congestion":
+        return _packet_between_racks_in_phase(inst, d, 1)
     return ps and inst.jobs[0].collectives[0].phase == 1
+
+
+def _packet_between_racks_in_phase(inst, d, h: int) -> bool:
+    """Some collective of phase h sends bytes over the packet fabric between two racks (a pair
+    of its chosen algorithm with no lightpath in that phase)."""
+    lit = {frozenset((lp.server_a, lp.server_b)) for lp in d.plan(h).lightpaths}
+    rack = [sv.rack for sv in inst.servers]
+    for ji, jc in enumerate(all_candidates(inst)):
+        for ci, cc in enumerate(jc.collectives):
+            names = [o.algorithm for o in cc.options]
+            alg = d.algorithms.get((ji, ci), names[0])
+            if cc.spec.phase != h or alg not in names:
+                continue
+            for gs in cc.options[names.index(alg)].groups:
+                for st in gs.steps:
+                    for a, b, nbytes in st.transfers:
+                        sa, sb = d.placement[ji][gs.slots[a]], d.placement[ji][gs.slots[b]]
+                        pair = frozenset((sa, sb))
+                        if nbytes > 0 and rack[sa] != rack[sb] and pair not in lit:
+                            return True
+    return False
 
 
 @pytest.mark.parametrize("kind", COMPOSED)

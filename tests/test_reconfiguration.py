@@ -417,10 +417,6 @@ def test_phased_with_a_dead_transceiver_of_one_server(seed):
     "extra, field",
     [
         ("  packet_fabric: {rate_gbps: 100, hybrid: true}\n", "packet_fabric.hybrid"),
-        (
-            "  packet_fabric: {rate_gbps: 100, congestion_control: dcqcn}\n",
-            "packet_fabric.congestion_control",
-        ),
         ("  wavelength_switched: {name: ws}\n", "wavelength_switched"),
     ],
 )

@@ -81,6 +81,18 @@ def test_a_relayed_flow_stores_and_forwards():
     assert got == [pytest.approx(2 * (1.5 + 1e6 / 2_000 + 4.0 + 1e6 / 500), rel=1e-12)]
 
 
+def test_a_job_without_flows_beside_a_busy_one_ends():
+    """A job whose collectives never leave a server (no groups) takes no simulated time; run
+    together with a job that has a flow, the replay ends (it hung: the idle job looped without
+    yielding) and the busy job's time is its lone time."""
+    L, B, R = 2.0, 1e6, 1_000.0
+    replay = _one_link_replay(R, [Flow(B, (Hop("a", "b", L),))])
+    replay.jobs[1] = (CollectiveProgram("local", 2, ()),)
+    (got,) = run_in_subprocesses(replay, [[0, 1]])
+    assert got[0] == [[pytest.approx(L + B / R, rel=1e-12)]]
+    assert got[1] == [[0.0, 0.0]]
+
+
 # ------------------------------------------------------------------ (b) pure lightpaths
 
 

@@ -64,8 +64,11 @@ def _striping(m: pyo.ConcreteModel, md: ModelData, p) -> object:
     return sum(m.v[p + (q,)] for q in m.LP_COUNTS)
 
 
-def uses_packet(m: pyo.ConcreteModel, md: ModelData, p) -> object:
-    """packet_only[p] + striped[p]: the pair sends some bytes over the packet fabric (binary)."""
+def uses_packet(m: pyo.ConcreteModel, md: ModelData, p, h: int = 0) -> object:
+    """packet_only[p] + striped[p]: the pair sends some bytes over the packet fabric in phase h
+    (binary; a later phase has no slot-channels or striping: §10 refuses phases with them)."""
+    if h > 0:
+        return z_var(m, h, p, 0)
     return packet_only(m, md, p) + _striping(m, md, p)
 
 
@@ -205,11 +208,12 @@ def add_pair_latency(m: pyo.ConcreteModel, md: ModelData) -> None:
                 >= _by_racks(m, md, md.alpha_lp, j, a, b) - A * m.z_ph[h, j, a, b, 0]
             ),
         )
-        if md.has_packet:
+        if md.has_packet:  # with a congestion model the packet part's latency is alpha_pk
+            target = m.alpha_pk if md.shared else m.alpha_ph
             m.pair_latency_packet_ph = pyo.Constraint(
                 m.PHASE_PAIRS,
                 rule=lambda m, h, j, a, b: (
-                    m.alpha_ph[h, j, a, b]
+                    target[(j, a, b) if md.shared else (h, j, a, b)]
                     >= _by_racks(m, md, md.alpha_pkt, j, a, b) - A * (1 - m.z_ph[h, j, a, b, 0])
                 ),
             )
@@ -264,7 +268,7 @@ def add_pair_bandwidth(m: pyo.ConcreteModel, md: ModelData) -> None:
                 >= sum(md.beta_lp[q] * m.z_ph[h, j, a, b, q] for q in m.COUNTS if q >= 1)
             ),
         )
-        if md.has_packet:
+        if md.has_packet and not md.shared:
             m.pair_bandwidth_packet_ph = pyo.Constraint(
                 m.PHASE_PAIRS,
                 rule=lambda m, h, j, a, b: (
@@ -738,7 +742,8 @@ def add_packet_share(m: pyo.ConcreteModel, md: ModelData) -> None:
 
     (proportional striping; docs/model.md §2b), and its product with the rack pair,
     piw[p,r,s] = pi[p] w[p,r,s] for r != s:  piw >= pi + w - 1, piw >= 0  (exact for binary w,
-    since piw only appears on the right of lower bounds on step times)."""
+    since piw only appears on the right of lower bounds on step times). A later phase h has
+    pi[h,p] = z[h,p,0] and piw_ph[h,p,r,s] likewise (§5.8)."""
     if not md.shared:
         return
 
@@ -759,6 +764,25 @@ def add_packet_share(m: pyo.ConcreteModel, md: ModelData) -> None:
             m.piw[j, a, b, r, s] >= m.pi[j, a, b] + m.w[j, a, b, r, s] - 1
         ),
     )
+    if md.H > 1:  # a later phase: packet only, or lightpaths (§10 refuses striping there)
+        m.piw_ph = pyo.Var(m.PHASE_PAIRS, m.CROSS_RACKS, within=pyo.NonNegativeReals)
+        m.packet_share_between_racks_ph = pyo.Constraint(
+            m.PHASE_PAIRS,
+            m.CROSS_RACKS,
+            rule=lambda m, h, j, a, b, r, s: (
+                m.piw_ph[h, j, a, b, r, s] >= m.z_ph[h, j, a, b, 0] + m.w[j, a, b, r, s] - 1
+            ),
+        )
+
+
+def pi_var(m: pyo.ConcreteModel, h: int, p: tuple) -> object:
+    """pi[h,p]: the share of pair p's bytes on the packet fabric in phase h."""
+    return m.pi[p] if h == 0 else m.z_ph[(h,) + p + (0,)]
+
+
+def piw_var(m: pyo.ConcreteModel, h: int, p: tuple, r: int, s: int) -> object:
+    """piw[h,p,r,s] = pi[h,p] w[p,r,s]."""
+    return m.piw[p + (r, s)] if h == 0 else m.piw_ph[(h,) + p + (r, s)]
 
 
 def shared_step_big_m(md: ModelData, mult: float, flows, j: int = 0) -> float:
@@ -793,18 +817,19 @@ def add_shared_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
     lp_rows, pk_rows = [], []
     for key, (_count, mult, flows) in steps.items():
         big = shared_step_big_m(md, mult, flows, key[0])
+        h = md.phase_of(key[0], key[1])
         nic_out: dict[int, object] = {}
         nic_in: dict[int, object] = {}
         for src, dst, p, mb, _k in flows:
-            nic_out[src] = nic_out.get(src, 0) + mb * m.pi[p]
-            nic_in[dst] = nic_in.get(dst, 0) + mb * m.pi[p]
+            nic_out[src] = nic_out.get(src, 0) + mb * pi_var(m, h, p)
+            nic_in[dst] = nic_in.get(dst, 0) + mb * pi_var(m, h, p)
         seen_lp, seen_pk = set(), set()
         for src, dst, p, mb, _k in flows:
             if (p, mb) not in seen_lp:
                 seen_lp.add((p, mb))
-                lp_rows.append((key, mult * m.alpha[p] + mb * m.beta[p]))
+                lp_rows.append((key, mult * alpha_var(m, h, p) + mb * beta_var(m, h, p)))
             lat = mult * m.alpha_pk[p]
-            used = uses_packet(m, md, p)
+            used = uses_packet(m, md, p, h)
             for tag, load in (("out", nic_out[src]), ("in", nic_in[dst])):
                 if (p, tag, src if tag == "out" else dst) in seen_pk:
                     continue
@@ -821,9 +846,11 @@ def add_shared_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
     )
 
 
-def _packet_modes(m: pyo.ConcreteModel, md: ModelData, p) -> list[tuple[object, float]]:
-    """(indicator, packet share) of each way pair p uses the packet fabric: packet only
-    (z[p,0], all bytes) and, striped, q lightpaths beside it (v[p,q], phi_q)."""
+def _packet_modes(m: pyo.ConcreteModel, md: ModelData, p, h: int) -> list[tuple[object, float]]:
+    """(indicator, packet share) of each way pair p uses the packet fabric in phase h: packet
+    only (z[h,p,0], all bytes) and, striped, q lightpaths beside it (v[p,q], phi_q)."""
+    if h > 0:
+        return [(z_var(m, h, p, 0), 1.0)]
     modes = [(packet_only(m, md, p), 1.0)]
     if md.hybrid:
         modes += [(m.v[p + (q,)], md.packet_share[q]) for q in m.LP_COUNTS]
@@ -837,14 +864,16 @@ def _leaf_rows(m: pyo.ConcreteModel, md: ModelData, key, mult: float, flows, big
 
     for every flow of pair p leaving rack r (DOWN(r), N[j, down r] and ``enters`` for a flow
     entering r), one row per packet mode (ind, phi) of p (:func:`_packet_modes`). Without other
-    jobs on the leaf links (no ``m.N_other``) the modes collapse into one row with ind = u[p]."""
+    jobs on the leaf links (no ``m.N_other``) the modes collapse into one row with ind = u[p].
+    A collective of a later phase h reads that phase's links (``piw_var``, §5.8)."""
     if len(md.racks) < 2:
         return []
+    h = md.phase_of(key[0], key[1])
     cross = [(r, s) for r, s in md.rack_pairs if r != s]
     load: dict[tuple[str, int], object] = {}
     for src, _dst, p, mb, _k in flows:
         for r, s in cross:
-            term = mb * m.piw[p + oriented(p, src, r, s)]
+            term = mb * piw_var(m, h, p, *oriented(p, src, r, s))
             load[("up", r)] = load.get(("up", r), 0) + term
             load[("down", s)] = load.get(("down", s), 0) + term
     shared = hasattr(m, "N_other")
@@ -861,9 +890,9 @@ def _leaf_rows(m: pyo.ConcreteModel, md: ModelData, key, mult: float, flows, big
                 on = sum(m.w[p + oriented(p, src, *rs)] for rs in rack_pairs)
                 base = lat + md.inv_uplink[r] * load.get(leaf, 0)
                 if not shared:
-                    rows.append((key, base - big * (2 - uses_packet(m, md, p) - on)))
+                    rows.append((key, base - big * (2 - uses_packet(m, md, p, h) - on)))
                     continue
-                for ind, phi in _packet_modes(m, md, p):
+                for ind, phi in _packet_modes(m, md, p, h):
                     others = md.inv_uplink[r] * mb * phi * m.N_other[(key[0],) + leaf]
                     rows.append((key, base + others - big * (2 - ind - on)))
     return rows

@@ -20,19 +20,25 @@ from optnet.model.data import ModelData
 Leaf = tuple[str, int]
 
 
-def _crossing(m: pyo.ConcreteModel, md: ModelData, p, src: int, leaf: Leaf) -> object:
-    """1 if the transfer src -> the other slot of pair p crosses ``leaf`` on the packet fabric:
-    sum over the rack pairs leaving (entering) its rack of uw[p, r, s] (= u[p] w[p, r, s])."""
+def _uw(m: pyo.ConcreteModel, h: int, p, rs: tuple[int, int]) -> object:
+    """uw[h,p,r,s] = u[h,p] w[p,r,s]: pair p on the packet fabric between racks r -> s."""
+    return m.uw[p + rs] if h == 0 else m.uw_ph[(h,) + p + rs]
+
+
+def _crossing(m: pyo.ConcreteModel, md: ModelData, p, src: int, leaf: Leaf, h: int) -> object:
+    """1 if the transfer src -> the other slot of pair p crosses ``leaf`` on the packet fabric
+    in phase h: sum over the rack pairs leaving (entering) its rack of uw[h, p, r, s]."""
     tag, r = leaf
     if tag == "up":
-        return sum(m.uw[p + oriented(p, src, r, s)] for s in md.racks if s != r)
-    return sum(m.uw[p + oriented(p, src, s, r)] for s in md.racks if s != r)
+        return sum(_uw(m, h, p, oriented(p, src, r, s)) for s in md.racks if s != r)
+    return sum(_uw(m, h, p, oriented(p, src, s, r)) for s in md.racks if s != r)
 
 
 def add_cross_job_flows(m: pyo.ConcreteModel, md: ModelData) -> None:
     """The most packet flows a chosen step of job k sends through leaf link l:
 
-        uw[p,r,s] >= u[p] + w[p,r,s] - 1                   (pair p on the packet fabric, r -> s)
+        uw[p,r,s] >= u[p] + w[p,r,s] - 1                   (pair p on the packet fabric, r -> s;
+                                                            uw_ph[h,p,r,s] in a later phase h)
         F[k,l]    >= sum_{transfers f of step s} k_f cross(f, l) - n_s (1 - x[k,c,a])
         N[j,l]     = sum_{k != j} F[k,l]
 
@@ -52,11 +58,22 @@ def add_cross_job_flows(m: pyo.ConcreteModel, md: ModelData) -> None:
             m.uw[j, a, b, r, s] >= uses_packet(m, md, (j, a, b)) + m.w[j, a, b, r, s] - 1
         ),
     )
+    if md.H > 1:  # a later phase's packet pairs (§5.8)
+        m.uw_ph = pyo.Var(m.PHASE_PAIRS, m.CROSS_RACKS, within=pyo.NonNegativeReals)
+        m.packet_pair_between_racks_ph = pyo.Constraint(
+            m.PHASE_PAIRS,
+            m.CROSS_RACKS,
+            rule=lambda m, h, j, a, b, r, s: (
+                m.uw_ph[h, j, a, b, r, s]
+                >= uses_packet(m, md, (j, a, b), h) + m.w[j, a, b, r, s] - 1
+            ),
+        )
     rows = []
     for key, (_count, _mult, flows) in steps.items():
+        h = md.phase_of(key[0], key[1])
         moving = [(src, p, k) for src, _dst, p, mb, k in flows if mb > 0]
         for leaf in leaves:
-            through = sum(k * _crossing(m, md, p, src, leaf) for src, p, k in moving)
+            through = sum(k * _crossing(m, md, p, src, leaf, h) for src, p, k in moving)
             if moving:
                 rows.append((key, leaf, through, sum(k for *_f, k in moving)))
     jobs = list(range(len(md.cands)))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pyomo.environ as pyo
 
-from optnet.model.collectives import oriented
+from optnet.model.collectives import oriented, piw_var
 from optnet.model.data import MB, ModelData
 
 #: A leaf link: ("up", rack) carries the packet bytes leaving the rack, ("down", rack) entering.
@@ -39,12 +39,12 @@ def option_flows(md: ModelData, j: int, ci: int, a: int) -> list[tuple[int, tupl
     return flows
 
 
-def _through(m: pyo.ConcreteModel, md: ModelData, src: int, p: tuple, leaf: Leaf) -> object:
-    """The share of pair p's transfer from ``src`` that crosses ``leaf`` on the packet fabric:
-    sum over the rack pairs leaving (entering) its rack of piw[p, r, s] (= pi[p] w[p, r, s])."""
+def _through(m: pyo.ConcreteModel, md: ModelData, src: int, p: tuple, leaf: Leaf, h: int) -> object:
+    """The share of pair p's transfer from ``src`` that crosses ``leaf`` on the packet fabric in
+    phase h: sum over the rack pairs leaving (entering) its rack of piw[h, p, r, s]."""
     tag, r = leaf
     pairs = [(r, s) if tag == "up" else (s, r) for s in md.racks if s != r]
-    return sum(m.piw[p + oriented(p, src, *rs)] for rs in pairs)
+    return sum(piw_var(m, h, p, *oriented(p, src, *rs)) for rs in pairs)
 
 
 def add_time_average_links(m: pyo.ConcreteModel, md: ModelData) -> None:
@@ -66,8 +66,9 @@ def add_time_average_links(m: pyo.ConcreteModel, md: ModelData) -> None:
             for a in range(len(cc.options)):
                 flows = option_flows(md, j, ci, a)
                 big = sum(mb for *_f, mb in flows)
+                h = md.phase_of(j, ci)
                 for leaf in leaves if flows else []:
-                    through = sum(mb * _through(m, md, src, p, leaf) for src, p, mb in flows)
+                    through = sum(mb * _through(m, md, src, p, leaf, h) for src, p, mb in flows)
                     rows.append(((j, ci) + leaf, (j, ci, a), through, big))
                     load_terms[(j, ci) + leaf] = cc.spec.count
     m.TA_LOADS = pyo.Set(initialize=sorted(load_terms), dimen=4, ordered=True)

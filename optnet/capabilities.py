@@ -166,11 +166,6 @@ REFUSED_PAIRS: tuple[Refusal, ...] = (
         remedy="use one phase or drop the fabric",
     ),
     Refusal(
-        (_F.PHASES, _F.HYBRID),
-        "the hybrid choice has no phase index (§5.8)",
-        remedy="use one phase or drop hybrid",
-    ),
-    Refusal(
         (_F.RELAYS, _F.PHASES),
         "relay choices have no phase index (§5.4)",
         remedy="remove topology.relay or the phases",

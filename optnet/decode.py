@@ -9,6 +9,7 @@ import pyomo.environ as pyo
 
 from optnet.decisions import Circuit, Decisions, Lightpath, PhasePlan, Relay, Targets
 from optnet.model.data import ModelData
+from optnet.model.lightpaths import v_var
 from optnet.model.relay import relay_tables
 
 
@@ -54,9 +55,23 @@ def decode(m: pyo.ConcreteModel, md: ModelData) -> Decisions:
         d.hybrid = frozenset(
             (min(d.placement[j][a], d.placement[j][b]), max(d.placement[j][a], d.placement[j][b]))
             for j, a, b in md.pairs
-            if any(_on(m.v[j, a, b, q]) for q in m.LP_COUNTS)
+            if any(_on(v_var(m, h, (j, a, b), q)) for h, q in _striping_index(m, md, j, a, b))
         )
     return d.canonical()
+
+
+def _lit(lightpaths) -> dict[tuple[int, int], int]:
+    """Server pair (a < b) -> its lightpaths."""
+    lit: dict[tuple[int, int], int] = defaultdict(int)
+    for lp in lightpaths:
+        lit[(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))] += 1
+    return lit
+
+
+def _striping_index(m: pyo.ConcreteModel, md: ModelData, j: int, a: int, b: int) -> list:
+    """(phase, lightpath count) of every striping variable v[h,p,q] of pair p = (j, a, b)."""
+    phases = [0] + [h for h in range(1, md.H) if (h, j, a, b) in m.PHASE_PAIRS] if md.H > 1 else [0]
+    return [(h, q) for h in phases for q in m.LP_COUNTS]
 
 
 def _placement(m: pyo.ConcreteModel, md: ModelData, prev) -> dict[int, tuple[int, ...]]:
@@ -248,9 +263,7 @@ def encode(m: pyo.ConcreteModel, md: ModelData, d: Decisions) -> list[tuple]:
         alg = d.algorithms.get((j, ci))
         name = md.cands[j].collectives[ci].options[a].algorithm
         values.append((m.x[j, ci, a], 1.0 if alg == name else 0.0))
-    lit: dict[tuple[int, int], int] = defaultdict(int)  # server pair -> its lightpaths
-    for lp in d.lightpaths:
-        lit[(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))] += 1
+    lit_of = [_lit(d.plan(h).lightpaths) for h in range(md.H)] if md.hybrid else []  # per phase
     ws = d.ws_counts() if md.has_ws else {}
     for j, a, b in md.pairs if md.hybrid or md.has_ws else ():
         servers = d.placement.get(j)
@@ -258,9 +271,12 @@ def encode(m: pyo.ConcreteModel, md: ModelData, d: Decisions) -> list[tuple]:
             None if servers is None else (min(servers[a], servers[b]), max(servers[a], servers[b]))
         )
         if md.hybrid:
-            total = lit.get(key, 0)
-            for q in m.LP_COUNTS:
-                values.append((m.v[j, a, b, q], 1.0 if key in d.hybrid and q == total else 0.0))
+            on = key in d.hybrid
+            for h, q in _striping_index(m, md, j, a, b):
+                total = lit_of[h].get(key, 0)
+                values.append((v_var(m, h, (j, a, b), q), 1.0 if on and q == total else 0.0))
+            if md.H > 1:
+                values.append((m.stripes[j, a, b], 1.0 if on else 0.0))
         if md.has_ws:
             k = min(ws.get(key, (0, 0))) if key is not None else 0
             for kk in m.WS_COUNTS:

@@ -27,7 +27,8 @@ decisions, relays included, are then scored by ``optnet.evaluate`` as always.
 With communication phases (docs/model.md §5.8) every phase gets its own port matchings and
 lightpath counts: the search walks the product over phases of the per-phase configurations above
 (each collective's algorithm then chosen on the links of its own phase; the reconfiguration
-delay depends on the matchings only, so the per-collective choice stays exhaustive).
+delay depends on the matchings only, so the per-collective choice stays exhaustive). Striping
+is one choice per pair for the run: the subsets are of the pairs with lightpaths in some phase.
 """
 
 from __future__ import annotations
@@ -124,7 +125,8 @@ def brute_force(inst: Instance, objective: str = "max-iteration", **eval_kwargs)
                 ws = _ws_schedule(inst, placement, ws_keys, k_combo, lit)
                 if ws is None:
                     continue
-                for hybrid in _hybrid_subsets(inst, cands, placement, lps0):
+                every_lp = [lp for _c, lps in combo for lp in lps]  # striping: one choice per pair
+                for hybrid in _hybrid_subsets(inst, cands, placement, every_lp):
                     d = Decisions(placement, combo[0][0], lps0, {}, ws, hybrid, plans)
                     best_choices = _best_algorithms(inst, cands, d)
                     if best_choices is None:

@@ -714,6 +714,7 @@ COMPOSED = (
     "ws+all",
     "phases+ps",
     "phases+congestion",
+    "phases+hybrid",
 )
 
 
@@ -773,6 +774,28 @@ def _packet(rng: random.Random, hybrid: bool, congestion: bool) -> schema.Packet
     )
 
 
+def _communication_bound(
+    workload: schema.Workload, compute_us: float = 0.0, least_bytes: float = 0.0
+) -> schema.Workload:
+    """``workload`` with no overlap, ``compute_us`` of compute (as in tiny_fabric_instance) and
+    messages of at least ``least_bytes``."""
+    jobs = [
+        j.model_copy(
+            update={
+                "compute_time_us": compute_us,
+                "collectives": [
+                    c.model_copy(
+                        update={"overlap": 0.0, "message_bytes": max(c.message_bytes, least_bytes)}
+                    )
+                    for c in j.collectives
+                ],
+            }
+        )
+        for j in workload.jobs
+    ]
+    return workload.model_copy(update={"jobs": jobs})
+
+
 def _composed_draw(kind: str, rng: random.Random):
     """(cluster, workload, tag, enumeration limit) of one draw of ``kind`` (:data:`COMPOSED`)."""
     if kind.startswith("relay+"):
@@ -792,24 +815,19 @@ def _composed_draw(kind: str, rng: random.Random):
         n_racks = len(cluster.racks) if isinstance(cluster.racks, list) else cluster.racks.count
         packet = _packet(rng, hybrid=kind != "ws+congestion", congestion=kind != "ws+hybrid")
         update = {"packet_fabric": packet, "wavelength_switched": _ws_fabric(rng, n_racks)}
-        jobs = [  # communication-bound, as in tiny_fabric_instance
-            j.model_copy(
-                update={
-                    "compute_time_us": rng.choice([0.0, 100.0]),
-                    "collectives": [c.model_copy(update={"overlap": 0.0}) for c in j.collectives],
-                }
-            )
-            for j in workload.jobs
-        ]
-        return cluster.model_copy(update=update), schema.Workload(jobs=jobs), tag, MAX_ENUMERATION
-    if kind == "phases+congestion":  # a phased draw beside a congestion-controlled fabric
+        workload = _communication_bound(workload, rng.choice([0.0, 100.0]))
+        return cluster.model_copy(update=update), workload, tag, MAX_ENUMERATION
+    if kind in ("phases+congestion", "phases+hybrid"):  # a phased draw beside a packet fabric
         cluster, workload, tag = _draw_contended(rng) if rng.random() < 0.5 else _draw(rng)
         phased = _with_phases(rng, cluster, workload)
         racks = phased[0].racks if phased is not None else []
         if phased is None or (len(racks) if isinstance(racks, list) else racks.count) < 2:
             return None
         cluster, workload = phased
-        packet = _packet(rng, hybrid=False, congestion=True)
+        hybrid = kind == "phases+hybrid"  # striped, under a congestion model half the time
+        packet = _packet(rng, hybrid=hybrid, congestion=not hybrid or rng.random() < 0.5)
+        if hybrid:  # communication-bound, large messages: where striping can pay
+            workload = _communication_bound(workload, least_bytes=rng.choice([1e7, 1e8]))
         return cluster.model_copy(update={"packet_fabric": packet}), workload, tag, None
     if kind == "phases+ps":
         drawn = _draw_ps(rng)
@@ -826,7 +844,11 @@ def _composed_draw(kind: str, rng: random.Random):
 
 #: Phased decision sets brute force walks per kind: a congestion model times every step by its
 #: shared links, so its evaluations cost more.
-PHASED_LIMIT = {"phases+ps": MAX_PHASED_ENUMERATION, "phases+congestion": 2_500}
+PHASED_LIMIT = {
+    "phases+ps": MAX_PHASED_ENUMERATION,
+    "phases+congestion": 2_500,
+    "phases+hybrid": 1_000,  # times the striping subsets
+}
 
 
 def composed_instance(kind: str, seed: int) -> Instance:

@@ -33,6 +33,7 @@ FEATURES = {
     "ws+all": {F.WAVELENGTH_SWITCHED, F.HYBRID, F.CONGESTION},
     "phases+ps": {F.PHASES, F.PARAMETER_SERVERS},
     "phases+congestion": {F.PHASES, F.CONGESTION},
+    "phases+hybrid": {F.PHASES, F.HYBRID},
 }
 
 
@@ -68,6 +69,7 @@ COVERAGE = {
     "ws+all": ("slot-channels under a congestion model with striping", 3),
     "phases+ps": ("push/pull in the second phase", 3),
     "phases+congestion": ("a packet pair between racks in the second phase", 3),
+    "phases+hybrid": ("a pair striped in the second phase", 3),
 }
 
 
@@ -89,6 +91,12 @@ def _covers(kind: str, seed: int) -> bool:
         return bool(d.ws_slots)
     if kind == "phases+congestion":
         return _packet_between_racks_in_phase(inst, d, 1)
+    if kind == "phases+hybrid":
+        lit = {
+            (min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))
+            for lp in d.plan(1).lightpaths
+        }
+        return bool(d.hybrid & lit)
     return ps and inst.jobs[0].collectives[0].phase == 1
 
 

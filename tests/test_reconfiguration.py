@@ -416,7 +416,6 @@ def test_phased_with_a_dead_transceiver_of_one_server(seed):
 @pytest.mark.parametrize(
     "extra, field",
     [
-        ("  packet_fabric: {rate_gbps: 100, hybrid: true}\n", "packet_fabric.hybrid"),
         ("  wavelength_switched: {name: ws}\n", "wavelength_switched"),
     ],
 )

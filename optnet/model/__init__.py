@@ -45,6 +45,7 @@ FAMILIES = (
     ("ws attachment", wavelength_switching.add_ws_attachment),
     ("one transport", wavelength_switching.add_one_transport),
     ("hybrid choice", lightpaths.add_hybrid_choice),
+    ("hybrid choice per phase", lightpaths.add_hybrid_choice_per_phase),
     ("collective variables", collectives.add_collective_variables),
     ("algorithm choice", collectives.add_algorithm_choice),
     ("pair latency", collectives.add_pair_latency),

@@ -18,7 +18,7 @@ from __future__ import annotations
 import pyomo.environ as pyo
 
 from optnet.model.data import MB, ModelData
-from optnet.model.lightpaths import odd_ring_lightpaths, z_var
+from optnet.model.lightpaths import odd_ring_lightpaths, v_var, z_var
 from optnet.model.relay import relayed
 from optnet.model.wavelength_switching import packet_only
 
@@ -56,20 +56,24 @@ def _by_racks(m: pyo.ConcreteModel, md: ModelData, coef: dict, j: int, a: int, b
     return sum(coef[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
 
 
-def _striping(m: pyo.ConcreteModel, md: ModelData, p) -> object:
-    """h[p] = sum_q v[p,q]: the pair stripes over lightpaths and the packet fabric (0 if the
-    instance does not allow it)."""
+def _striping(m: pyo.ConcreteModel, md: ModelData, p, h: int = 0) -> object:
+    """sum_q v[h,p,q]: the pair stripes over lightpaths and the packet fabric in phase h (0 if
+    the instance does not allow it)."""
     if not md.hybrid:
         return 0
-    return sum(m.v[p + (q,)] for q in m.LP_COUNTS)
+    return sum(v_var(m, h, p, q) for q in m.LP_COUNTS)
+
+
+def _packet_only(m: pyo.ConcreteModel, md: ModelData, p, h: int) -> object:
+    """The pair sends all its bytes over the packet fabric in phase h (a later phase has no
+    slot-channels: §10 refuses phases with them)."""
+    return packet_only(m, md, p) if h == 0 else z_var(m, h, p, 0)
 
 
 def uses_packet(m: pyo.ConcreteModel, md: ModelData, p, h: int = 0) -> object:
-    """packet_only[p] + striped[p]: the pair sends some bytes over the packet fabric in phase h
-    (binary; a later phase has no slot-channels or striping: §10 refuses phases with them)."""
-    if h > 0:
-        return z_var(m, h, p, 0)
-    return packet_only(m, md, p) + _striping(m, md, p)
+    """packet_only[h,p] + striped[h,p]: the pair sends some bytes over the packet fabric in
+    phase h (binary)."""
+    return _packet_only(m, md, p, h) + _striping(m, md, p, h)
 
 
 def step_tables(md: ModelData) -> dict[tuple, list[tuple]]:
@@ -214,7 +218,8 @@ def add_pair_latency(m: pyo.ConcreteModel, md: ModelData) -> None:
                 m.PHASE_PAIRS,
                 rule=lambda m, h, j, a, b: (
                     target[(j, a, b) if md.shared else (h, j, a, b)]
-                    >= _by_racks(m, md, md.alpha_pkt, j, a, b) - A * (1 - m.z_ph[h, j, a, b, 0])
+                    >= _by_racks(m, md, md.alpha_pkt, j, a, b)
+                    - A * (1 - uses_packet(m, md, (j, a, b), h))
                 ),
             )
 
@@ -260,14 +265,31 @@ def add_pair_bandwidth(m: pyo.ConcreteModel, md: ModelData) -> None:
                 - _ws_slack(m, md, B, j, a, b)
             ),
         )
-    if md.H > 1:
+    if md.H > 1:  # q lightpaths alone: z[h,p,q] - v[h,p,q]; striped: as above
         m.pair_bandwidth_lightpath_ph = pyo.Constraint(
             m.PHASE_PAIRS,
             rule=lambda m, h, j, a, b: (
                 m.beta_ph[h, j, a, b]
-                >= sum(md.beta_lp[q] * m.z_ph[h, j, a, b, q] for q in m.COUNTS if q >= 1)
+                >= sum(
+                    md.beta_lp[q]
+                    * (m.z_ph[h, j, a, b, q] - (m.v_ph[h, j, a, b, q] if md.hybrid else 0))
+                    for q in m.COUNTS
+                    if q >= 1
+                )
             ),
         )
+        if md.hybrid:
+            m.pair_bandwidth_hybrid_ph = pyo.Constraint(
+                m.PHASE_PAIRS,
+                m.LP_COUNTS,
+                rule=lambda m, h, j, a, b, q: (
+                    m.beta_ph[h, j, a, b]
+                    >= sum(
+                        md.beta_both[(q,) + rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs
+                    )
+                    - B * (1 - m.v_ph[h, j, a, b, q])
+                ),
+            )
         if md.has_packet and not md.shared:
             m.pair_bandwidth_packet_ph = pyo.Constraint(
                 m.PHASE_PAIRS,
@@ -743,17 +765,10 @@ def add_packet_share(m: pyo.ConcreteModel, md: ModelData) -> None:
     (proportional striping; docs/model.md §2b), and its product with the rack pair,
     piw[p,r,s] = pi[p] w[p,r,s] for r != s:  piw >= pi + w - 1, piw >= 0  (exact for binary w,
     since piw only appears on the right of lower bounds on step times). A later phase h has
-    pi[h,p] = z[h,p,0] and piw_ph[h,p,r,s] likewise (§5.8)."""
+    pi[h,p] with z[h,p,0], v[h,p,q] and piw_ph[h,p,r,s] likewise (§5.8)."""
     if not md.shared:
         return
-
-    def pi(m, j, a, b):
-        p = (j, a, b)
-        if not md.hybrid:
-            return packet_only(m, md, p)
-        return packet_only(m, md, p) + sum(md.packet_share[q] * m.v[p + (q,)] for q in m.LP_COUNTS)
-
-    m.pi = pyo.Expression(m.PAIRS, rule=pi)
+    m.pi = pyo.Expression(m.PAIRS, rule=lambda m, j, a, b: _packet_share(m, md, (j, a, b), 0))
     cross = [(r, s) for r, s in md.rack_pairs if r != s]
     m.CROSS_RACKS = pyo.Set(initialize=cross, dimen=2, ordered=True)
     m.piw = pyo.Var(m.PAIRS, m.CROSS_RACKS, within=pyo.NonNegativeReals)
@@ -764,20 +779,26 @@ def add_packet_share(m: pyo.ConcreteModel, md: ModelData) -> None:
             m.piw[j, a, b, r, s] >= m.pi[j, a, b] + m.w[j, a, b, r, s] - 1
         ),
     )
-    if md.H > 1:  # a later phase: packet only, or lightpaths (§10 refuses striping there)
+    if md.H > 1:  # a later phase's pairs (§5.8)
         m.piw_ph = pyo.Var(m.PHASE_PAIRS, m.CROSS_RACKS, within=pyo.NonNegativeReals)
         m.packet_share_between_racks_ph = pyo.Constraint(
             m.PHASE_PAIRS,
             m.CROSS_RACKS,
             rule=lambda m, h, j, a, b, r, s: (
-                m.piw_ph[h, j, a, b, r, s] >= m.z_ph[h, j, a, b, 0] + m.w[j, a, b, r, s] - 1
+                m.piw_ph[h, j, a, b, r, s]
+                >= _packet_share(m, md, (j, a, b), h) + m.w[j, a, b, r, s] - 1
             ),
         )
 
 
-def pi_var(m: pyo.ConcreteModel, h: int, p: tuple) -> object:
+def _packet_share(m: pyo.ConcreteModel, md: ModelData, p, h: int) -> object:
+    """pi[h,p] = packet_only[h,p] + sum_q phi_q v[h,p,q]."""
+    return sum(ind * phi for ind, phi in _packet_modes(m, md, p, h))
+
+
+def pi_var(m: pyo.ConcreteModel, md: ModelData, h: int, p: tuple) -> object:
     """pi[h,p]: the share of pair p's bytes on the packet fabric in phase h."""
-    return m.pi[p] if h == 0 else m.z_ph[(h,) + p + (0,)]
+    return m.pi[p] if h == 0 else _packet_share(m, md, p, h)
 
 
 def piw_var(m: pyo.ConcreteModel, h: int, p: tuple, r: int, s: int) -> object:
@@ -821,8 +842,8 @@ def add_shared_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
         nic_out: dict[int, object] = {}
         nic_in: dict[int, object] = {}
         for src, dst, p, mb, _k in flows:
-            nic_out[src] = nic_out.get(src, 0) + mb * pi_var(m, h, p)
-            nic_in[dst] = nic_in.get(dst, 0) + mb * pi_var(m, h, p)
+            nic_out[src] = nic_out.get(src, 0) + mb * pi_var(m, md, h, p)
+            nic_in[dst] = nic_in.get(dst, 0) + mb * pi_var(m, md, h, p)
         seen_lp, seen_pk = set(), set()
         for src, dst, p, mb, _k in flows:
             if (p, mb) not in seen_lp:
@@ -848,12 +869,10 @@ def add_shared_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
 
 def _packet_modes(m: pyo.ConcreteModel, md: ModelData, p, h: int) -> list[tuple[object, float]]:
     """(indicator, packet share) of each way pair p uses the packet fabric in phase h: packet
-    only (z[h,p,0], all bytes) and, striped, q lightpaths beside it (v[p,q], phi_q)."""
-    if h > 0:
-        return [(z_var(m, h, p, 0), 1.0)]
-    modes = [(packet_only(m, md, p), 1.0)]
+    only (z[h,p,0], all bytes) and, striped, q lightpaths beside it (v[h,p,q], phi_q)."""
+    modes = [(_packet_only(m, md, p, h), 1.0)]
     if md.hybrid:
-        modes += [(m.v[p + (q,)], md.packet_share[q]) for q in m.LP_COUNTS]
+        modes += [(v_var(m, h, p, q), md.packet_share[q]) for q in m.LP_COUNTS]
     return modes
 
 

@@ -288,6 +288,46 @@ def add_hybrid_choice(m: pyo.ConcreteModel, md: ModelData) -> None:
     )
 
 
+def v_var(m: pyo.ConcreteModel, h: int, p: tuple, q: int):
+    """v[h,p,q]: pair p has q lightpaths in phase h and stripes."""
+    return m.v[p + (q,)] if h == 0 else m.v_ph[(h,) + p + (q,)]
+
+
+def add_hybrid_choice_per_phase(m: pyo.ConcreteModel, md: ModelData) -> None:
+    """With phases (docs/model.md §5.8): striping is one choice per pair for the run, y[p] in
+    {0,1}, and a striped pair stripes in every phase in which it has lightpaths:
+
+        v[h,p,q] <= z[h,p,q],   v[h,p,q] <= y[p],   v[h,p,q] >= z[h,p,q] + y[p] - 1
+
+    (v_ph >= 0 continuous: the rows make it binary at integer z and y)."""
+    if not md.hybrid or md.H <= 1:
+        return
+    m.v_ph = pyo.Var(m.PHASE_PAIRS, m.LP_COUNTS, within=pyo.NonNegativeReals)
+    m.stripes = pyo.Var(m.PAIRS, within=pyo.Binary)
+    rows = [(0, *p) for p in m.PAIRS] + list(m.PHASE_PAIRS)
+    m.HYBRID_PHASE_PAIRS = pyo.Set(initialize=rows, dimen=4, ordered=True)
+    idx = (m.HYBRID_PHASE_PAIRS, m.LP_COUNTS)
+
+    def _v(m, h, j, a, b, q):
+        return v_var(m, h, (j, a, b), q)
+
+    m.hybrid_needs_lightpaths_ph = pyo.Constraint(
+        *idx,
+        rule=lambda m, h, j, a, b, q: (
+            pyo.Constraint.Skip if h == 0 else _v(m, h, j, a, b, q) <= m.z_ph[h, j, a, b, q]
+        ),
+    )
+    m.hybrid_is_the_pair_choice = pyo.Constraint(
+        *idx, rule=lambda m, h, j, a, b, q: _v(m, h, j, a, b, q) <= m.stripes[j, a, b]
+    )
+    m.hybrid_stripes_every_phase = pyo.Constraint(
+        *idx,
+        rule=lambda m, h, j, a, b, q: (
+            _v(m, h, j, a, b, q) >= z_var(m, h, (j, a, b), q) + m.stripes[j, a, b] - 1
+        ),
+    )
+
+
 def odd_ring_cap(n: int, ocses: int, rack_sizes: tuple[int, ...]) -> int | None:
     """The most lightpaths the narrowest edge of a ring of ``n`` servers can have when ``n`` is
     odd, each of the K = ``ocses`` OCSes gives a server one transceiver, and the ring cannot sit

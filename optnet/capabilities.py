@@ -166,11 +166,6 @@ REFUSED_PAIRS: tuple[Refusal, ...] = (
         remedy="use one phase or drop the fabric",
     ),
     Refusal(
-        (_F.RELAYS, _F.PHASES),
-        "relay choices have no phase index (§5.4)",
-        remedy="remove topology.relay or the phases",
-    ),
-    Refusal(
         (_F.RELAYS, _F.CONGESTION),
         "with shared packet links a step's flows are timed in lockstep by the leaf-link rows, "
         "which do not follow a relayed transfer's two hops (§2b, §5.4)",

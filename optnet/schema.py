@@ -245,8 +245,8 @@ class Relay(Strict):
     """Relays through a third server (opt-in): a transfer a -> b of a collective step may go
     store-and-forward over two lightpath hops a -> c -> b through another server c of the same
     collective group; the MILP chooses which transfers relay and through which server
-    (docs/model.md §5.4). Not modelled together with ``workload.phases``,
-    ``packet_fabric.congestion_control`` or ``direct`` (docs/model.md §10)."""
+    (docs/model.md §5.4); with phases, each in its collective's phase. Not modelled together
+    with ``packet_fabric.congestion_control`` or ``direct`` (docs/model.md §10)."""
 
     overhead_us: NonNegFloat = C.RELAY_OVERHEAD_US
     """Extra time the relay server adds to a relayed transfer (receive complete -> second send

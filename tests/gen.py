@@ -715,6 +715,7 @@ COMPOSED = (
     "phases+ps",
     "phases+congestion",
     "phases+hybrid",
+    "relay+phases",
 )
 
 
@@ -802,6 +803,11 @@ def _composed_draw(kind: str, rng: random.Random):
         cluster, workload, tag = _draw_relay(rng)
         G, n_racks = cluster.gpus_per_server, len(cluster.racks)
         update: dict = {}
+        if kind == "relay+phases":  # two phases on a 10 us or 10 ms OCS (_with_phases)
+            phased = _with_phases(rng, cluster, workload)
+            if phased is None:
+                return None
+            return *phased, tag, None
         if kind == "relay+ps":
             workload = schema.Workload(jobs=[_ps_job(rng, G, phases=False)])
         elif kind == "relay+hybrid":  # the draw's slow fabric (or a 25G one), striped
@@ -848,6 +854,7 @@ PHASED_LIMIT = {
     "phases+ps": MAX_PHASED_ENUMERATION,
     "phases+congestion": 2_500,
     "phases+hybrid": 1_000,  # times the striping subsets
+    "relay+phases": MAX_PHASED_ENUMERATION,
 }
 
 

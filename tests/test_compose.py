@@ -34,6 +34,7 @@ FEATURES = {
     "phases+ps": {F.PHASES, F.PARAMETER_SERVERS},
     "phases+congestion": {F.PHASES, F.CONGESTION},
     "phases+hybrid": {F.PHASES, F.HYBRID},
+    "relay+phases": {F.RELAYS, F.PHASES},
 }
 
 
@@ -70,6 +71,7 @@ COVERAGE = {
     "phases+ps": ("push/pull in the second phase", 3),
     "phases+congestion": ("a packet pair between racks in the second phase", 3),
     "phases+hybrid": ("a pair striped in the second phase", 3),
+    "relay+phases": ("a transfer relayed in the second phase", 4),
 }
 
 
@@ -91,6 +93,8 @@ def _covers(kind: str, seed: int) -> bool:
         return bool(d.ws_slots)
     if kind == "phases+congestion":
         return _packet_between_racks_in_phase(inst, d, 1)
+    if kind == "relay+phases":
+        return any(inst.jobs[r.job].collectives[r.collective].phase == 1 for r in d.relays)
     if kind == "phases+hybrid":
         lit = {
             (min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))

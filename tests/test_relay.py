@@ -248,7 +248,7 @@ def test_relay_with_a_congestion_model_is_refused():
         assert _three(wavelength_switched=fabric, packet=hybrid).relay
 
 
-def test_relay_with_phases_is_refused_with_parameter_servers_accepted(tmp_path):
+def test_relay_with_phases_and_with_parameter_servers_are_accepted(tmp_path):
     text = RELAY_YAML.read_text()
     phased = text.replace(
         "message_bytes: 16.0e6, count: 4}", "message_bytes: 16.0e6, count: 4, phase: a}"
@@ -261,15 +261,12 @@ def test_relay_with_phases_is_refused_with_parameter_servers_accepted(tmp_path):
         .replace("count: 4, servers_per_rack: 1", "count: 5, servers_per_rack: 1")
         .replace("ports: 4,", "ports: 5,")
     )
-    for name, body, code in (("phased", phased, errors.EXIT_INPUT), ("ps", ps, errors.EXIT_OK)):
+    for name, body in (("phased", phased), ("ps", ps)):
         assert body != text
         path = tmp_path / f"{name}.yaml"
         path.write_text(body)
         r = CliRunner().invoke(main, ["validate", str(path)])
-        assert r.exit_code == code, r.output
-        assert "Traceback" not in r.output
-        if name == "phased":
-            assert "relay" in r.output and "workload.phases" in r.output
+        assert r.exit_code == errors.EXIT_OK, r.output
 
 
 # --------------------------------------------------------------------------- exhaustive search

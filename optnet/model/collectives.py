@@ -18,19 +18,9 @@ from __future__ import annotations
 import pyomo.environ as pyo
 
 from optnet.model.data import MB, ModelData
-from optnet.model.lightpaths import odd_ring_lightpaths, v_var, z_var
+from optnet.model.lightpaths import alpha_var, beta_var, odd_ring_lightpaths, v_var, z_var
 from optnet.model.relay import relayed
 from optnet.model.wavelength_switching import packet_only
-
-
-def alpha_var(m: pyo.ConcreteModel, h: int, p: tuple):
-    """alpha[h,p]: latency of pair p's link in phase h."""
-    return m.alpha[p] if h == 0 else m.alpha_ph[(h,) + p]
-
-
-def beta_var(m: pyo.ConcreteModel, h: int, p: tuple):
-    """beta[h,p]: inverse bandwidth of pair p's link in phase h."""
-    return m.beta[p] if h == 0 else m.beta_ph[(h,) + p]
 
 
 def collective_index(md: ModelData) -> list[tuple[int, int]]:
@@ -402,12 +392,6 @@ def add_shared_nic(m: pyo.ConcreteModel, md: ModelData) -> None:
             ),
         )
 
-    def ak(h: int, p: tuple):
-        return m.ak[p] if h == 0 else m.ak_ph[(h,) + p]
-
-    def pk(h: int, p: tuple):
-        return m.pk[p] if h == 0 else m.pk_ph[(h,) + p]
-
     rows = [
         key + (gi, fi)
         for key, groups in nic.items()
@@ -426,9 +410,19 @@ def add_shared_nic(m: pyo.ConcreteModel, md: ModelData) -> None:
         if md.relay:
             return m.t[key] >= mult * m.akf[key + (i,)] + sum(m.pkf[key + (f[3],)] for f in ts)
         h = md.phase_of(j, ci)
-        return m.t[key] >= mult * ak(h, pair) + sum(mb * pk(h, p) for p, _m, mb, _i in ts)
+        return m.t[key] >= mult * _ak(m, h, pair) + sum(mb * _pk(m, h, p) for p, _m, mb, _i in ts)
 
     m.shared_nic_time = pyo.Constraint(m.NIC_ROWS, rule=rule)
+
+
+def _ak(m: pyo.ConcreteModel, h: int, p: tuple) -> object:
+    """ak[h,p]: pair p's packet latency through a shared NIC in phase h."""
+    return m.ak[p] if h == 0 else m.ak_ph[(h,) + p]
+
+
+def _pk(m: pyo.ConcreteModel, h: int, p: tuple) -> object:
+    """pk[h,p]: pair p's packet inverse bandwidth through a shared NIC in phase h."""
+    return m.pk[p] if h == 0 else m.pk_ph[(h,) + p]
 
 
 def _add_relayed_nic_terms(m: pyo.ConcreteModel, md: ModelData, nic: dict) -> None:
@@ -438,7 +432,7 @@ def _add_relayed_nic_terms(m: pyo.ConcreteModel, md: ModelData, nic: dict) -> No
         akf[f] >= ak[p] - A sum_c u[f,c],   pkf[f] >= MB_f pk[p] - MB_f B sum_c u[f,c]
 
     (both >= 0; exact, as they only bound step times from below), and the NIC rows read akf and
-    pkf in place of ak[p] and MB_f pk[p]."""
+    pkf in place of ak[p] and MB_f pk[p] (ak, pk of the collective's phase, §5.8)."""
     terms = sorted({key + (f[3],): f for key, gs in nic.items() for ts in gs for f in ts}.items())
     m.NIC_TRANSFERS = pyo.Set(initialize=[k for k, _f in terms], dimen=6, ordered=True)
     of = dict(terms)
@@ -447,12 +441,16 @@ def _add_relayed_nic_terms(m: pyo.ConcreteModel, md: ModelData, nic: dict) -> No
     m.pkf = pyo.Var(m.NIC_TRANSFERS, within=pyo.NonNegativeReals)
     m.nic_latency_relayed = pyo.Constraint(
         m.NIC_TRANSFERS,
-        rule=lambda m, *k: m.akf[k] >= m.ak[of[k][0]] - A * relayed(m, md, k[:5], k[5]),
+        rule=lambda m, *k: (
+            m.akf[k] >= _ak(m, md.phase_of(k[0], k[1]), of[k][0]) - A * relayed(m, md, k[:5], k[5])
+        ),
     )
     m.nic_bandwidth_relayed = pyo.Constraint(
         m.NIC_TRANSFERS,
         rule=lambda m, *k: (
-            m.pkf[k] >= of[k][2] * (m.pk[of[k][0]] - B * relayed(m, md, k[:5], k[5]))
+            m.pkf[k]
+            >= of[k][2]
+            * (_pk(m, md.phase_of(k[0], k[1]), of[k][0]) - B * relayed(m, md, k[:5], k[5]))
         ),
     )
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from optnet import physics
-from optnet.candidates import JobCandidates
+from optnet.candidates import JobCandidates, relay_slots
 from optnet.instance import Instance
 
 Pair = tuple[int, int, int]  # (job, slot a, slot b) with a < b
@@ -127,15 +127,19 @@ class ModelData:
         return self.cands[j].collectives[ci].spec.phase if self.H > 1 else 0
 
 
-def phase_pairs(cands: tuple[JobCandidates, ...], H: int) -> list[list[Pair]]:
-    """P_h: the slot pairs some option of some collective of phase h uses (sorted)."""
+def phase_pairs(cands: tuple[JobCandidates, ...], H: int, relay: bool) -> list[list[Pair]]:
+    """P_h: the slot pairs some option of some collective of phase h uses (sorted); with relays
+    also the two hops of every transfer's possible relays (``candidates.relay_slots``)."""
     out: list[set[Pair]] = [set() for _ in range(H)]
     for j, jc in enumerate(cands):
         for cc in jc.collectives:
             for opt in cc.options:
                 for gs in opt.groups:
                     for _si, a, b, _n in gs.transfers():
-                        out[cc.spec.phase].add((j, min(a, b), max(a, b)))
+                        hops = [(a, b)]
+                        if relay:
+                            hops += [h for c in relay_slots(gs, a, b) for h in ((a, c), (c, b))]
+                        out[cc.spec.phase].update((j, min(x, y), max(x, y)) for x, y in hops)
     return [sorted(ps) for ps in out]
 
 
@@ -162,7 +166,9 @@ def model_data(
     md.pairs = [(j, a, b) for j, jc in enumerate(cands) for a, b in jc.pairs]
     _degraded_tables(md)
     md.pairs_of_slot = _pairs_of_slot(md.slots, md.pairs)
-    md.phase_pairs = [md.pairs] if inst.n_phases == 1 else phase_pairs(cands, inst.n_phases)
+    md.phase_pairs = (
+        [md.pairs] if inst.n_phases == 1 else phase_pairs(cands, inst.n_phases, inst.relay)
+    )
     md.phase_pairs_of_slot = [md.pairs_of_slot] + [
         _pairs_of_slot(md.slots, md.phase_pairs[h]) for h in range(1, inst.n_phases)
     ]

@@ -35,6 +35,16 @@ def l_var(m: pyo.ConcreteModel, h: int, p: tuple, k: int, r: int, s: int):
     return m.l[p + (k, r, s)] if h == 0 else m.l_ph[(h,) + p + (k, r, s)]
 
 
+def alpha_var(m: pyo.ConcreteModel, h: int, p: tuple):
+    """alpha[h,p]: latency of pair p's link in phase h."""
+    return m.alpha[p] if h == 0 else m.alpha_ph[(h,) + p]
+
+
+def beta_var(m: pyo.ConcreteModel, h: int, p: tuple):
+    """beta[h,p]: inverse bandwidth of pair p's link in phase h."""
+    return m.beta[p] if h == 0 else m.beta_ph[(h,) + p]
+
+
 def z_var(m: pyo.ConcreteModel, h: int, p: tuple, q: int):
     """z[h,p,q]: pair p has q lightpaths in phase h."""
     return m.z[p + (q,)] if h == 0 else m.z_ph[(h,) + p + (q,)]

@@ -25,9 +25,10 @@ the exact products ``MB beta (1 - sum u)`` and ``MB beta u`` (beta <= B; they on
 times from below, so at an optimum each equals its product). A row of (iii) whose flow is off is
 at most ``load(x->y)``, which is at most the step time of any flow that is on (or 0), so it never
 binds wrongly. Rows of (iii) exist only for directed pairs that two or more flows may cross (with
-one flow, (i) or (ii) already implies it). Phases, wavelength-switched fabrics, hybrid pairs,
-congestion models and parameter servers are refused with relays
-(``capabilities.REFUSED_PAIRS``), so every step here reads the phase-0 pair variables.
+one flow, (i) or (ii) already implies it). With phases (docs/model.md §5.8) every pair variable
+above is the one of the phase h(c) of the step's collective: z[h,p,0], alpha[h,p], beta[h,p]
+(the candidate hops are in that phase's pairs P_h). Congestion models and direct-connect fabrics
+are refused with relays (``capabilities.REFUSED_PAIRS``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import pyomo.environ as pyo
 
 from optnet.candidates import relay_slots
 from optnet.model.data import MB, ModelData
+from optnet.model.lightpaths import alpha_var, beta_var, z_var
 from optnet.model.wavelength_switching import packet_only
 
 
@@ -142,7 +144,9 @@ def add_relay_choice(m: pyo.ConcreteModel, md: ModelData) -> None:
         def rule(m, j, ci, a, g, s, i, c):
             src, dst = transfers[(j, ci, a, g, s)][i][:2]
             x, y = (src, c) if which == 0 else (c, dst)
-            return m.relay_u[j, ci, a, g, s, i, c] <= 1 - m.z[_pair(j, x, y) + (0,)]
+            return m.relay_u[j, ci, a, g, s, i, c] <= 1 - z_var(
+                m, md.phase_of(j, ci), _pair(j, x, y), 0
+            )
 
         return rule
 
@@ -169,12 +173,9 @@ def add_relay_connectivity(m: pyo.ConcreteModel, md: ModelData) -> None:
 
     def rule(m, j, ci, a, g, s, i):
         src, dst = relay_tables(md)[0][(j, ci, a, g, s)][i][:2]
-        return (
-            m.x[j, ci, a]
-            + packet_only(m, md, _pair(j, src, dst))
-            - relayed(m, md, (j, ci, a, g, s), i)
-            <= 1
-        )
+        h, p = md.phase_of(j, ci), _pair(j, src, dst)
+        alone = packet_only(m, md, p) if h == 0 else z_var(m, h, p, 0)  # §10: no ws with phases
+        return m.x[j, ci, a] + alone - relayed(m, md, (j, ci, a, g, s), i) <= 1
 
     m.relay_connectivity = pyo.Constraint(m.RELAY_CONNECT, rule=rule)
 
@@ -189,20 +190,20 @@ def add_relay_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
     def direct(m, j, ci, a, g, s, i):
         key = (j, ci, a, g, s)
         src, dst, mult, mb, _vias = transfers[key][i]
-        p = _pair(j, src, dst)
-        return m.t[key] >= mult * m.alpha[p] + mb * m.beta[p] - (mult * A + mb * B) * relayed(
-            m, md, key, i
-        )
+        h, p = md.phase_of(j, ci), _pair(j, src, dst)
+        return m.t[key] >= mult * alpha_var(m, h, p) + mb * beta_var(m, h, p) - (
+            mult * A + mb * B
+        ) * relayed(m, md, key, i)
 
     m.relay_step_direct = pyo.Constraint(m.RELAY_TRANSFERS, rule=direct)
 
     def via(m, j, ci, a, g, s, i, c):
         key = (j, ci, a, g, s)
         src, dst, mult, mb, _vias = transfers[key][i]
-        p1, p2 = _pair(j, src, c), _pair(j, c, dst)
+        p1, p2, ph = _pair(j, src, c), _pair(j, c, dst), md.phase_of(j, ci)
         big = 2 * mult * A + h + 2 * mb * B
-        return m.t[key] >= mult * (m.alpha[p1] + m.alpha[p2]) + h + mb * (
-            m.beta[p1] + m.beta[p2]
+        return m.t[key] >= mult * (alpha_var(m, ph, p1) + alpha_var(m, ph, p2)) + h + mb * (
+            beta_var(m, ph, p1) + beta_var(m, ph, p2)
         ) - big * (1 - m.relay_u[key + (i, c)])
 
     m.relay_step_relayed = pyo.Constraint(m.RELAYS, rule=via)
@@ -210,7 +211,8 @@ def add_relay_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
     def load_direct(m, j, ci, a, g, s, i):
         key = (j, ci, a, g, s)
         src, dst, _mult, mb, _vias = transfers[key][i]
-        return m.rd[key + (i,)] >= mb * m.beta[_pair(j, src, dst)] - mb * B * relayed(m, md, key, i)
+        beta = beta_var(m, md.phase_of(j, ci), _pair(j, src, dst))
+        return m.rd[key + (i,)] >= mb * beta - mb * B * relayed(m, md, key, i)
 
     m.relay_load_direct = pyo.Constraint(m.RELAY_DIRECT_LOADS, rule=load_direct)
 
@@ -218,9 +220,8 @@ def add_relay_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
         key = (j, ci, a, g, s)
         src, dst, _mult, mb, _vias = transfers[key][i]
         x, y = (src, c) if hop == 0 else (c, dst)
-        return m.rb[key + (i, c, hop)] >= mb * m.beta[_pair(j, x, y)] - mb * B * (
-            1 - m.relay_u[key + (i, c)]
-        )
+        beta = beta_var(m, md.phase_of(j, ci), _pair(j, x, y))
+        return m.rb[key + (i, c, hop)] >= mb * beta - mb * B * (1 - m.relay_u[key + (i, c)])
 
     m.relay_load_hop = pyo.Constraint(m.RELAY_HOP_LOADS, rule=load_hop)
 
@@ -243,9 +244,8 @@ def add_relay_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
         flows = relay_tables(md)[1][key][(x, y)]
         mult = transfers[key][0][2]
         load = sum(flow_load(m, key, f) for f in flows)
-        return m.t[key] >= mult * m.alpha[_pair(j, x, y)] + load - mult * A * (
-            1 - flow_on(m, key, flows[n])
-        )
+        alpha = alpha_var(m, md.phase_of(j, ci), _pair(j, x, y))
+        return m.t[key] >= mult * alpha + load - mult * A * (1 - flow_on(m, key, flows[n]))
 
     m.relay_step_link = pyo.Constraint(m.RELAY_LINK_ROWS, rule=link)
 

@@ -151,6 +151,12 @@ def main() -> None:
     help="Every job's iteration time at most this (with --objective energy|carbon: the budget).",
 )
 @library_option()
+@click.option(
+    "--nccl-baseline",
+    is_flag=True,
+    help="With library ideal: solve again with only the algorithms NCCL runs, at the same "
+    "prices (same time limit), and report what the wider family buys (results library_gain).",
+)
 @handle_errors
 def solve(
     instance,
@@ -172,6 +178,7 @@ def solve(
     fail,
     iteration_budget_us,
     library,
+    nccl_baseline,
 ) -> None:
     """Jointly choose placement, OCS circuits, wavelengths and collective algorithms for
     INSTANCE (a YAML file)."""
@@ -186,6 +193,13 @@ def solve(
         prepare_output(out, force)
     inst = apply_cli_failures(load_instance(instance, workload), fail, quiet=quiet)
     inst = with_library(inst, library)
+    if nccl_baseline and inst.library != "ideal":
+        raise errors.input_error(
+            "--nccl-baseline",
+            "",
+            f"compares library ideal with NCCL's algorithms; the instance "
+            f"runs library {inst.library}: add --library ideal",
+        )
     rep.target = inst  # its solves report global numbers (docs/progress.md)
     prev = _running_plan(inst, previous) if previous else None
     if prev is None and (max_changes is not None or change_penalty_us):
@@ -204,6 +218,9 @@ def solve(
     )
     rep.phase("solving")  # the strategies name their own phases
     outcome = pipeline.run(inst, opts, strategy, reproducible=reproducible)
+    if nccl_baseline:
+        rep.phase("solving with NCCL's algorithms alone")
+        outcome.results["library_gain"] = pipeline.nccl_baseline(inst, opts, strategy)
     rep.phase("writing results")
     _output(outcome.results, out, fmt, force)
     pipeline.check(outcome)

@@ -209,6 +209,9 @@ class Instance:
     library: str = "ideal"
     """Communication library the jobs run (``optnet.library``): ideal or nccl. Not part of
     ``input_hash``: like the solver options it changes which plan is chosen, not the input."""
+    family: str | None = None
+    """The algorithms the candidates offer when not ``library``'s own (``solve --nccl-baseline``:
+    NCCL's algorithms at ``ideal``'s prices; ``library.family``)."""
 
     @property
     def relay(self) -> bool:

@@ -187,29 +187,34 @@ def nvls_available(inst: Instance, kind: str, g: int) -> bool:
     )
 
 
+def family(inst: Instance) -> str:
+    """The library whose algorithms the candidates offer: ``inst.family`` (``--nccl-baseline``),
+    else the library the jobs run."""
+    return inst.family or inst.library
+
+
 def restrict(
     inst: Instance, job: str, spec, n_servers: int, algorithms: tuple[str, ...], where: str
 ) -> tuple[str, ...]:
     """The inter-server ``algorithms`` of collective ``spec`` of ``job`` (over ``n_servers``
-    servers) that ``inst``'s library runs; ``ideal`` keeps them all. Refuses (InputError) a
-    collective whose ``algorithms`` leave the library nothing."""
-    if inst.library == "ideal":
+    servers) that ``inst``'s algorithm family runs; ``ideal`` keeps them all. Refuses
+    (InputError) a collective whose ``algorithms`` leave the family nothing."""
+    lib = family(inst)
+    if lib == "ideal":
         return algorithms
     field = f"{job}.{spec.name}"
-    kept = tuple(a for a in algorithms if runnable(inst.library, spec.kind, a))
+    kept = tuple(a for a in algorithms if runnable(lib, spec.kind, a))
     in_net = in_network_available(inst, spec)  # NCCL runs it as CollNet
     if not kept and not in_net:
         from optnet.collectives import algorithms_for
 
-        allowed = [
-            a for a in algorithms_for(spec.kind, n_servers) if runnable(inst.library, spec.kind, a)
-        ]
+        allowed = [a for a in algorithms_for(spec.kind, n_servers) if runnable(lib, spec.kind, a)]
         raise InputError(
             [
                 Problem(
                     where,
                     f"{field}.algorithms" if spec.algorithms is not None else field,
-                    f"library {inst.library} runs none of {list(algorithms)} for {spec.kind} "
+                    f"library {lib} runs none of {list(algorithms)} for {spec.kind} "
                     f"over {n_servers} servers; it runs {allowed}",
                 )
             ]
@@ -219,13 +224,13 @@ def restrict(
 
 def refuse_parameter_servers(inst: Instance, job) -> None:
     """Parameter servers (push/pull) are not an NCCL algorithm: refuse them under ``nccl``."""
-    if inst.library != "ideal" and job.ps_servers:
+    if family(inst) != "ideal" and job.ps_servers:
         raise InputError(
             [
                 Problem(
                     "workload",
                     f"{job.name}.parameter_servers",
-                    f"library {inst.library} has no parameter-server (push/pull) algorithm "
+                    f"library {family(inst)} has no parameter-server (push/pull) algorithm "
                     "(BytePS-style PS needs its own library); use library: ideal or remove them",
                 )
             ]
@@ -273,6 +278,28 @@ def deploy_note(results: dict) -> str | None:
             return f"library: {library}: but it cannot run {listed}"
         return f"library: {library} (every chosen algorithm is one {library} runs)"
     return None
+
+
+def gain_note(results: dict) -> str | None:
+    """One line for the reports from ``library_gain`` (``solve --nccl-baseline``): NCCL's
+    algorithms alone at the same prices against the plan, and what the wider family buys; a
+    difference of solves that did not both prove optimality says so. None without the key."""
+    g = results.get("library_gain")
+    if not isinstance(g, dict):
+        return None
+    if g.get("objective") is None:
+        return f"NCCL's algorithms alone: no plan ({g.get('refused') or g.get('status')})"
+    obj, unit = results.get("objective"), results.get("objective_unit", "us")
+    if not isinstance(obj, (int, float)) or not isinstance(g["objective"], (int, float)):
+        return None
+    diff = g["objective"] - obj
+    pct = 100 * diff / g["objective"] if g["objective"] else 0.0
+    proven = results.get("status") == "optimal" and g.get("status") == "optimal"
+    return (
+        f"NCCL's algorithms alone (same prices): {g['objective']:,.1f} {unit} ({g['status']}); "
+        f"the wider family buys {diff:,.1f} {unit} ({pct:.1f} %)"
+        + ("" if proven else "; not proven: a solve stopped before optimality")
+    )
 
 
 def recorded_library(path: str | Path) -> str | None:

@@ -126,6 +126,34 @@ def _run_traffic(inst: Instance, o: SolveOptions, reproducible: bool) -> Outcome
     return Outcome(res, ev, results, res.solver["method"], ev.objective_us)
 
 
+def nccl_baseline(inst: Instance, o: SolveOptions, strategy: str) -> dict[str, Any]:
+    """``solve --nccl-baseline``: the same solve with only the algorithms NCCL runs, at the
+    ``ideal`` library's prices (``Instance.family``), so that the plan's objective against it
+    is what the wider family buys (docs/collectives.md §7). Its status, objective, bound and
+    gap as the solve reports them; ``refused`` when NCCL runs nothing a collective needs (a
+    parameter-server job, say) or no plan exists with NCCL's algorithms alone."""
+    base = replace(inst, family="nccl")
+    out: dict[str, Any] = {"family": "nccl"}
+    try:
+        outcome = run(base, replace(o, quiet=True), strategy, reproducible=True)
+    except errors.InputError as exc:
+        why = [f"{p.field}: {p.message}" if p.field else p.message for p in exc.problems]
+    except errors.InfeasibleError as exc:
+        why = ["no plan with NCCL's algorithms alone", *exc.reasons]
+    else:
+        r = outcome.results
+        keys = ("status", "objective", "bound", "gap", "algorithms")
+        return {**out, **{k: r[k] for k in keys}}
+    return {
+        **out,
+        "status": "refused",
+        "objective": None,
+        "bound": None,
+        "gap": None,
+        "refused": "; ".join(why),
+    }
+
+
 def _say_interrupted(res: SolveResult) -> None:
     if res.status == "interrupted" and interrupt.requested():
         streams.say(

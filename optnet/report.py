@@ -580,11 +580,11 @@ def text_report(r: dict[str, Any]) -> str:
     if rep.violations:
         out.append("INFEASIBLE decisions:")
         out.extend(f"  - {text_safe(v)}" for v in rep.violations)
-    from optnet.library import deploy_note
+    from optnet.library import deploy_note, gain_note
 
-    note = deploy_note(r)
-    if note:
-        out.append(text_safe(note))
+    for note in (deploy_note(r), gain_note(r)):
+        if note:
+            out.append(text_safe(note))
     if rep.timings:
         out.append("timings: " + ", ".join(f"{text_safe(k)} {v:.3f}" for k, v in rep.timings))
     for t in rep.tables:

@@ -354,6 +354,19 @@ class Solver(_Open):
     time_limit_s: Num = None
 
 
+class LibraryGain(ClosedModel):
+    """``solve --nccl-baseline`` (schema 1.3): the same solve with only NCCL's algorithms at the
+    ``ideal`` library's prices; ``refused`` says why it has no plan."""
+
+    family: Literal["nccl"]
+    status: str
+    objective: Num
+    bound: Num
+    gap: Num
+    algorithms: dict[str, dict[str, str]] | None = None
+    refused: str | None = None
+
+
 class Results(ClosedModel):
     """One solve or evaluation (``schema_version`` bumps when a promised key changes)."""
 
@@ -388,3 +401,4 @@ class Results(ClosedModel):
     energy: Energy | None = None
     wavelength_switched: WavelengthSwitched | None = None
     changes: Changes | None = None
+    library_gain: LibraryGain | None = None

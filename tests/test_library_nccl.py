@@ -589,3 +589,52 @@ def test_nvls_is_what_nccl_maintainers_quote_for_one_h100_server():
     busbw = n / t / 1e3 * coll.busbw_factor("all_reduce", 8)
     assert 460 <= busbw <= 500, busbw
     assert nvls_time_us(library.with_library(inst, "nccl"), 8, 8) > 20  # NVLS latency: small
+
+
+# --------------------------------------------------------------------------- --nccl-baseline
+
+
+def _solve_json(tmp_path, name: str, path: Path, *extra: str) -> dict:
+    out = tmp_path / f"{name}.json"
+    r = CliRunner().invoke(main, ["solve", str(path), "-q", "-o", str(out), *extra])
+    assert r.exit_code == 0, r.output
+    return json.loads(out.read_text())
+
+
+def test_nccl_baseline_is_the_solve_restricted_to_nccl_by_hand(tmp_path):
+    """small.yaml (library ideal) picks Rabenseifner and recursive doubling; --nccl-baseline's
+    objective equals solving the instance with every collective restricted, in the YAML, to the
+    algorithms NCCL runs (all_reduce: ring, double binary tree; all_gather: ring), and the
+    report says what the wider family buys."""
+    from optnet.results_schema import Results
+
+    got = _solve_json(tmp_path, "base", INSTANCES / "small.yaml", "--nccl-baseline")
+    Results.model_validate(got)
+    gain = got["library_gain"]
+    assert got["status"] == gain["status"] == "optimal"
+    doc = yaml.safe_load((INSTANCES / "small.yaml").read_text())
+    nccl_algs = {"all_reduce": ["ring", "double_binary_tree"], "all_gather": ["ring"]}
+    for job in doc["workload"]["jobs"]:
+        for c in job["collectives"]:
+            c["algorithms"] = nccl_algs[c["kind"]]
+    hand = tmp_path / "hand.yaml"
+    hand.write_text(yaml.safe_dump(doc))
+    want = _solve_json(tmp_path, "hand", hand)
+    assert math.isclose(gain["objective"], want["objective"], rel_tol=1e-6)
+    assert gain["algorithms"] == want["algorithms"]
+    assert gain["objective"] > got["objective"]  # the ideal plan's algorithms NCCL cannot run
+    text = text_report(got)
+    diff = gain["objective"] - got["objective"]
+    assert f"the wider family buys {diff:,.1f} us" in text
+
+
+def test_nccl_baseline_refusals(tmp_path):
+    """Under library nccl the flag has nothing to compare (exit 2 naming it); a job NCCL cannot
+    run (parameter servers) gives a baseline refused with the field, the plan kept."""
+    r = CliRunner().invoke(main, ["solve", str(INSTANCES / "dgx-h100.yaml"), "--nccl-baseline"])
+    assert r.exit_code == 2 and "--nccl-baseline" in r.output and "Traceback" not in r.output
+    got = _solve_json(tmp_path, "ps", INSTANCES / "ps.yaml", "--nccl-baseline")
+    gain = got["library_gain"]
+    assert gain["status"] == "refused" and gain["objective"] is None
+    assert "parameter_servers" in gain["refused"]
+    assert "NCCL's algorithms alone: no plan" in text_report(got)

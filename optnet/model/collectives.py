@@ -769,24 +769,45 @@ def add_packet_share(m: pyo.ConcreteModel, md: ModelData) -> None:
     m.pi = pyo.Expression(m.PAIRS, rule=lambda m, j, a, b: _packet_share(m, md, (j, a, b), 0))
     cross = [(r, s) for r, s in md.rack_pairs if r != s]
     m.CROSS_RACKS = pyo.Set(initialize=cross, dimen=2, ordered=True)
-    m.piw = pyo.Var(m.PAIRS, m.CROSS_RACKS, within=pyo.NonNegativeReals)
-    m.packet_share_between_racks = pyo.Constraint(
-        m.PAIRS,
-        m.CROSS_RACKS,
-        rule=lambda m, j, a, b, r, s: (
-            m.piw[j, a, b, r, s] >= m.pi[j, a, b] + m.w[j, a, b, r, s] - 1
+
+    def share(h: int, p: tuple) -> object:
+        return m.pi[p] if h == 0 else _packet_share(m, md, p, h)
+
+    add_rack_pair_product(m, md, "piw", "packet_share_between_racks", share)
+
+
+def add_rack_pair_product(m: pyo.ConcreteModel, md: ModelData, var: str, rows: str, ind) -> None:
+    """var[p,r,s] >= ind(0,p) + w[p,r,s] - 1 over pairs and rack pairs r != s, and
+    var_ph[h,p,r,s] >= ind(h,p) + w[p,r,s] - 1 in a later phase h (§5.8); var >= 0: the product
+    ind w for binary w, exact where it only bounds step times from below."""
+    setattr(m, var, pyo.Var(m.PAIRS, m.CROSS_RACKS, within=pyo.NonNegativeReals))
+    x = getattr(m, var)
+    setattr(
+        m,
+        rows,
+        pyo.Constraint(
+            m.PAIRS,
+            m.CROSS_RACKS,
+            rule=lambda m, j, a, b, r, s: (
+                x[j, a, b, r, s] >= ind(0, (j, a, b)) + m.w[j, a, b, r, s] - 1
+            ),
         ),
     )
-    if md.H > 1:  # a later phase's pairs (§5.8)
-        m.piw_ph = pyo.Var(m.PHASE_PAIRS, m.CROSS_RACKS, within=pyo.NonNegativeReals)
-        m.packet_share_between_racks_ph = pyo.Constraint(
+    if md.H <= 1:
+        return
+    setattr(m, var + "_ph", pyo.Var(m.PHASE_PAIRS, m.CROSS_RACKS, within=pyo.NonNegativeReals))
+    x_ph = getattr(m, var + "_ph")
+    setattr(
+        m,
+        rows + "_ph",
+        pyo.Constraint(
             m.PHASE_PAIRS,
             m.CROSS_RACKS,
             rule=lambda m, h, j, a, b, r, s: (
-                m.piw_ph[h, j, a, b, r, s]
-                >= _packet_share(m, md, (j, a, b), h) + m.w[j, a, b, r, s] - 1
+                x_ph[h, j, a, b, r, s] >= ind(h, (j, a, b)) + m.w[j, a, b, r, s] - 1
             ),
-        )
+        ),
+    )
 
 
 def _packet_share(m: pyo.ConcreteModel, md: ModelData, p, h: int) -> object:

@@ -13,7 +13,13 @@ from __future__ import annotations
 
 import pyomo.environ as pyo
 
-from optnet.model.collectives import cross_job_leaves, oriented, shared_steps, uses_packet
+from optnet.model.collectives import (
+    add_rack_pair_product,
+    cross_job_leaves,
+    oriented,
+    shared_steps,
+    uses_packet,
+)
 from optnet.model.data import ModelData
 
 #: A leaf link: ("up", rack) carries the flows leaving the rack, ("down", rack) those entering.
@@ -50,24 +56,9 @@ def add_cross_job_flows(m: pyo.ConcreteModel, md: ModelData) -> None:
         return
     steps = shared_steps(md)
     m.CROSS_LEAVES = pyo.Set(initialize=leaves, dimen=2, ordered=True)
-    m.uw = pyo.Var(m.PAIRS, m.CROSS_RACKS, within=pyo.NonNegativeReals)
-    m.packet_pair_between_racks = pyo.Constraint(
-        m.PAIRS,
-        m.CROSS_RACKS,
-        rule=lambda m, j, a, b, r, s: (
-            m.uw[j, a, b, r, s] >= uses_packet(m, md, (j, a, b)) + m.w[j, a, b, r, s] - 1
-        ),
+    add_rack_pair_product(
+        m, md, "uw", "packet_pair_between_racks", lambda h, p: uses_packet(m, md, p, h)
     )
-    if md.H > 1:  # a later phase's packet pairs (§5.8)
-        m.uw_ph = pyo.Var(m.PHASE_PAIRS, m.CROSS_RACKS, within=pyo.NonNegativeReals)
-        m.packet_pair_between_racks_ph = pyo.Constraint(
-            m.PHASE_PAIRS,
-            m.CROSS_RACKS,
-            rule=lambda m, h, j, a, b, r, s: (
-                m.uw_ph[h, j, a, b, r, s]
-                >= uses_packet(m, md, (j, a, b), h) + m.w[j, a, b, r, s] - 1
-            ),
-        )
     rows = []
     for key, (_count, _mult, flows) in steps.items():
         h = md.phase_of(key[0], key[1])

@@ -209,16 +209,6 @@ REFUSED: tuple[Refusal, ...] = (
         for c in (Consumer.WEIGHTED_SUM, Consumer.MAX_SLOWDOWN, Consumer.ENERGY, Consumer.CARBON)
     ),
     *(
-        Refusal(
-            (_F.WAVELENGTH_SWITCHED, f),
-            "the replay of slot-channels beside striped or shared packet links is not built "
-            "(replays of such plans did not finish)",
-            Consumer.SIMULATE,
-            "compare with optnet evaluate",
-        )
-        for f in (_F.HYBRID, _F.CONGESTION)
-    ),
-    *(
         Refusal((f,), why, Consumer.EXPLAIN, "solve, evaluate and report do")
         for f, why in (
             (

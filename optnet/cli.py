@@ -193,6 +193,15 @@ def solve(
         prepare_output(out, force)
     inst = apply_cli_failures(load_instance(instance, workload), fail, quiet=quiet)
     inst = with_library(inst, library)
+    from optnet.evaluate import TRAFFIC_OBJECTIVES
+
+    if nccl_baseline and objective in TRAFFIC_OBJECTIVES:
+        raise errors.input_error(
+            "--nccl-baseline",
+            "",
+            f"--objective {objective} places ranks on a direct-connect "
+            "fabric: it chooses no collective algorithm to compare",
+        )
     if nccl_baseline and inst.library != "ideal":
         raise errors.input_error(
             "--nccl-baseline",

@@ -631,8 +631,11 @@ def test_nccl_baseline_is_the_solve_restricted_to_nccl_by_hand(tmp_path):
 def test_nccl_baseline_refusals(tmp_path):
     """Under library nccl the flag has nothing to compare (exit 2 naming it); a job NCCL cannot
     run (parameter servers) gives a baseline refused with the field, the plan kept."""
-    r = CliRunner().invoke(main, ["solve", str(INSTANCES / "dgx-h100.yaml"), "--nccl-baseline"])
-    assert r.exit_code == 2 and "--nccl-baseline" in r.output and "Traceback" not in r.output
+    for args in (["dgx-h100.yaml"], ["torus.yaml", "--objective", "traffic-hops"]):
+        r = CliRunner().invoke(
+            main, ["solve", str(INSTANCES / args[0]), *args[1:], "--nccl-baseline"]
+        )
+        assert r.exit_code == 2 and "--nccl-baseline" in r.output and "Traceback" not in r.output
     got = _solve_json(tmp_path, "ps", INSTANCES / "ps.yaml", "--nccl-baseline")
     gain = got["library_gain"]
     assert gain["status"] == "refused" and gain["objective"] is None

@@ -108,12 +108,12 @@ def _two_racks_two_jobs(cc: str | None, job_sharing: str | None = None) -> schem
     )
 
 
-def test_two_jobs_across_one_uplink_by_hand():
-    """Both jobs split over racks a and b (servers a0, b0 and a1, b1): each ring step sends one
-    flow each way across the racks, so each leaf uplink carries one flow of each job. The rack's
-    uplink capacity is 2 x 100 / 2 Gb/s times the congestion control's utilisation U; alone a
-    job's flow drains m/2 bytes at it, beside the other job's flow at half of it."""
-    f = _two_racks_two_jobs("dcqcn")
+def _split_over_two_racks(f):
+    """Both jobs of ``f`` split over racks a and b (a-s0, b-s0 and a-s1, b-s1), ring: the
+    instance, decisions, their evaluation, and the leaf uplink's inverse rate, the packet alpha
+    between the racks and the NIC's inverse rate."""
+    from optnet import physics
+
     inst = build_instance(f, f.topology, f.workload)
     servers = {s.name: i for i, s in enumerate(inst.servers)}
     split = {0: (servers["a-s0"], servers["b-s0"]), 1: (servers["a-s1"], servers["b-s1"])}
@@ -122,11 +122,22 @@ def test_two_jobs_across_one_uplink_by_hand():
     )
     ev = evaluate(inst, d)
     assert ev.feasible, ev.violations
-    from optnet import physics
-
-    inv_up = physics.uplink_inverse_rate(inst, 0)
     alpha = physics.packet_fixed_latency_us(inst, 0, 1) + physics.packet_propagation_us(inst, 0, 1)
-    nic = physics.nic_inverse_rate(inst)
+    return (
+        inst,
+        d,
+        ev,
+        (physics.uplink_inverse_rate(inst, 0), alpha, physics.nic_inverse_rate(inst)),
+    )
+
+
+def test_two_jobs_across_one_uplink_by_hand():
+    """Both jobs split over racks a and b (servers a0, b0 and a1, b1): each ring step sends one
+    flow each way across the racks, so each leaf uplink carries one flow of each job. The rack's
+    uplink capacity is 2 x 100 / 2 Gb/s times the congestion control's utilisation U; alone a
+    job's flow drains m/2 bytes at it, beside the other job's flow at half of it."""
+    f = _two_racks_two_jobs("dcqcn")
+    inst, d, ev, (inv_up, alpha, nic) = _split_over_two_racks(f)
     step = alpha + max(5e7 * nic, 5e7 * inv_up * 2)  # own flow + the other job's flow
     reduction_us = all_candidates(inst)[0].collectives[0].options[0].constant_us  # ring's gamma
     for job in ev.jobs:
@@ -177,19 +188,7 @@ def test_time_average_by_hand():
     so rack a's uplink carries 2m per iteration at both jobs' rates; that is more than either
     job's own time allows, so max-min fairness gives both the same iteration 2m inv_up."""
     f = _two_racks_two_jobs("dcqcn", "time-average")
-    inst = build_instance(f, f.topology, f.workload)
-    servers = {s.name: i for i, s in enumerate(inst.servers)}
-    split = {0: (servers["a-s0"], servers["b-s0"]), 1: (servers["a-s1"], servers["b-s1"])}
-    d = Decisions(
-        placement=split, circuits=[], lightpaths=[], algorithms={(0, 0): "ring", (1, 0): "ring"}
-    )
-    ev = evaluate(inst, d)
-    assert ev.feasible, ev.violations
-    from optnet import physics
-
-    inv_up = physics.uplink_inverse_rate(inst, 0)
-    alpha = physics.packet_fixed_latency_us(inst, 0, 1) + physics.packet_propagation_us(inst, 0, 1)
-    nic = physics.nic_inverse_rate(inst)
+    inst, d, ev, (inv_up, alpha, nic) = _split_over_two_racks(f)
     reduction_us = all_candidates(inst)[0].collectives[0].options[0].constant_us
     alone = reduction_us + 2 * (alpha + 5e7 * max(nic, inv_up))  # each job's own schedule
     assert 2e8 * inv_up > alone

@@ -958,7 +958,7 @@ def _solve_task(args: tuple[Instance, str, ExplainOptions, Decisions]):
 #: What explain reads, field by field of :class:`Instance`: the duals and blockers of §2-§3
 #: cover lightpaths (OCSes, circuits, transceivers, wavelengths, power budget, trunk lengths),
 #: a plain packet fabric, NVLink, the jobs' compute, reduction and collectives, and the collective
-#: library (its re-solves choose among the algorithms the plan could)
+#: library and algorithm family (its re-solves choose among the algorithms the plan could)
 READ_FIELDS = frozenset(
     {
         "name", "input_hash", "files", "racks", "ocses", "transceiver_ocs",
@@ -966,7 +966,7 @@ READ_FIELDS = frozenset(
         "transceiver_power_budget_db", "wavelengths_per_fibre", "gpus_per_server",
         "nvlink_rate_gbps", "nvlink_latency_us", "nvlink_sharp_efficiency", "reduce_rate_gbps",
         "gpu_arch", "nic_efficiency", "constants", "jobs", "raw",
-        "library",
+        "library", "family",
     }
 )  # fmt: skip
 #: Fields only the energy and carbon objectives read; explain refuses those objectives.

@@ -7,6 +7,7 @@ search and the exporters. The JSON form is the ``placement``/``circuits``/``ligh
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -84,6 +85,12 @@ class PhasePlan:
 
     circuits: list[Circuit] = field(default_factory=list)
     lightpaths: list[Lightpath] = field(default_factory=list)
+
+    def pair_counts(self) -> Counter[tuple[int, int]]:
+        """Server pair (a < b) -> its lightpaths in this phase (0 for a pair without)."""
+        return Counter(
+            (min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b)) for lp in self.lightpaths
+        )
 
 
 @dataclass

@@ -60,14 +60,6 @@ def decode(m: pyo.ConcreteModel, md: ModelData) -> Decisions:
     return d.canonical()
 
 
-def _lit(lightpaths) -> dict[tuple[int, int], int]:
-    """Server pair (a < b) -> its lightpaths."""
-    lit: dict[tuple[int, int], int] = defaultdict(int)
-    for lp in lightpaths:
-        lit[(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))] += 1
-    return lit
-
-
 def _striping_index(m: pyo.ConcreteModel, md: ModelData, j: int, a: int, b: int) -> list:
     """(phase, lightpath count) of every striping variable v[h,p,q] of pair p = (j, a, b)."""
     phases = [0] + [h for h in range(1, md.H) if (h, j, a, b) in m.PHASE_PAIRS] if md.H > 1 else [0]
@@ -263,7 +255,7 @@ def encode(m: pyo.ConcreteModel, md: ModelData, d: Decisions) -> list[tuple]:
         alg = d.algorithms.get((j, ci))
         name = md.cands[j].collectives[ci].options[a].algorithm
         values.append((m.x[j, ci, a], 1.0 if alg == name else 0.0))
-    lit_of = [_lit(d.plan(h).lightpaths) for h in range(md.H)] if md.hybrid else []  # per phase
+    lit_of = [d.plan(h).pair_counts() for h in range(md.H)] if md.hybrid else []  # per phase
     ws = d.ws_counts() if md.has_ws else {}
     for j, a, b in md.pairs if md.hybrid or md.has_ws else ():
         servers = d.placement.get(j)

@@ -991,13 +991,10 @@ def _violations(inst: Instance, d: Decisions) -> list[str]:
 
 def _lightpath_counts(d: Decisions, H: int) -> list[dict[tuple[int, int], int]]:
     """Per phase (one without per-phase plans): server pair (a < b) -> its lightpaths."""
-    qs = []
-    for h in range(H if d.phases is not None and len(d.phases) == H else 1):
-        qh: dict[tuple[int, int], int] = defaultdict(int)
-        for lp in d.plan(h).lightpaths:
-            qh[(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))] += 1
-        qs.append(qh)
-    return qs
+    return [
+        d.plan(h).pair_counts()
+        for h in range(H if d.phases is not None and len(d.phases) == H else 1)
+    ]
 
 
 def _evaluate_job(

@@ -29,7 +29,7 @@ from collections import defaultdict
 import networkx as nx
 
 from optnet.candidates import JobCandidates, all_candidates
-from optnet.decisions import Circuit, Decisions, Lightpath, Targets
+from optnet.decisions import Circuit, Decisions, Lightpath, PhasePlan, Targets
 from optnet.instance import Instance
 from optnet.physics import within_power_budget
 
@@ -276,9 +276,7 @@ def fastest_algorithms(
     Collectives without a connected option keep ``d``'s choice."""
     from optnet.evaluate import option_time, pair_link
 
-    q: dict[tuple[int, int], int] = defaultdict(int)
-    for lp in d.lightpaths:
-        q[(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))] += 1
+    q = PhasePlan(lightpaths=d.lightpaths).pair_counts()
     out = dict(d.algorithms)
     for j, jc in enumerate(cands):
         servers = d.placement[j]

@@ -36,7 +36,6 @@ import multiprocessing
 import os
 import sys
 import time
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -199,7 +198,7 @@ class _Platform:
         self.replay = Replay()
         self.rack = [sv.rack for sv in inst.servers]
         H = inst.n_phases if d.phases is not None else 1
-        self.q = [_lightpath_counts(d, h) for h in range(H)]
+        self.q = [d.plan(h).pair_counts() for h in range(H)]
         self.ws = d.ws_counts() if inst.ws is not None else {}
 
     def _link(self, name: str, inverse_rate_us_per_byte: float) -> str:
@@ -305,14 +304,6 @@ class _Platform:
 
 def _wait(hop: Hop, wait_us: float) -> Hop:
     return Hop(hop.src, hop.dst, wait_us)
-
-
-def _lightpath_counts(d: Decisions, h: int) -> dict[tuple[int, int], int]:
-    """(server a < server b) -> lightpaths between them in phase h."""
-    q: dict[tuple[int, int], int] = defaultdict(int)
-    for lp in d.plan(h).lightpaths:
-        q[(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))] += 1
-    return dict(q)
 
 
 # --------------------------------------------------------------------------- programs

@@ -321,11 +321,10 @@ def add_hybrid_choice_per_phase(m: pyo.ConcreteModel, md: ModelData) -> None:
     def _v(m, h, j, a, b, q):
         return v_var(m, h, (j, a, b), q)
 
-    m.hybrid_needs_lightpaths_ph = pyo.Constraint(
-        *idx,
-        rule=lambda m, h, j, a, b, q: (
-            pyo.Constraint.Skip if h == 0 else _v(m, h, j, a, b, q) <= m.z_ph[h, j, a, b, q]
-        ),
+    m.hybrid_needs_lightpaths_ph = pyo.Constraint(  # phase 0: hybrid_needs_lightpaths
+        m.PHASE_PAIRS,
+        m.LP_COUNTS,
+        rule=lambda m, h, j, a, b, q: m.v_ph[h, j, a, b, q] <= m.z_ph[h, j, a, b, q],
     )
     m.hybrid_is_the_pair_choice = pyo.Constraint(
         *idx, rule=lambda m, h, j, a, b, q: _v(m, h, j, a, b, q) <= m.stripes[j, a, b]

@@ -187,16 +187,22 @@ def _optics_unless_direct(cluster: dict[str, Any]) -> None:
 
 
 def _presets(cluster: dict[str, Any], defs: dict[str, Any]) -> None:
-    """What ``optnet.presets.apply_presets`` accepts, in JSON Schema: ``preset`` in the topology
-    and in ``transceivers`` (docs/hardware.md). A topology preset fills in fields, so with one
-    nothing is required here (the loader validates the merged topology); without one the
-    generated requirements hold, ``transceivers.attach`` included."""
-    from optnet.presets import PRESETS, TRANSCEIVERS
+    """What ``optnet.presets.apply_presets`` accepts, in JSON Schema: ``preset`` and ``network``
+    in the topology and ``preset`` in ``transceivers`` (docs/hardware.md). A topology preset
+    fills in fields, so with one nothing is required here (the loader validates the merged
+    topology); without one the generated requirements hold, ``transceivers.attach`` included.
+    A network preset fills in ``packet_fabric.rate_gbps``, so only without one is it required."""
+    from optnet.presets import NETWORKS, PRESETS, TRANSCEIVERS
 
     cluster["properties"]["preset"] = {
         "enum": sorted(PRESETS),
         "description": "Hardware preset (docs/hardware.md): fills in every field this topology "
         "leaves out; fields written here override it.",
+    }
+    cluster["properties"]["network"] = {
+        "enum": sorted(NETWORKS),
+        "description": "The servers' NICs and link type (docs/hardware.md): sets nic_efficiency "
+        "unless given, and packet_fabric.rate_gbps when a packet fabric gives none.",
     }
     trx = defs["Transceivers"]
     trx["properties"]["preset"] = {
@@ -213,6 +219,18 @@ def _presets(cluster: dict[str, Any], defs: dict[str, Any]) -> None:
     }
     cluster["if"] = {"not": {"required": ["preset"]}}
     cluster["then"] = rules
+    pf = defs["PacketFabric"]
+    pf["required"] = [k for k in pf.get("required", []) if k != "rate_gbps"]
+    cluster.setdefault("allOf", []).append(
+        {
+            "if": {"not": {"required": ["network"]}},
+            "then": {
+                "properties": {
+                    "packet_fabric": {"if": {"type": "object"}, "then": {"required": ["rate_gbps"]}}
+                }
+            },
+        }
+    )
 
 
 def help_text() -> str:

@@ -128,6 +128,44 @@ TRANSCEIVERS: dict[str, TransceiverPreset] = {
     )
 }
 
+
+@dataclass(frozen=True)
+class NetworkPreset:
+    """A server NIC and the link type it runs (``topology.network``): its line rate and the
+    share of it NCCL's transfers reach (``nic_efficiency``), as NCCL's maintainers state it."""
+
+    name: str
+    rate_gbps: float
+    """Line rate of one NIC: ``packet_fabric.rate_gbps`` when a packet fabric gives none."""
+    nic_efficiency: float
+    """``topology.nic_efficiency`` unless the topology gives one."""
+    link: str
+    source: str
+
+
+_CX7_400G = (
+    "ConnectX-7 at 400 Gb/s (50 GB/s): 'For NDR @ 400Gbps you should see 46-48GB/s per NIC' "
+    "(NVIDIA/nccl-tests issue #290, maintainer AddyLaddy, 2025-03-03) [P]; midpoint 47 / 50. The "
+    "same maintainer gives 'up to 48-49GB/s' for CX-7 at NDR rate on a RoCE cluster "
+    "(nccl-tests issue #267, 2025-01-23) [P]: the range's lower figures are kept for both"
+)
+_PEAK_200G_100G = (
+    "'We usually consider 24GB/s is the peak performance per 200G NIC (12 GB/s for 100G NICs)' "
+    "(NVIDIA/nccl-tests issue #119, maintainer sjeaugey, 2022-11-17) [P]: 24 / 25 and 12 / 12.5"
+)
+
+NETWORKS: dict[str, NetworkPreset] = {
+    n.name: n
+    for n in (
+        NetworkPreset("ib-ndr", 400.0, 0.94, "InfiniBand NDR, 400 Gb/s per NIC", _CX7_400G),
+        NetworkPreset("roce-400", 400.0, 0.94, "RoCE v2 on 400 GbE NICs", _CX7_400G),
+        NetworkPreset("ib-hdr", 200.0, 0.96, "InfiniBand HDR, 200 Gb/s per NIC", _PEAK_200G_100G),
+        NetworkPreset("roce-200", 200.0, 0.96, "RoCE v2 on 200 GbE NICs", _PEAK_200G_100G),
+        NetworkPreset("ib-edr", 100.0, 0.96, "InfiniBand EDR, 100 Gb/s per NIC", _PEAK_200G_100G),
+        NetworkPreset("roce-100", 100.0, 0.96, "RoCE v2 on 100 GbE NICs", _PEAK_200G_100G),
+    )
+}
+
 _H100_HBM_GB_S = 3350.0  # H100 SXM5 HBM3 (NVIDIA H100 datasheet; ASTRA-sim local-mem-bw 3350) [P]
 _H200_HBM_GB_S = 4800.0  # H200 HBM3e 4.8 TB/s (NVIDIA H200 product page) [S]
 _B200_HBM_GB_S = 8000.0  # DGX B200: 64 TB/s HBM3e over 8 GPUs (DGX B200 datasheet) [S]
@@ -489,14 +527,46 @@ def _transceiver_preset(
     return merged, problems
 
 
+def _network_preset(merged: dict, user: dict, file: str, prefix: str) -> tuple[dict, list]:
+    """Apply ``network``: ``nic_efficiency`` unless given, and ``packet_fabric.rate_gbps`` when
+    a packet fabric is given without one; a packet rate other than the NIC's is refused."""
+    if "network" not in merged:
+        return merged, []
+    merged = dict(merged)
+    name = merged.pop("network")
+    if not isinstance(name, str) or name not in NETWORKS:
+        raise _unknown(file, f"{prefix}network", name, NETWORKS)
+    net = NETWORKS[name]
+    if "nic_efficiency" not in user:
+        merged["nic_efficiency"] = net.nic_efficiency
+    pf = merged.get("packet_fabric")
+    if not isinstance(pf, dict):
+        return merged, []
+    rate = pf.get("rate_gbps")
+    if rate is None:
+        merged["packet_fabric"] = {**pf, "rate_gbps": net.rate_gbps}
+    elif rate != net.rate_gbps:
+        return merged, [
+            Problem(
+                file,
+                f"{prefix}packet_fabric.rate_gbps",
+                f"{rate!r} contradicts network {name!r} ({net.rate_gbps:g} Gb/s per NIC); "
+                "drop one of them",
+            )
+        ]
+    return merged, []
+
+
 def apply_presets(data: Any, file: str, prefix: str) -> Any:
-    """Merge the topology preset (``preset:``) and the transceiver preset
-    (``transceivers.preset``) into a topology mapping, the user's fields on top; ``prefix`` is
-    the section's field prefix in ``file`` (``"topology."`` inline, ``""`` included).
+    """Merge the topology preset (``preset:``), the transceiver preset (``transceivers.preset``)
+    and the network preset (``network:``) into a topology mapping, the user's fields on top;
+    ``prefix`` is the section's field prefix in ``file`` (``"topology."`` inline, ``""``
+    included).
 
     Raises :class:`InputError` naming ``file`` and the field for an unknown preset, a rack of
-    more than one server under a rack-scale preset, a rate that contradicts the module, or a
-    trunk longer than the module's reach. Anything else is left to schema validation.
+    more than one server under a rack-scale preset, a rate that contradicts the module or the
+    network, or a trunk longer than the module's reach. Anything else is left to schema
+    validation.
     """
     if not isinstance(data, dict):
         return data
@@ -510,6 +580,8 @@ def apply_presets(data: Any, file: str, prefix: str) -> Any:
         preset = PRESETS[name]
         merged = _merge(copy.deepcopy(preset.fields), merged)
     merged, problems = _transceiver_preset(merged, user.get("transceivers"), file, prefix)
+    merged, net_problems = _network_preset(merged, user, file, prefix)
+    problems += net_problems
     if preset is not None and preset.one_server_per_rack:
         problems += _one_per_rack(merged, preset, file, prefix)
     if problems:
@@ -523,8 +595,10 @@ def preset_names() -> list[str]:
 
 
 __all__ = [
+    "NETWORKS",
     "PRESETS",
     "TRANSCEIVERS",
+    "NetworkPreset",
     "Preset",
     "TransceiverPreset",
     "apply_presets",

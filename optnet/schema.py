@@ -308,8 +308,9 @@ class Cluster(Strict):
     protocol's bandwidth cap inside one server, docs/collectives.md §7); omitted: no cap."""
     nic_efficiency: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] | None = None
     """Share of a network NIC's line rate (lightpath or packet) that NCCL's transfers reach
-    (``library: nccl``); omitted: 0.94, a 400G NDR NIC's 46-48 of 50 GB/s that NCCL's maintainers
-    state as expected (NVIDIA/nccl-tests issue #290). ``library: ideal`` uses the line rate."""
+    (``library: nccl``); omitted: the ``network`` preset's (docs/hardware.md), else 0.94, a 400G
+    NDR NIC's 46-48 of 50 GB/s that NCCL's maintainers state as expected (NVIDIA/nccl-tests
+    issue #290). ``library: ideal`` uses the line rate."""
     reduce_rate_gbps: PositiveFloat = C.REDUCE_RATE_GBPS
     """Local reduction throughput per GPU (gamma = 1 / rate)."""
     transceivers: Transceivers | None = None

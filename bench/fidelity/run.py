@@ -29,6 +29,7 @@ import yaml
 from optnet import calibrate_model as cm
 from optnet.collectives import busbw_factor
 from optnet.nccl_tests import parse_nccl_tests
+from optnet.presets import NETWORKS
 
 TABLES = Path(__file__).resolve().parent / "tables"
 BANDS = cm.BANDS
@@ -85,7 +86,20 @@ def base_data(meta: dict) -> dict | None:
     }
     if meta["nodes"] > 1:
         topo["packet_fabric"] = {"rate_gbps": meta["nic_rate_gbps"], "nics": meta["nics_per_node"]}
+        network = network_preset(meta)
+        if network is not None:
+            topo["network"] = network
     return {"name": meta["id"], "topology": topo}
+
+
+def network_preset(meta: dict) -> str | None:
+    """The ``topology.network`` preset of the table's network (link type and NIC rate), or None
+    when optnet has none (EFA, TCPX: the default NIC efficiency then applies)."""
+    name = meta["network"]
+    if name == "roce":
+        name = f"roce-{meta['nic_rate_gbps']:g}"
+    net = NETWORKS.get(name)
+    return name if net is not None and net.rate_gbps == meta["nic_rate_gbps"] else None
 
 
 def measured(meta: dict, rows: list) -> cm.Measured:

@@ -14,6 +14,7 @@ import yaml
 
 from bench.fidelity import run as fidelity
 from optnet import nccl_cost as nc
+from optnet.presets import NETWORKS
 
 TABLES = Path(__file__).resolve().parent.parent / "bench" / "fidelity" / "tables"
 
@@ -160,8 +161,15 @@ def test_rails_are_the_servers_nics_in_parallel(tmp_path):
     yml, meta = _table("multi-h100-4node-ibndr-allreduce-ncclt309")
     base = fidelity.base_data(meta)
     assert base["topology"]["packet_fabric"] == {"rate_gbps": 400, "nics": 8}
+    assert base["topology"]["network"] == "ib-ndr"
     m = cm.Measured("all_reduce", 32, 4, (2**20, 2**30), (1.0, 1.0), "t")
-    one = {**base, "topology": {**base["topology"], "packet_fabric": {"rate_gbps": 3200}}}
+    # one NIC of 8 x 400G: no longer an NDR NIC, so its efficiency is written out
+    topo = {k: v for k, v in base["topology"].items() if k != "network"}
+    eff = NETWORKS["ib-ndr"].nic_efficiency
+    one = {
+        **base,
+        "topology": {**topo, "packet_fabric": {"rate_gbps": 3200}, "nic_efficiency": eff},
+    }
     assert cm.predict(base, m) == cm.predict(one, m)
     hybrid = Path(__file__).resolve().parent.parent / "instances" / "hybrid.yaml"
     text = hybrid.read_text()

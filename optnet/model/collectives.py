@@ -769,11 +769,9 @@ def add_packet_share(m: pyo.ConcreteModel, md: ModelData) -> None:
     m.pi = pyo.Expression(m.PAIRS, rule=lambda m, j, a, b: _packet_share(m, md, (j, a, b), 0))
     cross = [(r, s) for r, s in md.rack_pairs if r != s]
     m.CROSS_RACKS = pyo.Set(initialize=cross, dimen=2, ordered=True)
-
-    def share(h: int, p: tuple) -> object:
-        return m.pi[p] if h == 0 else _packet_share(m, md, p, h)
-
-    add_rack_pair_product(m, md, "piw", "packet_share_between_racks", share)
+    add_rack_pair_product(
+        m, md, "piw", "packet_share_between_racks", lambda h, p: pi_var(m, md, h, p)
+    )
 
 
 def add_rack_pair_product(m: pyo.ConcreteModel, md: ModelData, var: str, rows: str, ind) -> None:
@@ -861,8 +859,9 @@ def add_shared_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
         nic_out: dict[int, object] = {}
         nic_in: dict[int, object] = {}
         for src, dst, p, mb, _k in flows:
-            nic_out[src] = nic_out.get(src, 0) + mb * pi_var(m, md, h, p)
-            nic_in[dst] = nic_in.get(dst, 0) + mb * pi_var(m, md, h, p)
+            load = mb * pi_var(m, md, h, p)
+            nic_out[src] = nic_out.get(src, 0) + load
+            nic_in[dst] = nic_in.get(dst, 0) + load
         seen_lp, seen_pk = set(), set()
         for src, dst, p, mb, _k in flows:
             if (p, mb) not in seen_lp:

@@ -326,7 +326,7 @@ def constructive_plan(
             return None
     for j in placement:
         chosen.setdefault(j, {ci: o for ci, o in enumerate(_fewest_pairs(cands[j]))})
-    fill(lay, _weights(cands, placement, chosen))
+    fill(lay, pair_weights(cands, placement, chosen))
     algorithms = {(j, ci): o.algorithm for j, opts in chosen.items() for ci, o in opts.items()}
     d = lay.decisions(placement, algorithms)
     d.algorithms = fastest_algorithms(inst, cands, d)
@@ -346,7 +346,7 @@ def _place_quiet(racks: _Racks, n: int, remote_only: bool) -> list[int]:
     return servers
 
 
-def _weights(
+def pair_weights(
     cands: tuple[JobCandidates, ...],
     placement: dict[int, list[int]],
     chosen: dict[int, dict[int, Option]],

@@ -68,7 +68,7 @@ class Layout:
                     self.partner[key] = was
             self.trx_free[sa][k].insert(0, lp.transceiver_a)
             self.trx_free[sb][k].insert(0, lp.transceiver_b)
-            self.count[(sa, sb)] -= 1
+            self.count[(min(sa, sb), max(sa, sb))] -= 1
 
     def can_join(self, k: int, ra: int, rb: int) -> bool:
         """OCS ``k`` can carry a lightpath between racks ``ra`` and ``rb`` (circuit-wise)."""
@@ -112,17 +112,25 @@ class Layout:
             )
             if w_ba is None:
                 continue
-            self._undo.append((ra, rb, self.partner.get((k, ra)), self.partner.get((k, rb))))
-            up_a.add(w_ab)
-            down_b.add(w_ab)
-            up_b.add(w_ba)
-            down_a.add(w_ba)
-            self.partner[(k, ra)], self.partner[(k, rb)] = rb, ra
-            ta, tb = free_a[k].pop(0), free_b[k].pop(0)
-            self.lightpaths.append(Lightpath(k, sa, ta, sb, tb, w_ab, w_ba))
-            self.count[(sa, sb)] += 1
+            self.place(Lightpath(k, sa, free_a[k][0], sb, free_b[k][0], w_ab, w_ba))
             return True
         return False
+
+    def place(self, lp: Lightpath) -> None:
+        """Lay ``lp`` as given (its transceivers free, its wavelengths unused: the caller's
+        check), joining its racks on its OCS."""
+        k, sa, sb = lp.ocs, lp.server_a, lp.server_b
+        ra, rb = self.inst.servers[sa].rack, self.inst.servers[sb].rack
+        self._undo.append((ra, rb, self.partner.get((k, ra)), self.partner.get((k, rb))))
+        self.used_wl[(ra, k, "up")].add(lp.wavelength_ab)
+        self.used_wl[(rb, k, "down")].add(lp.wavelength_ab)
+        self.used_wl[(rb, k, "up")].add(lp.wavelength_ba)
+        self.used_wl[(ra, k, "down")].add(lp.wavelength_ba)
+        self.partner[(k, ra)], self.partner[(k, rb)] = rb, ra
+        self.trx_free[sa][k].remove(lp.transceiver_a)
+        self.trx_free[sb][k].remove(lp.transceiver_b)
+        self.lightpaths.append(lp)
+        self.count[(min(sa, sb), max(sa, sb))] += 1
 
     def decisions(self, placement, algorithms) -> Decisions:
         circuits = sorted({Circuit(k, min(a, b), max(a, b)) for (k, a), b in self.partner.items()})
@@ -151,11 +159,20 @@ def greedy_plan(
 ) -> Decisions | None:
     """The constructive plan (module docstring); with ``demand`` (lightpaths per server pair
     ``(sa, sb)``, ``sa < sb``) the OCSes are first laid out for it (``lay_out_demand``)."""
+    placement = _placement(inst, slot_rack)
+    return None if placement is None else laid_plan(inst, placement, cands, choice, demand)
+
+
+def laid_plan(
+    inst: Instance,
+    placement: dict[int, list[int]] | dict[int, tuple[int, ...]],
+    cands: tuple[JobCandidates, ...] | None = None,
+    choice: dict[tuple[int, int], str] | None = None,
+    demand: dict[tuple[int, int], int] | None = None,
+) -> Decisions | None:
+    """``greedy_plan`` on a given placement (job -> its servers in slot order)."""
     cands = cands if cands is not None else all_candidates(inst)
     choice = choice or {}
-    placement = _placement(inst, slot_rack)
-    if placement is None:
-        return None
     algorithms: dict[tuple[int, int], str] = {}
     weight: dict[tuple[int, int], float] = defaultdict(float)  # server pair -> bytes/iteration
     needed: list[tuple[int, int]] = []

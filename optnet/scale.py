@@ -50,6 +50,7 @@ from optnet.heuristic import (
 )
 from optnet.infeasibility import proven_infeasible
 from optnet.instance import Instance, Server
+from optnet.local_search import improve_circuits
 from optnet.progress import current
 from optnet.solve import SolveOptions, SolveResult, relative_gap, solve_instance
 
@@ -82,8 +83,11 @@ class TimePlan:
     """A block first solves with the constructive placement fixed, for this share of its time,"""
     block_free: float = 0.6
     """then the whole block, warm-started, for this share."""
+    circuit_moves: float = 0.5
+    """The circuit moves (``local_search.improve_circuits``) get this share of the time left
+    before ``improve_until``; they stop sooner when no move improves,"""
     improve_until: float = 0.9
-    """Large-neighbourhood search on the slowest job's block until this share of L,"""
+    """then large-neighbourhood search on the slowest job's block until this share of L,"""
     tighten_until: float = 0.95
     """then the slowest job's bound is tightened until this share."""
     repair: float = 0.3
@@ -1093,8 +1097,17 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
     if o.objective == "max-iteration" and not small:
         if top:
             rep.phase("improve")
+        improve_until = t0 + TIME_PLAN.improve_until * deadline
+        moves_until = time.perf_counter() + TIME_PLAN.circuit_moves * (
+            improve_until - time.perf_counter()
+        )
+        decisions, moves = improve_circuits(inst, decisions, o.objective, moves_until)
+        info["circuit_moves"] = moves
+        if moves:
+            objective = evaluate(inst, decisions, o.objective).objective_us
+            rep.offer(inst, incumbent=objective)
         objective, decisions, rounds = _improve_critical(
-            inst, o, decisions, objective, t0 + TIME_PLAN.improve_until * deadline, lb
+            inst, o, decisions, objective, improve_until, lb
         )
         info["critical_rounds"] = rounds
         if top:
@@ -1119,6 +1132,7 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
         "job_bounds_us": per_job,
         "decomposition": info["blocks"],
         "assignment": info.get("assignment"),
+        "circuit_moves": info.get("circuit_moves"),
     }
     size: dict = {}
     left = deadline - (time.perf_counter() - t0)

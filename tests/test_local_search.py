@@ -1,0 +1,89 @@
+"""Issue 20: circuit moves (``optnet.local_search``), an evaluator-checked local search on the
+circuits and lightpaths of a plan, the placement fixed (docs/model.md §7, step 4)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+
+import pytest
+
+from bench.generate_field import generate
+from optnet.candidates import all_candidates
+from optnet.construct import constructive_plan
+from optnet.decisions import PhasePlan
+from optnet.evaluate import evaluate
+from optnet.instance import instance_from_data
+from optnet.local_search import better, improve_circuits, loaded, score
+
+
+def _field(servers: int, density: str, seed: int):
+    data = generate(servers, density, seed)
+    inst = instance_from_data(data, f"{data['name']}.yaml")
+    cands = all_candidates(inst)
+    return inst, cands, constructive_plan(inst, None, cands)
+
+
+def test_better_is_the_objective_then_the_jobs_from_the_slowest_down():
+    assert better((9.0, (9.0, 5.0)), (10.0, (10.0, 1.0)))
+    assert better((10.0, (10.0, 4.0)), (10.0, (10.0, 5.0)))  # tied maximum, second job faster
+    assert not better((10.0, (10.0, 5.0)), (10.0, (10.0, 5.0)))
+    assert not better((10.0, (10.0, 6.0)), (10.0, (10.0, 5.0)))
+    assert not better((11.0, (11.0, 1.0)), (10.0, (10.0, 9.0)))
+
+
+def test_a_loaded_layout_holds_the_plan_and_lays_no_second_lightpath_where_none_fits():
+    inst, _cands, d = _field(64, "dense", 0)
+    lay = loaded(inst, d.lightpaths)
+    assert sorted(lay.lightpaths) == sorted(d.lightpaths)
+    assert lay.count == PhasePlan(lightpaths=d.lightpaths).pair_counts()
+    used = {(lp.server_a, lp.transceiver_a) for lp in d.lightpaths}
+    used |= {(lp.server_b, lp.transceiver_b) for lp in d.lightpaths}
+    free = {(s, t) for s, by_ocs in lay.trx_free.items() for ts in by_ocs.values() for t in ts}
+    assert not used & free
+    # what the loaded layout adds stays a plan the evaluator accepts
+    mark = len(lay.lightpaths)
+    for a, b in sorted(lay.count)[:20]:
+        lay.add(a, b)
+    grown = lay.decisions(d.placement, dict(d.algorithms))
+    assert evaluate(inst, grown).feasible
+    lay.rollback(mark)
+    assert sorted(lay.lightpaths) == sorted(d.lightpaths)
+
+
+@pytest.mark.parametrize(("servers", "density", "seed"), [(16, "dense", 0), (64, "moderate", 1)])
+def test_moves_never_return_a_worse_or_infeasible_plan(servers, density, seed):
+    inst, cands, d = _field(servers, density, seed)
+    before = score(inst, d, "max-iteration", cands)
+    out, kept = improve_circuits(inst, d, "max-iteration", time.perf_counter() + 60, cands)
+    after = score(inst, out, "max-iteration", cands)
+    assert after is not None
+    assert after[0] <= before[0] * (1 + 1e-9)
+    assert better(after, before) if kept else out is d
+    assert out.placement == d.placement  # the placement is fixed
+
+
+def test_repointing_a_circuit_speeds_up_a_job_split_over_two_racks():
+    """field-64-dense seed 1: the constructive plan's slowest job has its servers' free
+    transceivers on OCSes joined elsewhere; the moves must find a faster plan, and the same
+    one every time."""
+    inst, cands, d = _field(64, "dense", 1)
+    before = score(inst, d, "max-iteration", cands)
+    out, kept = improve_circuits(inst, d, "max-iteration", time.perf_counter() + 60, cands)
+    after = score(inst, out, "max-iteration", cands)
+    assert kept >= 1
+    assert after[0] < 0.9 * before[0]
+    ev = evaluate(inst, out)
+    assert ev.feasible and math.isclose(ev.objective_us, after[0])
+    again, _ = improve_circuits(inst, d, "max-iteration", time.perf_counter() + 60, cands)
+    assert again == out
+
+
+def test_the_deadline_and_phased_plans_leave_the_plan_as_it_is():
+    inst, cands, d = _field(64, "dense", 1)
+    out, kept = improve_circuits(inst, d, "max-iteration", time.perf_counter() - 1, cands)
+    assert out is d and kept == 0
+    phased = dataclasses.replace(d, phases=[PhasePlan(d.circuits, d.lightpaths)])
+    out, kept = improve_circuits(inst, phased, "max-iteration", time.perf_counter() + 60, cands)
+    assert out is phased and kept == 0

@@ -7,14 +7,15 @@ lightpaths while transceivers sit idle. The exact block MILPs can move that only
 (``scale.MAX_BLOCK_VARIABLES``). This search moves it directly, with the placement and each
 collective's algorithm options fixed (docs/model.md §7, "circuit moves"):
 
-* the *bottleneck pairs* are the server pairs of the slowest job with the most bytes per
-  lightpath (bytes per iteration of its chosen algorithms, ``construct.pair_weights``);
+* the *bottleneck pairs* are the server pairs of the slowest two jobs, by bytes per lightpath
+  (bytes per iteration of their chosen algorithms, ``construct.pair_weights``), most first;
 * for a bottleneck pair ``(a, b)`` on racks ``(ra, rb)``, the moves are: one more lightpath
   where one fits (``Layout.add``); else, for each OCS ``k`` that reaches both racks, *re-point*
-  ``k``: drop every lightpath on ``k`` that touches the trunks ``(k, ra)`` or ``(k, rb)``, join
-  ``ra`` to ``rb`` on ``k`` (a loopback when ``ra == rb``), lay the slowest job's pairs between
-  the two racks on ``k`` while transceivers and wavelengths last, give every pair that lost its
-  last lightpath one back where it fits, and fill what is left (``heuristic.fill``);
+  ``k``: join ``ra`` to ``rb`` on ``k`` (a loopback when ``ra == rb``), the racks they were
+  joined to there left unjoined, every other circuit kept; lay the lightpaths again on those
+  circuits, every pair the chosen algorithms use connected first (``lay_out_demand``, one
+  lightpath each, then first fit), then the slow job's pairs between the two racks on ``k``
+  while transceivers and wavelengths last, then the rest (``heuristic.fill``);
 * every collective then takes its fastest option on the links built
   (``heuristic.fastest_algorithms``) and the evaluator scores the plan: a move is kept only if
   it is feasible and strictly better, by the objective and then by the jobs' times from the
@@ -92,8 +93,9 @@ def _job_weights(cands, d: Decisions) -> list[dict[tuple[int, int], float]]:
     return out
 
 
-def _bottlenecks(weight: dict[tuple[int, int], float], lay: Layout, n: int) -> list:
-    """The ``n`` pairs of ``weight`` with the most bytes per lightpath, most first."""
+def _bottlenecks(weight: dict[tuple[int, int], float], lay: Layout, n: int | None) -> list:
+    """The pairs of ``weight`` (the first ``n``, default all) by bytes per lightpath, most
+    first."""
     per = sorted(weight, key=lambda p: (-weight[p] / max(1, lay.count[p]), p))
     return per[:n]
 
@@ -159,11 +161,12 @@ def improve_circuits(
     objective: str,
     until: float,
     cands: tuple[JobCandidates, ...] | None = None,
-    pairs_per_round: int = 4,
+    pairs_per_round: int | None = None,
 ) -> tuple[Decisions, int]:
-    """The local search of the module docstring from plan ``d``; returns the best plan and the
-    number of moves kept. ``d`` itself when it has phases, relays or wavelength-switched slots,
-    or when the evaluator does not accept it."""
+    """The local search of the module docstring from plan ``d``, trying the slowest jobs' pairs
+    (at most ``pairs_per_round`` of each, default all) in bottleneck order; returns the best
+    plan and the number of moves kept. ``d`` itself when it has phases, relays or
+    wavelength-switched slots, or when the evaluator does not accept it."""
     if d.phases or d.relays or d.ws_slots:
         return d, 0
     cands = cands if cands is not None else all_candidates(inst)
@@ -181,7 +184,7 @@ def improve_circuits(
 
 
 def _improving_move(
-    inst: Instance, d: Decisions, objective: str, cands, best: Score, until: float, n: int
+    inst: Instance, d: Decisions, objective: str, cands, best: Score, until: float, n: int | None
 ) -> tuple[Decisions, Score] | None:
     """The first move (slowest job first, its bottleneck pairs in order) that ``better``
     accepts, or None."""

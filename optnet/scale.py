@@ -83,9 +83,11 @@ class TimePlan:
     """A block first solves with the constructive placement fixed, for this share of its time,"""
     block_free: float = 0.6
     """then the whole block, warm-started, for this share."""
+    first_moves: float = 0.1
+    """The circuit moves (``local_search.improve_circuits``) on the first plan stop by this
+    share of L, sooner when no move improves; after the decomposition, they get"""
     circuit_moves: float = 0.5
-    """The circuit moves (``local_search.improve_circuits``) get this share of the time left
-    before ``improve_until``; they stop sooner when no move improves,"""
+    """this share of the time left before ``improve_until``,"""
     improve_until: float = 0.9
     """then large-neighbourhood search on the slowest job's block until this share of L,"""
     tighten_until: float = 0.95
@@ -1043,6 +1045,13 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
     t_first = time.perf_counter() - t0 if first is not None else None
     first_us = evaluate(inst, first, o.objective).objective_us if first is not None else None
     rep.offer(inst, incumbent=first_us)  # _greedy_incumbent keeps only feasible plans
+    moves = 0
+    if first is not None and o.objective == "max-iteration" and not small:
+        first, moves = improve_circuits(
+            inst, first, o.objective, t0 + TIME_PLAN.first_moves * deadline
+        )
+        if moves:
+            rep.offer(inst, incumbent=evaluate(inst, first, o.objective).objective_us)
     try:
         if top:
             rep.phase("bound")
@@ -1101,9 +1110,9 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
         moves_until = time.perf_counter() + TIME_PLAN.circuit_moves * (
             improve_until - time.perf_counter()
         )
-        decisions, moves = improve_circuits(inst, decisions, o.objective, moves_until)
-        info["circuit_moves"] = moves
-        if moves:
+        decisions, more = improve_circuits(inst, decisions, o.objective, moves_until)
+        moves += more
+        if more:
             objective = evaluate(inst, decisions, o.objective).objective_us
             rep.offer(inst, incumbent=objective)
         objective, decisions, rounds = _improve_critical(
@@ -1132,7 +1141,7 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
         "job_bounds_us": per_job,
         "decomposition": info["blocks"],
         "assignment": info.get("assignment"),
-        "circuit_moves": info.get("circuit_moves"),
+        "circuit_moves": moves,
     }
     size: dict = {}
     left = deadline - (time.perf_counter() - t0)

@@ -87,3 +87,18 @@ def test_the_deadline_and_phased_plans_leave_the_plan_as_it_is():
     phased = dataclasses.replace(d, phases=[PhasePlan(d.circuits, d.lightpaths)])
     out, kept = improve_circuits(inst, phased, "max-iteration", time.perf_counter() + 60, cands)
     assert out is phased and kept == 0
+
+
+def test_auto_keeps_the_moves_and_reports_them():
+    """``auto`` runs the moves on the first plan: the incumbent it returns is the evaluator's
+    and no slower than the first plan improved by them alone."""
+    from optnet.scale import solve_auto
+    from optnet.solve import SolveOptions
+
+    inst, cands, d = _field(64, "dense", 1)
+    res = solve_auto(inst, SolveOptions(time_limit_s=10, mip_gap=1e-4))
+    assert res.solver["circuit_moves"] >= 1
+    ev = evaluate(inst, res.decisions)
+    assert ev.feasible and math.isclose(ev.objective_us, res.objective, rel_tol=1e-9)
+    assert res.objective < 0.9 * score(inst, d, "max-iteration", cands)[0]
+    assert res.bound <= res.objective

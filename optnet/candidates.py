@@ -44,7 +44,8 @@ class Option:
 
     algorithm: str
     constant_us: float
-    """NVLink phases plus local reduction (gamma): independent of placement and optics."""
+    """NVLink phases plus local reduction (gamma) (``library: nccl``: NCCL's latency and a
+    tree's pipeline fill on NVLink): independent of placement and optics."""
     groups: tuple[GroupSteps, ...]
     nvlink_us: float = 0.0
     """The NVLink phases' time (part of ``constant_us``, or the pipelined ``overlap_us``)."""
@@ -446,25 +447,31 @@ def _nccl_option(
 
     L NCCL's latency, NVLink_P the intra-server bytes over f_P B_nvlink (a flat ring's
     busbw-factor x n, a tree's 2n, NVLS's n (1 + 1/g) at the NVLS efficiency), LLcap_P
-    NCCL's bus-bandwidth cap of LL, w_P = flat-ring volume / (f_P x NIC efficiency). The
+    NCCL's bus-bandwidth cap of LL, w_P = flat-ring volume x pipeline fill / (f_P x NIC
+    efficiency) (``nccl_cost.pipeline_fill``: a tree's chunks cross its network hops one after
+    another). The
     protocol is the one of least t_P at the nominal network (``nominal_network``): NCCL's own
     choice, independent of the plan. ``only``: these protocols (tests)."""
     kind, n = spec.kind, spec.message_bytes
     nccl_alg = {"nvlink_ring": "ring", "double_binary_tree": "tree"}.get(algorithm, algorithm)
     eff = nc.nic_efficiency(inst.nic_efficiency)
+    heads, nic_gbps = _nccl_nics(inst, g)
     volume = nc.flat_ring_volume(kind, p, N) if nccl_alg == "ring" else 1.0
     alpha, beta = nominal_network(inst)
     best: tuple[float, Option] | None = None
     for proto in only or nc.protocols(nccl_alg):
         f = nc.bandwidth_factor(nccl_alg, proto, kind, N)
-        f *= nc.size_factor(nccl_alg, proto, kind, n, inst.gpu_arch)
+        hops, phi = nc.pipeline_fill(nccl_alg, proto, kind, n, p, N, heads, inst.gpu_arch, nic_gbps)
+        if not hops:  # the fill takes the place of NCCL's tree correction (nccl_cost.size_factor)
+            f *= nc.size_factor(nccl_alg, proto, kind, n, inst.gpu_arch)
         nvlink = _nccl_nvlink_us(inst, nccl_alg, kind, n, g, p, f)
         cap = nc.ll_max_busbw(proto, nccl_alg, N, inst.gpu_arch)
         floor = max(nvlink, coll.busbw_factor(kind, p) * n / (cap * 1e3) if cap < 1e300 else 0)
         lat = nc.latency_us(nccl_alg, proto, kind, p, N, inst.constants.message_overhead_us)
         lat *= nc.plateau(nccl_alg, proto, kind, p, N, n, inst.gpu_arch)
-        steps = _scaled(gs, volume / (f * eff))
-        opt = Option(algorithm, lat, steps, nvlink, overlap_us=floor, protocol=proto)
+        fill, fill_us = nc.fill_terms(hops, phi, nvlink)
+        steps = _scaled(gs, volume * fill / (f * eff))
+        opt = Option(algorithm, lat + fill_us, steps, nvlink, overlap_us=floor, protocol=proto)
         net = max(
             (
                 coll.time_on_links_us(gg.steps, lambda _a, _b: alpha, lambda _a, _b: beta)
@@ -477,6 +484,18 @@ def _nccl_option(
             best = (t, opt)
     assert best is not None
     return best[1]
+
+
+def _nccl_nics(inst: Instance, g: int) -> tuple[int, float]:
+    """(NVLS heads, NIC rate in Gb/s) of a server as NCCL's NVLS search sees them: one head per
+    NIC, at most one per GPU (src/graph/search.cc: "NVLS and COLLNET_DIRECT search must have
+    ngpus heads at most"); the NICs are the packet fabric's rails, else the live transceivers.
+    Instance data only, so the MILP and the evaluator price the same fill."""
+    if inst.packet is not None:
+        nics, rate = inst.packet.nics or 1, inst.packet.rate_gbps
+    else:
+        nics, rate = inst.live_transceivers, inst.transceiver_rate_gbps
+    return max(1, min(g, nics)), rate
 
 
 #: kinds whose ring moves busbw_factor x n through every GPU's link

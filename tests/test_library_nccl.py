@@ -227,7 +227,14 @@ def test_nccl_candidates_are_nccl_runnable_and_ideal_is_untouched(name):
                 )
                 n = cc.spec.message_bytes
                 plateau = nccl_cost.plateau(nc_alg, o.protocol, cc.spec.kind, p, N, n, None)
-                assert o.constant_us == pytest.approx(lat * plateau, rel=1e-12)
+                # a tree's pipeline fill: one chunk's share of the NVLink part (the network's
+                # is in the bytes' weight, checked below by rebuilding the option)
+                heads, nic = candidates._nccl_nics(nccl_inst, p // N)
+                hops, phi = nccl_cost.pipeline_fill(
+                    nc_alg, o.protocol, cc.spec.kind, n, p, N, heads, nccl_inst.gpu_arch, nic
+                )
+                _w, fill_us = nccl_cost.fill_terms(hops, phi, o.nvlink_us)
+                assert o.constant_us == pytest.approx(lat * plateau + fill_us, rel=1e-12)
                 net = nominal_network(nccl_inst)
 
                 # the same option rebuilt from the unweighted schedule, per protocol: the

@@ -58,6 +58,9 @@ class Option:
     protocol: str | None = None
     """NCCL protocol (``ll``, ``ll128``, ``simple``) the option is priced with under
     ``library: nccl`` (None: ``ideal``, or an operation NCCL's tuner does not price)."""
+    fill_us: float = 0.0
+    """The NVLink part of a tree's pipeline fill (``nccl_cost.fill_terms``), part of
+    ``constant_us``: reported as intra-server time, not as NCCL's latency."""
 
     def time_us(self, network_us: float) -> float:
         """The option's time when its network steps take ``network_us``."""
@@ -471,7 +474,15 @@ def _nccl_option(
         lat *= nc.plateau(nccl_alg, proto, kind, p, N, n, inst.gpu_arch)
         fill, fill_us = nc.fill_terms(hops, phi, nvlink)
         steps = _scaled(gs, volume * fill / (f * eff))
-        opt = Option(algorithm, lat + fill_us, steps, nvlink, overlap_us=floor, protocol=proto)
+        opt = Option(
+            algorithm,
+            lat + fill_us,
+            steps,
+            nvlink,
+            overlap_us=floor,
+            protocol=proto,
+            fill_us=fill_us,
+        )
         net = max(
             (
                 coll.time_on_links_us(gg.steps, lambda _a, _b: alpha, lambda _a, _b: beta)

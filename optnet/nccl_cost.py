@@ -3,8 +3,10 @@
 docs/collectives.md §7 states every formula here.
 
 Every constant is transcribed from NVIDIA/nccl ``src/graph/tuning.cc``
-(``ncclTunerConstantsDefaults``, ``ncclTopoTuneModel``); the line ranges are those of the
-NVIDIA/nccl master read for this module (2026). NCCL times a collective as
+(``ncclTunerConstantsDefaults``, ``ncclTopoTuneModel``), and those of the pipeline fill from
+``src/enqueue.cc`` (``calcCollChunking``), ``src/init.cc``, ``src/include/device.h`` and
+``src/transport/nvls.cc``; the line ranges are those of the NVIDIA/nccl master read for this
+module (2026). NCCL times a collective as
 
     t = latency(algorithm, protocol) + bytes / bandwidth(algorithm, protocol)
 
@@ -12,9 +14,12 @@ and picks the (algorithm, protocol) pair of least t. optnet keeps NCCL's latenci
 factors and replaces NCCL's bandwidth (``nChannels x bw`` of its topology search) by the links a
 plan provides: the steps of the algorithm's schedule on those links (``optnet.collectives``), with
 each network byte weighted by the protocol's wire overhead and the NIC's efficiency
-(:func:`network_weight`). The algorithm is optnet's decision; the protocol is chosen as NCCL's
-tuner does, at the hardware's nominal rates (``candidates._nccl_protocol``), so it does not
-depend on the plan, and the MILP and the evaluator price the same option.
+(:func:`network_weight`), and a tree's network bytes and constant extended by its pipeline
+fill (:func:`pipeline_fill`, :func:`fill_terms`), which takes the place of NCCL's empirical
+tree correction (:func:`size_factor`). The algorithm is optnet's decision; the protocol is
+chosen as NCCL's tuner does, the P of least time at the hardware's nominal rates
+(``candidates._nccl_option``), so it does not depend on the plan, and the MILP and the
+evaluator price the same option.
 """
 
 from __future__ import annotations
@@ -86,7 +91,9 @@ TREE_CORRECTION: tuple[tuple[float, ...], ...] = (
 #: "plateau effect of ring", once each channel carries 64 B per rank
 RING_PLATEAU = 1.4
 RING_PLATEAU_PRE_AMPERE = 1.9
-#: NCCL's channel count assumed for that threshold (MAXCHANNELS, src/include/device.h)
+#: NCCL's channel count assumed for that threshold and for the tree's loop (:func:`loop_bytes`):
+#: 32, MAXCHANNELS of src/include/device.h until NCCL 2.25.1 raised it to 64 (the master read
+#: for the fill); NCCL's own count comes from its topology search
 MAX_CHANNELS = 32
 
 
@@ -134,7 +141,11 @@ def size_factor(
     nccl_algorithm: str, protocol: str, kind: str, nbytes: float, gpu_arch: str | None
 ) -> float:
     """NCCL's size-dependent bandwidth correction (tuning.cc lines 639-646): the tree all-reduce
-    at 64 B .. 256 MiB, and NVLS-tree on Blackwell (x86 CPU assumed) at 64 B .. 512 MiB."""
+    at 64 B .. 256 MiB, and NVLS-tree on Blackwell (x86 CPU assumed) at 64 B .. 512 MiB.
+
+    Not applied where :func:`pipeline_fill` prices the effect it stands for (every tree and
+    NVLS-tree all-reduce across nodes, the only ones optnet offers); kept for that comparison
+    (tests/test_nccl_cost.py)."""
     i = _log2i(int(nbytes) >> 6) if nbytes >= 64 else -1
     table = TREE_CORRECTION[_P[protocol]]
     if kind != "all_reduce" or i < 0:

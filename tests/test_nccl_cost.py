@@ -179,6 +179,26 @@ def test_nvls_tree_fill_end_to_end(monkeypatch):
     nvl = candidates.nvls_nvlink_us(inst, 8, 2**26)
     assert alg == "nvls_tree"
     assert t_fill - t_none == pytest.approx(0.25 * nvl, rel=1e-9)
+    # the evaluator's breakdown reports that share as NVLink time, not as NCCL's latency
+    monkeypatch.undo()
+    from optnet.candidates import all_candidates
+    from optnet.decisions import Decisions
+    from optnet.evaluate import evaluate
+
+    ev = evaluate(
+        inst,
+        Decisions(placement={0: (0, 1)}, algorithms={(0, 0): "nvls_tree"}),
+        candidates=all_candidates(inst),
+    )
+    (c,) = ev.collectives
+    bd = c["breakdown_us"]
+    lat = nc.latency_us(
+        "nvls_tree", "simple", "all_reduce", 16, 2, inst.constants.message_overhead_us
+    )
+    assert c["time_us"] == pytest.approx(t_fill, rel=1e-12)
+    assert bd["library_latency"] == pytest.approx(lat, rel=1e-12)
+    assert bd["intra_server"] >= 0.25 * nvl * (1 - 1e-12)
+    assert sum(v for v in bd.values() if v) == pytest.approx(t_fill, rel=1e-12)
 
 
 def _table(stem: str):

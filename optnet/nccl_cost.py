@@ -264,6 +264,10 @@ BUFF_SIZE: dict[str, int] = {
 }
 #: src/include/device.h: an LL128 line is NCCL_LL128_LINEELEMS = 16 words, 15 of them data
 LL128_LINE_ELEMS, LL128_DATA_ELEMS = 16, 15
+#: src/include/device.h ``ncclProtoGrainSize``: a chunk is aligned down to this many bytes
+#: (LL 16; LL128 WARP_SIZE 32 x NCCL_LL128_SHMEM_ELEMS_PER_THREAD 8 / 16 x 15 x 8 = 1920;
+#: Simple 512)
+GRAIN: dict[str, int] = {"ll": 16, "ll128": 32 * 8 // 16 * 15 * 8, "simple": 512}
 #: src/transport/nvls.cc: ``NCCL_NVLS_CHUNKSIZE`` default 128 KiB; ``NVLS_NCHANNELS_SM90`` 16,
 #: ``NVLS_NCHANNELS_SM100`` 32 (more than one node)
 NVLS_CHUNK = 128 * 1024
@@ -276,7 +280,8 @@ def tree_chunk_bytes(protocol: str, nbytes: float, channels: int, ranks: int, no
     (``buffSizes[proto] / NCCL_STEPS``; chunkSteps is 1 outside the Simple ring), halved for LL,
     LL128 lines' data words only, and for LL128 halved while the message gives each channel
     fewer than ``nstepsLL128 x 64 / ppn`` chunks (down to 128 KiB), then ``x 16 / ppn``
-    (down to 32 KiB), nstepsLL128 = 1 + log2i(nNodes) + 0.1 ppn."""
+    (down to 32 KiB), nstepsLL128 = 1 + log2i(nNodes) + 0.1 ppn; then aligned down to the
+    protocol's grain (:data:`GRAIN`)."""
     chunk = BUFF_SIZE[protocol] // NCCL_STEPS
     if protocol == "ll":
         chunk //= 2
@@ -288,7 +293,7 @@ def tree_chunk_bytes(protocol: str, nbytes: float, channels: int, ranks: int, no
             chunk //= 2
         while int(nbytes) // (channels * chunk) < nsteps * 16 / ppn and chunk > 32768:
             chunk //= 2
-    return chunk
+    return chunk // GRAIN[protocol] * GRAIN[protocol]
 
 
 def nvls_tree_tuning(
@@ -332,7 +337,7 @@ def nvls_tree_chunk_bytes(
     for times, size in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
         if nbytes < times * ops * c and c > size:
             c = size
-    return c
+    return c // GRAIN["simple"] * GRAIN["simple"]
 
 
 def loop_bytes(

@@ -67,9 +67,10 @@ def test_chunk_sizes_are_calcCollChunking():
     assert nc.tree_chunk_bytes("simple", 2**26, 32, 16, 2) == 2**22 // 8 == 524288
     assert nc.tree_chunk_bytes("ll", 2**20, 32, 16, 2) == 8 * 512 * 16 // 2 == 32768
     # LL128: a 614400 B step holds 576000 data bytes; 2 nodes of 8: nstepsLL128 = 2.8, so it
-    # halves while 64 MiB // (32 x chunk) < 22.4: 576000 (3), 288000 (7), 144000 (14), 72000
+    # halves while 64 MiB // (32 x chunk) < 22.4: 576000 (3), 288000 (7), 144000 (14), 72000,
+    # aligned down to LL128's 1920 B grain: 37 x 1920
     assert nc.tree_chunk_bytes("ll128", 2**40, 32, 16, 2) == 614400 // 16 * 15 == 576000
-    assert nc.tree_chunk_bytes("ll128", 2**26, 32, 16, 2) == 72000
+    assert nc.tree_chunk_bytes("ll128", 2**26, 32, 16, 2) == 37 * 1920 == 71040
     # NVLS-tree on Hopper, 2 nodes: 16 channels x 8 heads = 128 pipelines of 128 KiB chunks,
     # lowered to 64 KiB under 4 x 128 x 128 KiB = 64 MiB and to 32 KiB under 128 x 64 KiB
     assert nc.nvls_tree_tuning("hopper", 2, 8, 400) == (16, 131072, 131072)

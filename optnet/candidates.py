@@ -433,6 +433,37 @@ def nominal_network(inst: Instance) -> tuple[float, float]:
     return alpha, inverse_rate_us_per_byte(max(rate, 1e-9))
 
 
+def nominal_network_us(inst: Instance, groups: tuple[GroupSteps, ...]) -> float:
+    """The network time of ``groups`` at the nominal network (:func:`nominal_network`), what
+    the protocol choice compares: every transfer at the server's nominal rate and latency; when
+    that is the packet fabric, a ``shared_nic`` step's transfers leaving (or entering) one
+    member share its NIC (mult alpha + their bytes x beta), as the evaluator prices them
+    (``evaluate``, step time (iv)) and NCCL's tuner assumes for its tree (one NIC per rank)."""
+    from optnet import physics
+
+    alpha, beta = nominal_network(inst)
+    rate = inst.live_transceivers * inst.transceiver_rate_gbps
+    shared = inst.packet is not None and physics.server_packet_rate_gbps(inst) >= rate
+    worst = 0.0
+    for g in groups:
+        total = coll.time_on_links_us(g.steps, lambda _a, _b: alpha, lambda _a, _b: beta)
+        if shared:
+            total = 0.0
+            for st in g.steps:
+                if not st.transfers:
+                    continue
+                t = max(st.alpha_mult * alpha + x * beta for _a, _b, x in st.transfers)
+                if st.shared_nic:
+                    nic: dict[tuple[int, str], float] = defaultdict(float)
+                    for a, b, x in st.transfers:
+                        nic[(a, "out")] += x
+                        nic[(b, "in")] += x
+                    t = max(t, st.alpha_mult * alpha + max(nic.values()) * beta)
+                total += st.count * t
+        worst = max(worst, total)
+    return worst
+
+
 def _nccl_option(
     inst: Instance,
     spec: CollectiveSpec,
@@ -453,14 +484,13 @@ def _nccl_option(
     NCCL's bus-bandwidth cap of LL, w_P = flat-ring volume x pipeline fill / (f_P x NIC
     efficiency) (``nccl_cost.pipeline_fill``: a tree's chunks cross its network hops one after
     another). The
-    protocol is the one of least t_P at the nominal network (``nominal_network``): NCCL's own
+    protocol is the one of least t_P at the nominal network (``nominal_network_us``): NCCL's own
     choice, independent of the plan. ``only``: these protocols (tests)."""
     kind, n = spec.kind, spec.message_bytes
     nccl_alg = {"nvlink_ring": "ring", "double_binary_tree": "tree"}.get(algorithm, algorithm)
     eff = nc.nic_efficiency(inst.nic_efficiency)
     heads, nic_gbps = _nccl_nics(inst, g)
     volume = nc.flat_ring_volume(kind, p, N) if nccl_alg == "ring" else 1.0
-    alpha, beta = nominal_network(inst)
     best: tuple[float, Option] | None = None
     for proto in only or nc.protocols(nccl_alg):
         f = nc.bandwidth_factor(nccl_alg, proto, kind, N)
@@ -483,14 +513,7 @@ def _nccl_option(
             protocol=proto,
             fill_us=fill_us,
         )
-        net = max(
-            (
-                coll.time_on_links_us(gg.steps, lambda _a, _b: alpha, lambda _a, _b: beta)
-                for gg in steps
-            ),
-            default=0.0,
-        )
-        t = opt.time_us(net)
+        t = opt.time_us(nominal_network_us(inst, steps))
         if best is None or t < best[0] - 1e-12:
             best = (t, opt)
     assert best is not None

@@ -162,6 +162,25 @@ def test_pipeline_fill_is_ncclS_tree_correction_on_two_nodes():
         assert worst <= tol + 1e-9, (proto, worst)
 
 
+@pytest.mark.parametrize(
+    "stem",
+    ["multi-h100-4node-ibndr-allreduce-ncclt309", "multi-h100-2node-ibndr-allreduce-ncclt309"],
+)
+def test_predicted_time_grows_with_the_message(stem):
+    """The fill makes the protocols' network weights differ more (a tree's LL pays its 1/3.8
+    and four hops per chunk on 4 nodes): choosing the protocol on a network other than the one
+    priced made 512 KiB dearer than 1 MiB on 4 nodes, until the choice shared the packet NIC
+    as the evaluator does (``candidates.nominal_network_us``)."""
+    from optnet import calibrate_model as cm
+
+    _yml, meta = _table(stem)
+    n = meta["nodes"] * meta["gpus_per_node"]
+    sizes = tuple(2**k for k in range(3, 35))
+    m = cm.Measured("all_reduce", n, meta["nodes"], sizes, tuple(1.0 for _ in sizes), "t")
+    times = [t for t, _alg in cm.predict(fidelity.base_data(meta), m)]
+    assert all(b >= a for a, b in zip(times, times[1:])), times
+
+
 def test_nvls_tree_fill_end_to_end(monkeypatch):
     """The 2 x 8 H100 NDR table's instance, NVLS-tree at 64 MiB, priced by the evaluator: the
     NVLink part (n (1 + 1/g) at the NVLS efficiency) is the bottleneck, so the fill adds

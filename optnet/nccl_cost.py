@@ -244,11 +244,13 @@ def flat_ring_volume(kind: str, ranks: int, nodes: int) -> float:
 # NCCL moves a collective through each channel in chunks (``calcCollChunking``,
 # src/enqueue.cc). A tree (and the network part of NVLS-tree) is a pipeline whose chunks go up
 # to the root and back down, one network hop after another: a chunk is forwarded once it has
-# arrived (Simple protocol: the receiver waits on the step's tail, src/device/prims_simple.h).
-# With K chunks per pipeline and h network hops in sequence, the last chunk leaves the last hop
-# (K + h - 1) chunk times after the first entered, where the bandwidth term counts K: the fill
-# is h - 1 chunk times. A ring has none: every rank sends its own chunk from the start, so no
-# link waits for another (src/device/all_reduce.h ``runRing``).
+# arrived (the net proxy sends a step once the GPU has written all of it, for every protocol:
+# src/transport/net.cc ``sendProxyProgress``; a Simple receiver waits on the step's tail:
+# src/device/prims_simple.h ``waitPeer``). With K chunks per pipeline and h network hops in
+# sequence, the last chunk leaves the last hop (K + h - 1) chunk times after the first
+# entered, where the bandwidth term counts K: the fill is h - 1 chunk times (and the NVLink
+# part's chunk time, :func:`fill_terms`). A ring has none: every rank sends its own chunk from
+# the start, so no link waits for another (src/device/all_reduce.h ``runRing``).
 
 #: src/include/device.h ``NCCL_STEPS``: the slots of a connection's buffer
 NCCL_STEPS = 8

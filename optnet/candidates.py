@@ -44,7 +44,8 @@ class Option:
 
     algorithm: str
     constant_us: float
-    """NVLink phases plus local reduction (gamma): independent of placement and optics."""
+    """NVLink phases plus local reduction (gamma) (``library: nccl``: NCCL's latency and a
+    tree's pipeline fill on NVLink): independent of placement and optics."""
     groups: tuple[GroupSteps, ...]
     nvlink_us: float = 0.0
     """The NVLink phases' time (part of ``constant_us``, or the pipelined ``overlap_us``)."""
@@ -57,6 +58,9 @@ class Option:
     protocol: str | None = None
     """NCCL protocol (``ll``, ``ll128``, ``simple``) the option is priced with under
     ``library: nccl`` (None: ``ideal``, or an operation NCCL's tuner does not price)."""
+    fill_us: float = 0.0
+    """The NVLink part of a tree's pipeline fill (``nccl_cost.fill_terms``), part of
+    ``constant_us``: reported as intra-server time, not as NCCL's latency."""
 
     def time_us(self, network_us: float) -> float:
         """The option's time when its network steps take ``network_us``."""
@@ -429,6 +433,37 @@ def nominal_network(inst: Instance) -> tuple[float, float]:
     return alpha, inverse_rate_us_per_byte(max(rate, 1e-9))
 
 
+def nominal_network_us(inst: Instance, groups: tuple[GroupSteps, ...]) -> float:
+    """The network time of ``groups`` at the nominal network (:func:`nominal_network`), what
+    the protocol choice compares: every transfer at the server's nominal rate and latency; when
+    that is the packet fabric, a ``shared_nic`` step's transfers leaving (or entering) one
+    member share its NIC (mult alpha + their bytes x beta), as the evaluator prices them
+    (``evaluate``, step time (iv)) and NCCL's tuner assumes for its tree (one NIC per rank)."""
+    from optnet import physics
+
+    alpha, beta = nominal_network(inst)
+    rate = inst.live_transceivers * inst.transceiver_rate_gbps
+    shared = inst.packet is not None and physics.server_packet_rate_gbps(inst) >= rate
+    worst = 0.0
+    for g in groups:
+        total = coll.time_on_links_us(g.steps, lambda _a, _b: alpha, lambda _a, _b: beta)
+        if shared:
+            total = 0.0
+            for st in g.steps:
+                if not st.transfers:
+                    continue
+                t = max(st.alpha_mult * alpha + x * beta for _a, _b, x in st.transfers)
+                if st.shared_nic:
+                    nic: dict[tuple[int, str], float] = defaultdict(float)
+                    for a, b, x in st.transfers:
+                        nic[(a, "out")] += x
+                        nic[(b, "in")] += x
+                    t = max(t, st.alpha_mult * alpha + max(nic.values()) * beta)
+                total += st.count * t
+        worst = max(worst, total)
+    return worst
+
+
 def _nccl_option(
     inst: Instance,
     spec: CollectiveSpec,
@@ -446,37 +481,55 @@ def _nccl_option(
 
     L NCCL's latency, NVLink_P the intra-server bytes over f_P B_nvlink (a flat ring's
     busbw-factor x n, a tree's 2n, NVLS's n (1 + 1/g) at the NVLS efficiency), LLcap_P
-    NCCL's bus-bandwidth cap of LL, w_P = flat-ring volume / (f_P x NIC efficiency). The
-    protocol is the one of least t_P at the nominal network (``nominal_network``): NCCL's own
+    NCCL's bus-bandwidth cap of LL, w_P = flat-ring volume x pipeline fill / (f_P x NIC
+    efficiency) (``nccl_cost.pipeline_fill``: a tree's chunks cross its network hops one after
+    another). The
+    protocol is the one of least t_P at the nominal network (``nominal_network_us``): NCCL's own
     choice, independent of the plan. ``only``: these protocols (tests)."""
     kind, n = spec.kind, spec.message_bytes
     nccl_alg = {"nvlink_ring": "ring", "double_binary_tree": "tree"}.get(algorithm, algorithm)
     eff = nc.nic_efficiency(inst.nic_efficiency)
+    heads, nic_gbps = _nccl_nics(inst, g)
     volume = nc.flat_ring_volume(kind, p, N) if nccl_alg == "ring" else 1.0
-    alpha, beta = nominal_network(inst)
     best: tuple[float, Option] | None = None
     for proto in only or nc.protocols(nccl_alg):
         f = nc.bandwidth_factor(nccl_alg, proto, kind, N)
-        f *= nc.size_factor(nccl_alg, proto, kind, n, inst.gpu_arch)
+        hops, phi = nc.pipeline_fill(nccl_alg, proto, kind, n, p, N, heads, inst.gpu_arch, nic_gbps)
+        if not hops:  # the fill takes the place of NCCL's tree correction (nccl_cost.size_factor)
+            f *= nc.size_factor(nccl_alg, proto, kind, n, inst.gpu_arch)
         nvlink = _nccl_nvlink_us(inst, nccl_alg, kind, n, g, p, f)
         cap = nc.ll_max_busbw(proto, nccl_alg, N, inst.gpu_arch)
         floor = max(nvlink, coll.busbw_factor(kind, p) * n / (cap * 1e3) if cap < 1e300 else 0)
         lat = nc.latency_us(nccl_alg, proto, kind, p, N, inst.constants.message_overhead_us)
         lat *= nc.plateau(nccl_alg, proto, kind, p, N, n, inst.gpu_arch)
-        steps = _scaled(gs, volume / (f * eff))
-        opt = Option(algorithm, lat, steps, nvlink, overlap_us=floor, protocol=proto)
-        net = max(
-            (
-                coll.time_on_links_us(gg.steps, lambda _a, _b: alpha, lambda _a, _b: beta)
-                for gg in steps
-            ),
-            default=0.0,
+        fill, fill_us = nc.fill_terms(hops, phi, nvlink)
+        steps = _scaled(gs, volume * fill / (f * eff))
+        opt = Option(
+            algorithm,
+            lat + fill_us,
+            steps,
+            nvlink,
+            overlap_us=floor,
+            protocol=proto,
+            fill_us=fill_us,
         )
-        t = opt.time_us(net)
+        t = opt.time_us(nominal_network_us(inst, steps))
         if best is None or t < best[0] - 1e-12:
             best = (t, opt)
     assert best is not None
     return best[1]
+
+
+def _nccl_nics(inst: Instance, g: int) -> tuple[int, float]:
+    """(NVLS heads, NIC rate in Gb/s) of a server as NCCL's NVLS search sees them: one head per
+    NIC, at most one per GPU (src/graph/search.cc: "NVLS and COLLNET_DIRECT search must have
+    ngpus heads at most"); the NICs are the packet fabric's rails, else the live transceivers.
+    Instance data only, so the MILP and the evaluator price the same fill."""
+    if inst.packet is not None:
+        nics, rate = inst.packet.nics or 1, inst.packet.rate_gbps
+    else:
+        nics, rate = inst.live_transceivers, inst.transceiver_rate_gbps
+    return max(1, min(g, nics)), rate
 
 
 #: kinds whose ring moves busbw_factor x n through every GPU's link

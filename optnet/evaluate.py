@@ -783,12 +783,13 @@ def _intra_and_reduction_us(opt: Option, network_us: float) -> dict[str, float]:
     ``overlap_us`` the network steps do not hide, so the breakdown sums to
     ``constant_us + max(overlap_us, network_us)``. An NCCL-priced option (``protocol`` set) has
     NCCL's latency as its constant (``library_latency``) and its pipelined NVLink time (or
-    NCCL's LL cap, or the launch floor) as the part the network may not hide."""
+    NCCL's LL cap, or the launch floor) as the part the network may not hide, plus the NVLink
+    part of a tree's pipeline fill (``fill_us``, in the constant)."""
     if opt.protocol is not None:  # NCCL-priced: the constant is NCCL's latency, nothing serial
         return {
-            "intra_server": max(0.0, opt.overlap_us - network_us),
+            "intra_server": opt.fill_us + max(0.0, opt.overlap_us - network_us),
             "reduction": 0.0,
-            "library_latency": opt.constant_us,
+            "library_latency": opt.constant_us - opt.fill_us,
         }
     serial = opt.nvlink_us - opt.overlap_us
     return {

@@ -3,8 +3,10 @@
 docs/collectives.md §7 states every formula here.
 
 Every constant is transcribed from NVIDIA/nccl ``src/graph/tuning.cc``
-(``ncclTunerConstantsDefaults``, ``ncclTopoTuneModel``); the line ranges are those of the
-NVIDIA/nccl master read for this module (2026). NCCL times a collective as
+(``ncclTunerConstantsDefaults``, ``ncclTopoTuneModel``), and those of the pipeline fill from
+``src/enqueue.cc`` (``calcCollChunking``), ``src/init.cc``, ``src/include/device.h`` and
+``src/transport/nvls.cc``; the line ranges are those of the NVIDIA/nccl master read for this
+module (2026). NCCL times a collective as
 
     t = latency(algorithm, protocol) + bytes / bandwidth(algorithm, protocol)
 
@@ -12,9 +14,12 @@ and picks the (algorithm, protocol) pair of least t. optnet keeps NCCL's latenci
 factors and replaces NCCL's bandwidth (``nChannels x bw`` of its topology search) by the links a
 plan provides: the steps of the algorithm's schedule on those links (``optnet.collectives``), with
 each network byte weighted by the protocol's wire overhead and the NIC's efficiency
-(:func:`network_weight`). The algorithm is optnet's decision; the protocol is chosen as NCCL's
-tuner does, at the hardware's nominal rates (``candidates._nccl_protocol``), so it does not
-depend on the plan, and the MILP and the evaluator price the same option.
+(:func:`network_weight`), and a tree's network bytes and constant extended by its pipeline
+fill (:func:`pipeline_fill`, :func:`fill_terms`), which takes the place of NCCL's empirical
+tree correction (:func:`size_factor`). The algorithm is optnet's decision; the protocol is
+chosen as NCCL's tuner does, the P of least time at the hardware's nominal rates
+(``candidates._nccl_option``), so it does not depend on the plan, and the MILP and the
+evaluator price the same option.
 """
 
 from __future__ import annotations
@@ -86,7 +91,9 @@ TREE_CORRECTION: tuple[tuple[float, ...], ...] = (
 #: "plateau effect of ring", once each channel carries 64 B per rank
 RING_PLATEAU = 1.4
 RING_PLATEAU_PRE_AMPERE = 1.9
-#: NCCL's channel count assumed for that threshold (MAXCHANNELS, src/include/device.h)
+#: NCCL's channel count assumed for that threshold and for the tree's loop (:func:`loop_bytes`):
+#: 32, MAXCHANNELS of src/include/device.h until NCCL 2.25.1 raised it to 64 (the master read
+#: for the fill); NCCL's own count comes from its topology search
 MAX_CHANNELS = 32
 
 
@@ -134,7 +141,11 @@ def size_factor(
     nccl_algorithm: str, protocol: str, kind: str, nbytes: float, gpu_arch: str | None
 ) -> float:
     """NCCL's size-dependent bandwidth correction (tuning.cc lines 639-646): the tree all-reduce
-    at 64 B .. 256 MiB, and NVLS-tree on Blackwell (x86 CPU assumed) at 64 B .. 512 MiB."""
+    at 64 B .. 256 MiB, and NVLS-tree on Blackwell (x86 CPU assumed) at 64 B .. 512 MiB.
+
+    Not applied where :func:`pipeline_fill` prices the effect it stands for (every tree and
+    NVLS-tree all-reduce across nodes, the only ones optnet offers); kept for that comparison
+    (tests/test_nccl_cost.py)."""
     i = _log2i(int(nbytes) >> 6) if nbytes >= 64 else -1
     table = TREE_CORRECTION[_P[protocol]]
     if kind != "all_reduce" or i < 0:
@@ -226,3 +237,168 @@ def flat_ring_volume(kind: str, ranks: int, nodes: int) -> float:
     if kind not in ("all_reduce", "all_gather", "reduce_scatter") or nodes < 2:
         return 1.0
     return ((ranks - 1) / ranks) / ((nodes - 1) / nodes)
+
+
+# --- Pipeline fill (docs/collectives.md §7, "Pipeline fill") --------------------------------
+#
+# NCCL moves a collective through each channel in chunks (``calcCollChunking``,
+# src/enqueue.cc). A tree (and the network part of NVLS-tree) is a pipeline whose chunks go up
+# to the root and back down, one network hop after another: a chunk is forwarded once it has
+# arrived (the net proxy sends a step once the GPU has written all of it, for every protocol:
+# src/transport/net.cc ``sendProxyProgress``; a Simple receiver waits on the step's tail:
+# src/device/prims_simple.h ``waitPeer``). With K chunks per pipeline and h network hops in
+# sequence, the last chunk leaves the last hop (K + h - 1) chunk times after the first
+# entered, where the bandwidth term counts K: the fill is h - 1 chunk times (and the NVLink
+# part's chunk time, :func:`fill_terms`). A ring has none: every rank sends its own chunk from
+# the start, so no link waits for another (src/device/all_reduce.h ``runRing``).
+
+#: src/include/device.h ``NCCL_STEPS``: the slots of a connection's buffer
+NCCL_STEPS = 8
+#: src/init.cc ``computeBuffSizes`` defaults, bytes per connection, per protocol:
+#: ``DEFAULT_LL_BUFFSIZE`` = NCCL_LL_LINES_PER_THREAD (8) x NCCL_LL_MAX_NTHREADS (512) x
+#: NCCL_STEPS x sizeof(ncclLLFifoLine) (16); ``DEFAULT_LL128_BUFFSIZE`` =
+#: NCCL_LL128_ELEMS_PER_THREAD (120) x NCCL_LL128_MAX_NTHREADS (640) x NCCL_STEPS x 8;
+#: ``DEFAULT_BUFFSIZE`` = 4 MiB (src/include/device.h for the NCCL_* constants)
+BUFF_SIZE: dict[str, int] = {
+    "ll": 8 * 512 * NCCL_STEPS * 16,
+    "ll128": 120 * 640 * NCCL_STEPS * 8,
+    "simple": 1 << 22,
+}
+#: src/include/device.h: an LL128 line is NCCL_LL128_LINEELEMS = 16 words, 15 of them data
+LL128_LINE_ELEMS, LL128_DATA_ELEMS = 16, 15
+#: src/include/device.h ``ncclProtoGrainSize``: a chunk is aligned down to this many bytes
+#: (LL 16; LL128 WARP_SIZE 32 x NCCL_LL128_SHMEM_ELEMS_PER_THREAD 8 / 16 x 15 x 8 = 1920;
+#: Simple 512)
+GRAIN: dict[str, int] = {"ll": 16, "ll128": 32 * 8 // 16 * 15 * 8, "simple": 512}
+#: src/transport/nvls.cc: ``NCCL_NVLS_CHUNKSIZE`` default 128 KiB; ``NVLS_NCHANNELS_SM90`` 16,
+#: ``NVLS_NCHANNELS_SM100`` 32 (more than one node)
+NVLS_CHUNK = 128 * 1024
+NVLS_CHANNELS_SM90 = 16
+NVLS_CHANNELS_SM100 = 32
+
+
+def tree_chunk_bytes(protocol: str, nbytes: float, channels: int, ranks: int, nodes: int) -> int:
+    """The tree's chunk per channel (src/enqueue.cc ``calcCollChunking``): one buffer step
+    (``buffSizes[proto] / NCCL_STEPS``; chunkSteps is 1 outside the Simple ring), halved for LL,
+    LL128 lines' data words only, and for LL128 halved while the message gives each channel
+    fewer than ``nstepsLL128 x 64 / ppn`` chunks (down to 128 KiB), then ``x 16 / ppn``
+    (down to 32 KiB), nstepsLL128 = 1 + log2i(nNodes) + 0.1 ppn; then aligned down to the
+    protocol's grain (:data:`GRAIN`)."""
+    chunk = BUFF_SIZE[protocol] // NCCL_STEPS
+    if protocol == "ll":
+        chunk //= 2
+    elif protocol == "ll128":
+        chunk = chunk // LL128_LINE_ELEMS * LL128_DATA_ELEMS
+        ppn = ranks / nodes
+        nsteps = 1 + _log2i(nodes) + 0.1 * ppn
+        while int(nbytes) // (channels * chunk) < nsteps * 64 / ppn and chunk > 131072:
+            chunk //= 2
+        while int(nbytes) // (channels * chunk) < nsteps * 16 / ppn and chunk > 32768:
+            chunk //= 2
+    return chunk // GRAIN[protocol] * GRAIN[protocol]
+
+
+def nvls_tree_tuning(
+    gpu_arch: str | None, nodes: int, ppn: int, nic_gbps: float
+) -> tuple[int, int, int]:
+    """NVLS-tree's (channels, chunk size, tree max chunk size) across nodes
+    (src/transport/nvls.cc ``ncclNvlsTuning`` and, on Blackwell, ``ncclNvlsTreeSm100Tuning``
+    with the NIC's rate in GB/s; the GPU-to-NIC path is taken as PXB, a rail NIC under the GPU's
+    PCIe switch as on DGX/HGX servers). Without a Blackwell setting the tree max chunk is 64 KiB
+    from 4 nodes on, else the chunk size."""
+    channels, chunk, tree_max = NVLS_CHANNELS_SM90, NVLS_CHUNK, 0
+    if gpu_arch == "blackwell":
+        channels = NVLS_CHANNELS_SM100
+        nic = nic_gbps / 8.0
+        if nodes == 2 and nic >= 48.0:
+            channels, tree_max = 32, 128 * 1024
+            if ppn <= 4:
+                chunk = tree_max = 256 * 1024
+            elif ppn >= 16 or (ppn <= 8 and nic < 96.0):
+                tree_max = 64 * 1024
+        elif nic >= 96.0:
+            if ppn <= 8:
+                channels, chunk, tree_max = 24, 256 * 1024, 256 * 1024
+            else:
+                channels, tree_max = 32, (128 if ppn < 32 else 64) * 1024
+        elif nic >= 48.0:
+            channels, tree_max = 24, 64 * 1024  # 128 KiB, then 64 KiB on a PXB path
+    if tree_max == 0:
+        tree_max = 65536 if nodes >= 4 else chunk
+    return channels, chunk, tree_max
+
+
+def nvls_tree_chunk_bytes(
+    nbytes: float, channels: int, heads: int, chunk: int, tree_max: int
+) -> int:
+    """NVLS-tree's chunk (src/enqueue.cc ``calcCollChunking``): min(chunk, tree max), lowered to
+    256, 128, 64 and 32 KiB while the message is under 32, 16, 4 and 1 times
+    ``nChannels x nHeads`` such chunks."""
+    ops = channels * heads
+    c = min(chunk, tree_max)
+    for times, size in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
+        if nbytes < times * ops * c and c > size:
+            c = size
+    return c // GRAIN["simple"] * GRAIN["simple"]
+
+
+def loop_bytes(
+    nccl_algorithm: str,
+    protocol: str,
+    nbytes: float,
+    ranks: int,
+    nodes: int,
+    heads: int,
+    gpu_arch: str | None,
+    nic_gbps: float,
+) -> int:
+    """Bytes of one loop of the NCCL kernel, ``nChannels x nchunksPerLoop x chunkSize``
+    (src/enqueue.cc ``calcCollChunking``): every pipeline (channel, and NVLS head) carries one
+    chunk per loop. Tree: one chunk per channel over :data:`MAX_CHANNELS` channels; NVLS-tree:
+    one per head of each NVLS channel."""
+    if nccl_algorithm == "tree":
+        return MAX_CHANNELS * tree_chunk_bytes(protocol, nbytes, MAX_CHANNELS, ranks, nodes)
+    if nccl_algorithm == "nvls_tree":
+        ch, chunk, tree_max = nvls_tree_tuning(gpu_arch, nodes, ranks // nodes, nic_gbps)
+        return ch * heads * nvls_tree_chunk_bytes(nbytes, ch, heads, chunk, tree_max)
+    raise ValueError(nccl_algorithm)
+
+
+def pipeline_fill(
+    nccl_algorithm: str,
+    protocol: str,
+    kind: str,
+    nbytes: float,
+    ranks: int,
+    nodes: int,
+    heads: int,
+    gpu_arch: str | None,
+    nic_gbps: float,
+) -> tuple[float, float]:
+    """(hops, phi) of an option's pipeline: the network hops a chunk crosses one after another
+    and the share of the message one chunk per pipeline carries.
+
+    A linear pipeline of stages s, each taking T_s to move the whole message, moving it in
+    chunks of share phi, lasts phi sum_s T_s + (1 - phi) max_s T_s: the chunk time of every
+    stage once (the fill and drain), then the bottleneck for the other chunks. Here the stages
+    are h = 2 ceil(log2 N) network hops up NCCL's tree over N nodes and back down (its depth,
+    src/graph/trees.cc), each taking the option's network time, and the NVLink part; phi =
+    min(1, W / n), W = :func:`loop_bytes` (a message under one loop is one chunk per pipeline).
+    (0, 0) for a ring (no fill), one node, and any other algorithm or kind."""
+    if nccl_algorithm not in ("tree", "nvls_tree") or kind != "all_reduce" or nodes < 2:
+        return 0, 0.0
+    if nbytes <= 0:
+        return 0, 0.0
+    hops = 2 * math.ceil(math.log2(nodes))
+    w = loop_bytes(nccl_algorithm, protocol, nbytes, ranks, nodes, heads, gpu_arch, nic_gbps)
+    return hops, min(1.0, w / nbytes)
+
+
+def fill_terms(hops: int, phi: float, nvlink_us: float) -> tuple[float, float]:
+    """The pipeline as optnet prices it, ``const + max(NVLink, network x factor)``: the network
+    weighted by ``factor = 1 + (h - 1) phi`` and ``const = phi x NVLink`` added. Exactly
+    phi (h NET + NVL) + (1 - phi) max(NET, NVL) (:func:`pipeline_fill`) when the network is the
+    bottleneck (NET >= NVL); otherwise within phi |NVL - h NET| of it. Returns (factor, const)."""
+    if hops == 0:
+        return 1.0, 0.0
+    return 1.0 + (hops - 1) * phi, phi * nvlink_us

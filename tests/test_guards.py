@@ -33,24 +33,24 @@ from optnet.cli import main
 
 #: file -> (extra `optnet solve` options, objective in us). Status is "optimal" for all.
 PINS: dict[str, tuple[tuple[str, ...], float]] = {
-    "a100.yaml": ((), 184644.938),
-    "b200.yaml": ((), 103176.497),
+    "a100.yaml": ((), 185317.88),
+    "b200.yaml": ((), 103625.125),
     "dgx-h100.yaml": ((), 108089.353),
     "energy.yaml": ((), 44006.44),
-    "gb200-nvl72.yaml": ((), 133107.104),
+    "gb200-nvl72.yaml": ((), 132859.888),
     # jobs sharing leaf links: the default gap (1e-4) is not proven within the default 60 s
     # (status time_limit, gap 2.2e-4, the same objective); test_hybrid.py and
     # docs/case-studies.md solve it with --mip-gap 1e-3 too
     "hybrid.yaml": (("--mip-gap", "1e-3"), 146280.71),
     "ps.yaml": ((), 46168.0),  # test_parameter_server.py JOINT_US
-    "realistic.yaml": ((), 204683.105),
+    "realistic.yaml": ((), 205154.164),
     # test_reconfiguration.py solves it with --mip-gap 1e-9: the same 35745.3627
     "reconfig.yaml": ((), 35745.3627),
     "relay.yaml": ((), 84903.9333),  # test_relay.py RELAY_ON_US (84_903.933)
     "sirius.yaml": ((), 69008.94),  # test_ws.py SIRIUS_US
     "small.yaml": ((), 51072.5756),
     "tiny.yaml": ((), 28003.22),  # test_ws.py (docs/benchmarks.md row)
-    "tpu-v4.yaml": ((), 221145.994),
+    "tpu-v4.yaml": ((), 221428.283),
     # a direct-connect fabric (docs/direct.md): placement only, by objective traffic-*;
     # plain `optnet solve` refuses it (test_torus_needs_a_traffic_objective)
     "torus.yaml": (("--objective", "traffic-hops"), 640_000_000.0),

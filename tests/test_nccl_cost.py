@@ -3,6 +3,7 @@ and the fidelity benchmark's calibration against the model ``solve`` uses."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import subprocess
@@ -57,6 +58,167 @@ def test_flat_ring_volume_is_the_per_node_bytes_of_ncclS_ring(p, N):
         (2 * (p - 1) / p) / (2 * (N - 1) / N)
     )
     assert nc.flat_ring_volume("all_to_all", p, N) == 1.0
+
+
+def test_chunk_sizes_are_calcCollChunking():
+    """NCCL's chunk arithmetic by hand (src/enqueue.cc calcCollChunking, src/init.cc buffer
+    sizes, src/transport/nvls.cc NVLS tuning)."""
+    # tree, chunkSteps 1: one step of the 4 MiB Simple buffer; LL: half of a 64 KiB step
+    assert nc.tree_chunk_bytes("simple", 2**26, 32, 16, 2) == 2**22 // 8 == 524288
+    assert nc.tree_chunk_bytes("ll", 2**20, 32, 16, 2) == 8 * 512 * 16 // 2 == 32768
+    # LL128: a 614400 B step holds 576000 data bytes; 2 nodes of 8: nstepsLL128 = 2.8, so it
+    # halves while 64 MiB // (32 x chunk) < 22.4: 576000 (3), 288000 (7), 144000 (14), 72000,
+    # aligned down to LL128's 1920 B grain: 37 x 1920
+    assert nc.tree_chunk_bytes("ll128", 2**40, 32, 16, 2) == 614400 // 16 * 15 == 576000
+    assert nc.tree_chunk_bytes("ll128", 2**26, 32, 16, 2) == 37 * 1920 == 71040
+    # NVLS-tree on Hopper, 2 nodes: 16 channels x 8 heads = 128 pipelines of 128 KiB chunks,
+    # lowered to 64 KiB under 4 x 128 x 128 KiB = 64 MiB and to 32 KiB under 128 x 64 KiB
+    assert nc.nvls_tree_tuning("hopper", 2, 8, 400) == (16, 131072, 131072)
+    chunk = {m: nc.nvls_tree_chunk_bytes(m, 16, 8, 131072, 131072) for m in (2**22, 2**24, 2**26)}
+    assert chunk == {2**22: 32768, 2**24: 65536, 2**26: 131072}
+    # from 4 nodes on the tree's chunk is at most 64 KiB; Blackwell's own table (2 nodes of 8
+    # behind 400G NICs: 32 channels, 64 KiB on a PXB path)
+    assert nc.nvls_tree_tuning("hopper", 4, 8, 400) == (16, 131072, 65536)
+    assert nc.nvls_tree_tuning("blackwell", 2, 8, 400) == (32, 131072, 65536)
+    assert nc.nvls_tree_tuning("blackwell", 4, 8, 800) == (24, 262144, 262144)
+    assert nc.loop_bytes("nvls_tree", "simple", 2**26, 16, 2, 8, "hopper", 400) == 2**24
+    assert nc.loop_bytes("tree", "simple", 2**30, 16, 2, 8, "hopper", 400) == 32 * 524288
+
+
+def test_pipeline_fill_follows_the_chunks():
+    """2 x 8 H100, NVLS-tree, 64 MiB: one loop is 16 MiB, so each pipeline carries 4 chunks
+    through 2 network hops (up, down): the fill is one more chunk, a quarter of the network
+    time; a tree over 8 nodes has 6 hops; a ring and one node have none."""
+    assert nc.pipeline_fill(
+        "nvls_tree", "simple", "all_reduce", 2**26, 16, 2, 8, "hopper", 400
+    ) == (
+        2,
+        0.25,
+    )
+    assert nc.fill_terms(2, 0.25, 100.0) == (1.25, 25.0)
+    # under one loop a pipeline carries one chunk: the whole message per hop
+    assert nc.pipeline_fill("tree", "simple", "all_reduce", 2**20, 64, 8, 8, None, 400) == (6, 1.0)
+    assert nc.fill_terms(6, 1.0, 10.0) == (6.0, 10.0)
+    for alg, kind, nodes in [
+        ("ring", "all_reduce", 2),
+        ("nvls_tree", "all_reduce", 1),
+        ("tree", "broadcast", 2),
+        ("nvls", "all_reduce", 1),
+    ]:
+        assert nc.pipeline_fill(alg, "simple", kind, 2**26, 8 * nodes, nodes, 8, None, 400) == (
+            0,
+            0,
+        )
+    assert nc.fill_terms(0, 0.0, 50.0) == (1.0, 0.0)
+
+
+@pytest.mark.parametrize("alg", ["tree", "nvls_tree"])
+@pytest.mark.parametrize("proto", nc.PROTOCOLS)
+@pytest.mark.parametrize(
+    "nodes,arch,nic",
+    [
+        (2, "hopper", 400),
+        (4, "hopper", 400),
+        (8, None, 200),
+        (2, "blackwell", 400),
+        (4, "blackwell", 800),
+    ],
+)
+def test_pipeline_fill_is_monotone_and_vanishes_at_large_sizes(alg, proto, nodes, arch, nic):
+    """The fill (h - 1) phi n = (h - 1) min(n, W) never shrinks as the message grows (NCCL's
+    chunk only grows with the message), a message under one loop pays every hop in turn, and
+    at 16 GiB the fill is under 1 % of the network time."""
+    if alg == "nvls_tree" and proto != "simple":
+        return
+    sizes = sorted({int(2 ** (k / 4)) for k in range(40, 137)})  # 1 KiB .. 16 GiB, 4 per octave
+    fills, shares = [], []
+    for m in sizes:
+        hops, phi = nc.pipeline_fill(alg, proto, "all_reduce", m, 8 * nodes, nodes, 8, arch, nic)
+        assert hops == 2 * math.ceil(math.log2(nodes)) and 0 < phi <= 1
+        fills.append((hops - 1) * phi * m)
+        shares.append((hops - 1) * phi)
+    assert all(b >= a * (1 - 1e-12) for a, b in zip(fills, fills[1:]))
+    # so the network time n (1 + (h - 1) phi) grows with n; its fill share need not shrink
+    # (LL128 and NVLS-tree take bigger chunks for bigger messages), but it ends under 1 %
+    totals = [m + f for m, f in zip(sizes, fills)]
+    assert all(b > a for a, b in zip(totals, totals[1:]))
+    assert shares[0] == 2 * math.ceil(math.log2(nodes)) - 1  # one chunk: every hop in turn
+    assert shares[-1] < 0.01
+
+
+def test_pipeline_fill_is_ncclS_tree_correction_on_two_nodes():
+    """NCCL's tuner multiplies the tree's bandwidth by an empirical treeCorrectionFactor
+    ("trees are not perfectly sticking to the model for medium sizes", tuning.cc); optnet prices
+    the fill in its place. On two nodes the fill's equivalent factor 1 / (1 + phi) follows
+    NCCL's table, 64 KiB .. 1 GiB, within 0.1 for LL, 0.2 for LL128, 0.3 for Simple (whose
+    512 KiB chunks keep a whole loop up to 16 MiB, where NCCL's table recovers from 4 MiB)."""
+    for proto, tol in (("ll", 0.1), ("ll128", 0.2), ("simple", 0.3)):
+        worst = 0.0
+        for k in range(16, 31):
+            m = 2**k
+            hops, phi = nc.pipeline_fill("tree", proto, "all_reduce", m, 16, 2, 8, "hopper", 400)
+            corr = nc.size_factor("tree", proto, "all_reduce", m, "hopper")
+            worst = max(worst, abs(1 / (1 + (hops - 1) * phi) - corr))
+        assert worst <= tol + 1e-9, (proto, worst)
+
+
+@pytest.mark.parametrize(
+    "stem",
+    ["multi-h100-4node-ibndr-allreduce-ncclt309", "multi-h100-2node-ibndr-allreduce-ncclt309"],
+)
+def test_predicted_time_grows_with_the_message(stem):
+    """The fill makes the protocols' network weights differ more (a tree's LL pays its 1/3.8
+    and four hops per chunk on 4 nodes): choosing the protocol on a network other than the one
+    priced made 512 KiB dearer than 1 MiB on 4 nodes, until the choice shared the packet NIC
+    as the evaluator does (``candidates.nominal_network_us``)."""
+    from optnet import calibrate_model as cm
+
+    _yml, meta = _table(stem)
+    n = meta["nodes"] * meta["gpus_per_node"]
+    sizes = tuple(2**k for k in range(3, 35))
+    m = cm.Measured("all_reduce", n, meta["nodes"], sizes, tuple(1.0 for _ in sizes), "t")
+    times = [t for t, _alg in cm.predict(fidelity.base_data(meta), m)]
+    assert all(b >= a for a, b in zip(times, times[1:])), times
+
+
+def test_nvls_tree_fill_end_to_end(monkeypatch):
+    """The 2 x 8 H100 NDR table's instance, NVLS-tree at 64 MiB, priced by the evaluator: the
+    NVLink part (n (1 + 1/g) at the NVLS efficiency) is the bottleneck, so the fill adds
+    exactly its chunk share, phi x NVLink = 16 MiB / 64 MiB of it."""
+    from optnet import calibrate_model as cm
+    from optnet import candidates
+    from optnet.instance import instance_from_data
+
+    _yml, meta = _table("multi-h100-2node-ibndr-allreduce-ncclt309")
+    base = fidelity.base_data(meta)
+    m = cm.Measured("all_reduce", 16, 2, (2**26,), (1.0,), "t", frozenset({"nvls_tree"}))
+    ((t_fill, alg),) = cm.predict(base, m)
+    monkeypatch.setattr(nc, "pipeline_fill", lambda *a: (0, 0.0))
+    ((t_none, _),) = cm.predict(base, m)
+    inst = instance_from_data(cm.measurement_data(base, m, None, "nccl"), "t")
+    nvl = candidates.nvls_nvlink_us(inst, 8, 2**26)
+    assert alg == "nvls_tree"
+    assert t_fill - t_none == pytest.approx(0.25 * nvl, rel=1e-9)
+    # the evaluator's breakdown reports that share as NVLink time, not as NCCL's latency
+    monkeypatch.undo()
+    from optnet.candidates import all_candidates
+    from optnet.decisions import Decisions
+    from optnet.evaluate import evaluate
+
+    ev = evaluate(
+        inst,
+        Decisions(placement={0: (0, 1)}, algorithms={(0, 0): "nvls_tree"}),
+        candidates=all_candidates(inst),
+    )
+    (c,) = ev.collectives
+    bd = c["breakdown_us"]
+    lat = nc.latency_us(
+        "nvls_tree", "simple", "all_reduce", 16, 2, inst.constants.message_overhead_us
+    )
+    assert c["time_us"] == pytest.approx(t_fill, rel=1e-12)
+    assert bd["library_latency"] == pytest.approx(lat, rel=1e-12)
+    assert bd["intra_server"] >= 0.25 * nvl * (1 - 1e-12)
+    assert sum(v for v in bd.values() if v) == pytest.approx(t_fill, rel=1e-12)
 
 
 def _table(stem: str):
@@ -170,7 +332,13 @@ def test_rails_are_the_servers_nics_in_parallel(tmp_path):
         **base,
         "topology": {**topo, "packet_fabric": {"rate_gbps": 3200}, "nic_efficiency": eff},
     }
-    assert cm.predict(base, m) == cm.predict(one, m)
+    # the ring and the tree have no per-NIC structure; NVLS-tree has one head per NIC, and the
+    # heads set its pipeline's loop (nccl_cost.loop_bytes), so fewer NICs fill it sooner
+    for alg in ("ring", "double_binary_tree"):
+        only = dataclasses.replace(m, allowed=frozenset({alg}))
+        assert cm.predict(base, only) == cm.predict(one, only)
+    (t8, a8), (t1, a1) = cm.predict(base, m)[1], cm.predict(one, m)[1]
+    assert a8 == a1 == "nvls_tree" and t8 > t1
     hybrid = Path(__file__).resolve().parent.parent / "instances" / "hybrid.yaml"
     text = hybrid.read_text()
     assert "nics" not in text

@@ -7,8 +7,9 @@ lightpaths while transceivers sit idle. The exact block MILPs can move that only
 (``scale.MAX_BLOCK_VARIABLES``). This search moves it directly, with the placement and each
 collective's algorithm options fixed (docs/model.md §7, "circuit moves"):
 
-* the *bottleneck pairs* are the server pairs of the slowest two jobs, by bytes per lightpath
-  (bytes per iteration of their chosen algorithms, ``construct.pair_weights``), most first;
+* the *bottleneck pairs* are the server pairs of the slowest two jobs: collective by
+  collective, the most exposed first, each one's pairs by bytes per lightpath of its chosen
+  algorithm (``construct.pair_weights``), most first;
 * for a bottleneck pair ``(a, b)`` on racks ``(ra, rb)``, the moves are: one more lightpath
   where one fits (``Layout.add``); else, for each OCS ``k`` that reaches both racks, *re-point*
   ``k``: join ``ra`` to ``rb`` on ``k`` (a loopback when ``ra == rb``), the racks they were
@@ -18,8 +19,10 @@ collective's algorithm options fixed (docs/model.md §7, "circuit moves"):
   while transceivers and wavelengths last, then the rest (``heuristic.fill``);
 * every collective then takes its fastest option on the links built
   (``heuristic.fastest_algorithms``) and the evaluator scores the plan: a move is kept only if
-  it is feasible and strictly better, by the objective and then by the jobs' times from the
-  slowest down (so of two jobs tied at the maximum, speeding up one is progress).
+  it is feasible and strictly better, by the objective, then by the jobs' times from the
+  slowest down (so of two jobs tied at the maximum, speeding up one is progress), then by the
+  slowest job's load (bytes per lightpath summed over its pairs, ``load``: a ring is as slow as its
+  slowest pair, and speeding it up can take two moves, the first changing no job's time).
 
 First improvement, deterministic (pairs, OCSes in index order), until no move improves or
 ``until`` (``time.perf_counter`` seconds) passes; the plan returned is always one the evaluator
@@ -37,29 +40,45 @@ from collections.abc import Iterator
 from optnet import interrupt
 from optnet.candidates import JobCandidates, all_candidates
 from optnet.construct import pair_weights
-from optnet.decisions import Decisions, Lightpath
+from optnet.decisions import Decisions, Lightpath, PhasePlan
 from optnet.evaluate import evaluate
 from optnet.heuristic import Layout, fastest_algorithms, fill, lay_out_demand
 from optnet.instance import Instance
 
-Score = tuple[float, tuple[float, ...]]
+Score = tuple[float, tuple[float, ...], float]
 #: Relative improvement below which a move is not progress (evaluator round-off).
 TOLERANCE = 1e-9
 
 
 def score(inst: Instance, d: Decisions, objective: str, cands) -> Score | None:
-    """The evaluator's objective, then every job's iteration time from the slowest down; None
-    for an infeasible plan."""
+    """The evaluator's objective, then every job's iteration time from the slowest down, then
+    the plan's *load*: the sum over server pairs of bytes per iteration per lightpath of the
+    chosen algorithms (:func:`load`); None for an infeasible plan."""
     ev = evaluate(inst, d, objective, cands)
     if not ev.feasible or ev.objective_us is None:
         return None
-    times = sorted((j["iteration_time_us"] for j in ev.jobs), reverse=True)
-    return ev.objective_us, tuple(times)
+    per_job = [j["iteration_time_us"] for j in ev.jobs]
+    top = max(per_job)
+    slowest = [j for j, t in enumerate(per_job) if t >= top * (1 - TOLERANCE)]
+    return ev.objective_us, tuple(sorted(per_job, reverse=True)), load(cands, d, slowest)
+
+
+def load(cands, d: Decisions, jobs: list[int]) -> float:
+    """Sum over the server pairs of ``jobs`` (the slowest) of bytes per iteration over
+    lightpaths (at least one): it falls with every lightpath a loaded pair gains, so a move
+    that leaves every job's time as it was but lowers it has made room for the slowest job (a
+    ring is as slow as its slowest pair: speeding it up may take two moves, the first of which
+    changes no time)."""
+    counts = PhasePlan(lightpaths=d.lightpaths).pair_counts()
+    weights = _job_weights(cands, d)
+    return sum(v / max(1, counts[p]) for j in jobs for p, v in weights[j].items())
 
 
 def better(new: Score, old: Score) -> bool:
-    """``new`` strictly improves on ``old``: a lower objective, or the same objective and a
-    lexicographically lower vector of job times (each beyond ``TOLERANCE``)."""
+    """``new`` strictly improves on ``old``: a lower objective; or the same objective and a
+    lexicographically lower vector of job times; or the same times and a lower load (each
+    beyond ``TOLERANCE``). The load strictly falls along equal times, so the search cannot
+    cycle."""
     if new[0] < old[0] * (1 - TOLERANCE):
         return True
     if new[0] > old[0] * (1 + TOLERANCE):
@@ -69,7 +88,7 @@ def better(new: Score, old: Score) -> bool:
             return True
         if n > o * (1 + TOLERANCE):
             return False
-    return False
+    return new[2] < old[2] * (1 - TOLERANCE)
 
 
 def loaded(inst: Instance, lightpaths: list[Lightpath]) -> Layout:
@@ -93,11 +112,28 @@ def _job_weights(cands, d: Decisions) -> list[dict[tuple[int, int], float]]:
     return out
 
 
-def _bottlenecks(weight: dict[tuple[int, int], float], lay: Layout, n: int | None) -> list:
-    """The pairs of ``weight`` (the first ``n``, default all) by bytes per lightpath, most
-    first."""
-    per = sorted(weight, key=lambda p: (-weight[p] / max(1, lay.count[p]), p))
-    return per[:n]
+def _bottlenecks(
+    inst: Instance, cands, d: Decisions, ev, j: int, lay: Layout, n: int | None
+) -> list[tuple[int, int]]:
+    """Job ``j``'s pairs (the first ``n``, default all): collective by collective, the most
+    exposed first (the evaluator's time x count x (1 - overlap)), each collective's pairs by its
+    bytes per lightpath, most first: a ring or a tree is as slow as its most loaded pair, so that
+    pair's lightpath is the one that can shorten the job."""
+    rows = {(r["job"], r["name"]): r for r in ev.collectives}
+    servers = list(d.placement[j])
+    ranked = []
+    for ci, cc in enumerate(cands[j].collectives):
+        opt = next((o for o in cc.options if o.algorithm == d.algorithms.get((j, ci))), None)
+        row = rows.get((inst.jobs[j].name, cc.spec.name))
+        if opt is None or row is None:
+            continue
+        exposed = row["time_us"] * cc.spec.count * (1 - cc.spec.overlap)
+        ranked.append((-exposed, ci, pair_weights(cands, {j: servers}, {j: {ci: opt}})))
+    out: dict[tuple[int, int], None] = {}
+    for _e, _ci, w in sorted(ranked, key=lambda x: (x[0], x[1])):
+        for p in sorted(w, key=lambda p: (-w[p] / max(1, lay.count[p]), p)):
+            out.setdefault(p)
+    return list(out)[:n]
 
 
 def _repointed(
@@ -198,7 +234,7 @@ def _improving_move(
     lay = loaded(inst, d.lightpaths)
     tried: set[tuple[int, int, int]] = set()
     for j in order[:2]:
-        for pair in _bottlenecks(per_job[j], lay, n):
+        for pair in _bottlenecks(inst, cands, d, ev, j, lay, n):
             for trial in _moves(inst, lay, pair, per_job[j], weight, tried):
                 if time.perf_counter() >= until or interrupt.requested():
                     return None

@@ -15,7 +15,7 @@ from optnet.construct import constructive_plan
 from optnet.decisions import PhasePlan
 from optnet.evaluate import evaluate
 from optnet.instance import instance_from_data
-from optnet.local_search import better, improve_circuits, loaded, score
+from optnet.local_search import better, improve_circuits, load, loaded, score
 
 
 def _field(servers: int, density: str, seed: int):
@@ -25,12 +25,36 @@ def _field(servers: int, density: str, seed: int):
     return inst, cands, constructive_plan(inst, None, cands)
 
 
-def test_better_is_the_objective_then_the_jobs_from_the_slowest_down():
-    assert better((9.0, (9.0, 5.0)), (10.0, (10.0, 1.0)))
-    assert better((10.0, (10.0, 4.0)), (10.0, (10.0, 5.0)))  # tied maximum, second job faster
-    assert not better((10.0, (10.0, 5.0)), (10.0, (10.0, 5.0)))
-    assert not better((10.0, (10.0, 6.0)), (10.0, (10.0, 5.0)))
-    assert not better((11.0, (11.0, 1.0)), (10.0, (10.0, 9.0)))
+def test_better_is_the_objective_then_the_jobs_from_the_slowest_down_then_the_load():
+    assert better((9.0, (9.0, 5.0), 9.0), (10.0, (10.0, 1.0), 1.0))
+    assert better((10.0, (10.0, 4.0), 9.0), (10.0, (10.0, 5.0), 1.0))  # tied max, 2nd faster
+    assert not better((10.0, (10.0, 5.0), 1.0), (10.0, (10.0, 5.0), 1.0))
+    assert not better((10.0, (10.0, 6.0), 0.0), (10.0, (10.0, 5.0), 1.0))
+    assert not better((11.0, (11.0, 1.0), 0.0), (10.0, (10.0, 9.0), 1.0))
+    assert better((10.0, (10.0, 5.0), 0.5), (10.0, (10.0, 5.0), 1.0))  # same times, less load
+
+
+def test_the_load_is_the_slowest_jobs_bytes_per_lightpath():
+    inst, cands, d = _field(64, "dense", 1)
+    s = score(inst, d, "max-iteration", cands)
+    slowest = max(
+        range(len(inst.jobs)), key=lambda j: evaluate(inst, d).jobs[j]["iteration_time_us"]
+    )
+    assert s[2] == load(cands, d, [slowest]) > 0
+    counts = PhasePlan(lightpaths=d.lightpaths).pair_counts()
+    mine = set(d.placement[slowest])
+    for in_job in (True, False):
+        lp = next(
+            lp
+            for lp in d.lightpaths
+            if ({lp.server_a, lp.server_b} <= mine) == in_job
+            and counts[(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))] >= 2
+        )
+        fewer = dataclasses.replace(d, lightpaths=[x for x in d.lightpaths if x != lp])
+        if in_job:  # one lightpath fewer on a pair of the slowest job: more load
+            assert load(cands, fewer, [slowest]) > load(cands, d, [slowest])
+        else:
+            assert load(cands, fewer, [slowest]) == load(cands, d, [slowest])
 
 
 def test_a_loaded_layout_holds_the_plan_and_lays_no_second_lightpath_where_none_fits():

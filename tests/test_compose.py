@@ -35,6 +35,7 @@ FEATURES = {
     "phases+congestion": {F.PHASES, F.CONGESTION},
     "phases+hybrid": {F.PHASES, F.HYBRID},
     "relay+phases": {F.RELAYS, F.PHASES},
+    "phases+ws": {F.PHASES, F.WAVELENGTH_SWITCHED},
 }
 
 
@@ -72,6 +73,7 @@ COVERAGE = {
     "phases+congestion": ("a packet pair between racks in the second phase", 3),
     "phases+hybrid": ("a pair striped in the second phase", 3),
     "relay+phases": ("a transfer relayed in the second phase", 4),
+    "phases+ws": ("slot-channels in the second phase, not the first phase's", 5),
 }
 
 
@@ -95,6 +97,9 @@ def _covers(kind: str, seed: int) -> bool:
         return _packet_between_racks_in_phase(inst, d, 1)
     if kind == "relay+phases":
         return any(inst.jobs[r.job].collectives[r.collective].phase == 1 for r in d.relays)
+    if kind == "phases+ws":  # the second phase has its own schedule, on some pair
+        second = d.plan(1).ws_counts()
+        return bool(second) and second != d.plan(0).ws_counts()
     if kind == "phases+hybrid":
         lit = {
             (min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))

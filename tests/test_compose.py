@@ -176,3 +176,43 @@ def test_relays_beside_slot_channels_by_hand():
     ev = evaluate(inst, res.decisions)
     assert ev.feasible and ev.objective_us == pytest.approx(res.objective, rel=1e-6)
     assert res.decisions.relays and res.decisions.ws_slots, res.decisions
+
+
+def test_all_features_end_to_end(tmp_path):
+    """instances/all-features.yaml: every feature the capability table lifts beside each other
+    in one bundled instance. It solves to proven optimality in seconds (pinned in
+    tests/test_guards.py), its plan uses lightpaths, striping, push/pull and slot-channels in
+    both phases (a schedule of each phase's own), `evaluate` agrees, and `explain` refuses it
+    with exit 2 through the capability table (it attributes neither slot-channels nor phases,
+    nor striped or shared packet links)."""
+    import json
+
+    from click.testing import CliRunner
+    from conftest import INSTANCES
+
+    from optnet import errors
+    from optnet.cli import main
+    from optnet.instance import load_instance
+
+    path = INSTANCES / "all-features.yaml"
+    assert capabilities.features(load_instance(path)) >= {
+        F.WAVELENGTH_SWITCHED, F.HYBRID, F.CONGESTION, F.PHASES, F.PARAMETER_SERVERS
+    }  # fmt: skip
+    out, again = tmp_path / "r.json", tmp_path / "e.json"
+    r = CliRunner().invoke(main, ["solve", str(path), "-o", str(out), "-q", "--time-limit", "30"])
+    assert r.exit_code == errors.EXIT_OK, r.output
+    doc = json.loads(out.read_text())
+    assert doc["status"] == "optimal" and doc["timings"]["solve_s"] < 30
+    schedules = [
+        {frozenset((e["from"], e["to"])) for e in p["wavelength_switched_schedule"]}
+        for p in doc["phases"]
+    ]
+    assert all(schedules) and schedules[0] != schedules[1], schedules
+    assert doc["lightpaths"] and doc["hybrid_pairs"]
+    assert doc["algorithms"]["rec"]["dp_grad"] == "parameter_server"
+    r = CliRunner().invoke(main, ["evaluate", str(path), str(out), "-o", str(again)])
+    assert r.exit_code == errors.EXIT_OK, r.output
+    assert json.loads(again.read_text())["objective"] == pytest.approx(doc["objective"], rel=1e-6)
+    r = CliRunner().invoke(main, ["explain", str(out)])
+    assert r.exit_code == errors.EXIT_INPUT, r.output
+    assert "topology.wavelength_switched" in r.output and "Traceback" not in r.output

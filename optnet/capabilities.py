@@ -161,11 +161,6 @@ _F = Feature
 #: Pairs no model handles together: refused at input, whatever the command.
 REFUSED_PAIRS: tuple[Refusal, ...] = (
     Refusal(
-        (_F.PHASES, _F.WAVELENGTH_SWITCHED),
-        "slot channels have no phase index (§5.8)",
-        remedy="use one phase or drop the fabric",
-    ),
-    Refusal(
         (_F.RELAYS, _F.CONGESTION),
         "with shared packet links a step's flows are timed in lockstep by the leaf-link rows, "
         "which do not follow a relayed transfer's two hops (§2b, §5.4)",

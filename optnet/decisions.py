@@ -81,16 +81,22 @@ class Targets:
 
 @dataclass
 class PhasePlan:
-    """The circuits and lightpaths of one communication phase (docs/model.md §5.8)."""
+    """The circuits, lightpaths and wavelength-switched schedule of one communication phase
+    (docs/model.md §5.8: the fabric's slot schedule is chosen per phase, as the circuits are)."""
 
     circuits: list[Circuit] = field(default_factory=list)
     lightpaths: list[Lightpath] = field(default_factory=list)
+    ws_slots: list[WsSlot] = field(default_factory=list)
 
     def pair_counts(self) -> Counter[tuple[int, int]]:
         """Server pair (a < b) -> its lightpaths in this phase (0 for a pair without)."""
         return Counter(
             (min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b)) for lp in self.lightpaths
         )
+
+    def ws_counts(self) -> dict[tuple[int, int], tuple[int, int]]:
+        """(server a < server b) -> (slot-channels a->b, b->a) per cycle in this phase."""
+        return ws_counts(self.ws_slots)
 
 
 @dataclass
@@ -107,22 +113,27 @@ class Decisions:
     """Server pairs (a < b) with lightpaths that also stripe over the packet fabric
     (``packet_fabric.hybrid``; docs/model.md §2)."""
     phases: list[PhasePlan] | None = None
-    """Per-phase circuits and lightpaths of an instance with phases (``circuits`` and
-    ``lightpaths`` are then the first phase's); None: the same in every phase (static)."""
+    """Per-phase circuits, lightpaths and slot schedules of an instance with phases
+    (``circuits``, ``lightpaths`` and ``ws_slots`` are then the first phase's); None: the same
+    in every phase (static)."""
     relays: list[Relay] = field(default_factory=list)
     """Transfers relayed through a third server (``topology.relay``; docs/model.md §5.4)."""
 
     def plan(self, h: int) -> PhasePlan:
-        """Circuits and lightpaths of phase h (the static ones when there are no phase plans)."""
+        """Circuits, lightpaths and slot schedule of phase h (the static ones when there are no
+        phase plans)."""
         if self.phases is None:
-            return PhasePlan(self.circuits, self.lightpaths)
+            return PhasePlan(self.circuits, self.lightpaths, self.ws_slots)
         return self.phases[h]
 
     def canonical(self) -> Decisions:
         """Sorted copy (deterministic output)."""
         phases = None
         if self.phases is not None:
-            phases = [PhasePlan(sorted(p.circuits), sorted(p.lightpaths)) for p in self.phases]
+            phases = [
+                PhasePlan(sorted(p.circuits), sorted(p.lightpaths), sorted(p.ws_slots))
+                for p in self.phases
+            ]
         return Decisions(
             dict(sorted(self.placement.items())),
             sorted(self.circuits),
@@ -139,12 +150,18 @@ class Decisions:
         return [r for r in self.relays if (r.job, r.collective) == (job, collective)]
 
     def ws_counts(self) -> dict[tuple[int, int], tuple[int, int]]:
-        """(server a < server b) -> (slot-channels a->b, b->a) per cycle."""
-        out: dict[tuple[int, int], list[int]] = {}
-        for e in self.ws_slots:
-            key = (min(e.sender, e.receiver), max(e.sender, e.receiver))
-            out.setdefault(key, [0, 0])[0 if e.sender == key[0] else 1] += 1
-        return {k: (v[0], v[1]) for k, v in out.items()}
+        """(server a < server b) -> (slot-channels a->b, b->a) per cycle (the first phase's with
+        phase plans: ``plan(h).ws_counts()`` for phase h)."""
+        return ws_counts(self.ws_slots)
+
+
+def ws_counts(slots: list[WsSlot]) -> dict[tuple[int, int], tuple[int, int]]:
+    """(server a < server b) -> (slot-channels a->b, b->a) per cycle of a schedule."""
+    out: dict[tuple[int, int], list[int]] = {}
+    for e in slots:
+        key = (min(e.sender, e.receiver), max(e.sender, e.receiver))
+        out.setdefault(key, [0, 0])[0 if e.sender == key[0] else 1] += 1
+    return {k: (v[0], v[1]) for k, v in out.items()}
 
 
 def to_json(inst: Instance, d: Decisions) -> dict[str, Any]:
@@ -180,22 +197,18 @@ def to_json(inst: Instance, d: Decisions) -> dict[str, Any]:
                 "phase": inst.phases[h],
                 "circuits": circuits_json(inst, p.circuits),
                 "lightpaths": lightpaths_json(inst, p.lightpaths),
+                **(
+                    {"wavelength_switched_schedule": ws_schedule_json(inst, p.ws_slots)}
+                    if inst.wavelength_switched is not None
+                    else {}
+                ),
             }
             for h, p in enumerate(d.phases)
         ]
     if inst.wavelength_switched is not None:
         out["wavelength_switched"] = {
             "fabric": inst.wavelength_switched.name,
-            "schedule": [
-                {
-                    "slot": e.slot,
-                    "transceiver": e.transceiver,
-                    "from": inst.servers[e.sender].name,
-                    "to": inst.servers[e.receiver].name,
-                    "wavelength": e.wavelength,
-                }
-                for e in sorted(d.ws_slots)
-            ],
+            "schedule": ws_schedule_json(inst, d.ws_slots),
         }
     if d.relays or inst.relay:
         out["relays"] = [
@@ -214,6 +227,20 @@ def to_json(inst: Instance, d: Decisions) -> dict[str, Any]:
             [inst.servers[a].name, inst.servers[b].name] for a, b in sorted(d.hybrid)
         ]
     return out
+
+
+def ws_schedule_json(inst: Instance, slots: list[WsSlot]) -> list[dict[str, Any]]:
+    """A wavelength-switched schedule as results files write it (server names)."""
+    return [
+        {
+            "slot": e.slot,
+            "transceiver": e.transceiver,
+            "from": inst.servers[e.sender].name,
+            "to": inst.servers[e.receiver].name,
+            "wavelength": e.wavelength,
+        }
+        for e in sorted(slots)
+    ]
 
 
 def circuits_json(inst: Instance, circuits: list[Circuit]) -> list[dict[str, Any]]:
@@ -322,39 +349,43 @@ def from_json(inst: Instance, data: Any, file: str = "solution") -> Decisions:
             out.append(Lightpath(o, sa, ta, sb, tb, wab, wba))
         return out
 
+    def ws_slots_of(schedule: Any, where: str) -> list[WsSlot]:
+        if not isinstance(schedule, list):
+            bad(where, "expected a list of {slot, transceiver, from, to, wavelength}")
+            return []
+        out = []
+        for i, e in enumerate(schedule):
+            try:
+                out.append(
+                    WsSlot(
+                        whole(e["slot"]),
+                        whole(e["transceiver"]),
+                        servers[e["from"]],
+                        servers[e["to"]],
+                        whole(e["wavelength"]),
+                    )
+                )
+            except Fractional as exc:
+                plan(f"{where}[{i}]", f"{exc} is not a whole number")
+            except (KeyError, TypeError, ValueError):
+                bad(
+                    f"{where}[{i}]",
+                    "expected {slot, transceiver, from: SERVER, to: SERVER, wavelength} with "
+                    "known server names",
+                )
+        return out
+
     d.circuits = circuits_of(data, "")
     d.lightpaths = lightpaths_of(data, "")
-    if data.get("phases") is not None:
-        d.phases = _phase_plans(inst, data["phases"], bad, circuits_of, lightpaths_of)
-        if d.phases:
-            d.circuits, d.lightpaths = list(d.phases[0].circuits), list(d.phases[0].lightpaths)
     ws = data.get("wavelength_switched", {})
     schedule = ws.get("schedule", []) if isinstance(ws, dict) else None
-    if not isinstance(schedule, list):
-        bad(
-            "wavelength_switched.schedule",
-            "expected a list of {slot, transceiver, from, to, wavelength}",
-        )
-        schedule = []
-    for i, e in enumerate(schedule):
-        try:
-            d.ws_slots.append(
-                WsSlot(
-                    whole(e["slot"]),
-                    whole(e["transceiver"]),
-                    servers[e["from"]],
-                    servers[e["to"]],
-                    whole(e["wavelength"]),
-                )
-            )
-        except Fractional as exc:
-            plan(f"wavelength_switched.schedule[{i}]", f"{exc} is not a whole number")
-        except (KeyError, TypeError, ValueError):
-            bad(
-                f"wavelength_switched.schedule[{i}]",
-                "expected {slot, transceiver, from: SERVER, to: SERVER, wavelength} with known "
-                "server names",
-            )
+    d.ws_slots = ws_slots_of(schedule, "wavelength_switched.schedule")
+    if data.get("phases") is not None:
+        d.phases = _phase_plans(inst, data["phases"], bad, circuits_of, lightpaths_of, ws_slots_of)
+        if d.phases:
+            first = d.phases[0]
+            d.circuits, d.lightpaths = list(first.circuits), list(first.lightpaths)
+            d.ws_slots = list(first.ws_slots)
 
     hybrid = set()
     for i, pair in enumerate(_list(data, "hybrid_pairs", bad)):
@@ -438,9 +469,12 @@ def whole(x: Any) -> int:
     return x
 
 
-def _phase_plans(inst: Instance, phases: Any, bad, circuits_of, lightpaths_of) -> list[PhasePlan]:
-    """``phases: [{phase: NAME, circuits: [...], lightpaths: [...]}, ...]``, one per phase of the
-    instance, in its order."""
+def _phase_plans(
+    inst: Instance, phases: Any, bad, circuits_of, lightpaths_of, ws_slots_of
+) -> list[PhasePlan]:
+    """``phases: [{phase: NAME, circuits: [...], lightpaths: [...],
+    wavelength_switched_schedule: [...]}, ...]``, one per phase of the instance, in its order
+    (the schedule only with a wavelength-switched fabric)."""
     names = list(inst.phases)
     if not names:
         bad("phases", "the instance has no phases (workload.phases); leave `phases` out")
@@ -456,8 +490,16 @@ def _phase_plans(inst: Instance, phases: Any, bad, circuits_of, lightpaths_of) -
                 f"expected {{phase: {names[h]}, circuits: [...], lightpaths: [...]}}",
             )
             continue
+        where = f"phases[{h}]."
         out.append(
-            PhasePlan(circuits_of(entry, f"phases[{h}]."), lightpaths_of(entry, f"phases[{h}]."))
+            PhasePlan(
+                circuits_of(entry, where),
+                lightpaths_of(entry, where),
+                ws_slots_of(
+                    entry.get("wavelength_switched_schedule", []),
+                    where + "wavelength_switched_schedule",
+                ),
+            )
         )
     return out
 

@@ -49,7 +49,11 @@ def decode(m: pyo.ConcreteModel, md: ModelData) -> Decisions:
             for j, ci, a, g, s, i, c in m.RELAYS
             if _on(m.relay_u[j, ci, a, g, s, i, c]) and _on(m.x[j, ci, a])
         ]
-    if md.has_ws:
+    if md.has_ws and md.H > 1:  # one schedule per phase (docs/model.md §5.8)
+        for h, plan in enumerate(d.phases):
+            plan.ws_slots = _ws_schedule(m, md, d.placement, h)
+        d.ws_slots = list(d.phases[0].ws_slots)
+    elif md.has_ws:
         d.ws_slots = _ws_schedule(m, md, d.placement)
     if md.hybrid:  # pairs striping over their lightpaths and the packet fabric
         d.hybrid = frozenset(
@@ -130,13 +134,14 @@ def _static_lightpaths(m: pyo.ConcreteModel, md: ModelData, placement, prev) -> 
     return _assign_lightpaths(md.inst, md, wanted, prev)
 
 
-def _ws_schedule(m: pyo.ConcreteModel, md: ModelData, placement) -> list:
-    """Slot counts -> the slot-by-slot schedule (König: docs/model.md §5.7)."""
+def _ws_schedule(m: pyo.ConcreteModel, md: ModelData, placement, h: int = 0) -> list:
+    """Slot counts of phase h -> its slot-by-slot schedule (König: docs/model.md §5.7)."""
+    from optnet.model.wavelength_switching import ws_var
     from optnet.ws_schedule import build_schedule
 
     counts: dict[tuple[int, int], int] = {}
-    for j, a, b in md.pairs:
-        k = next((k for k in m.WS_COUNTS if k and _on(m.h[j, a, b, k])), 0)
+    for j, a, b in md.phase_pairs[h] if md.H > 1 else md.pairs:
+        k = next((k for k in m.WS_COUNTS if k and _on(ws_var(m, h, (j, a, b), k))), 0)
         if k:
             sa, sb = placement[j][a], placement[j][b]
             counts[(min(sa, sb), max(sa, sb))] = k
@@ -256,8 +261,7 @@ def encode(m: pyo.ConcreteModel, md: ModelData, d: Decisions) -> list[tuple]:
         name = md.cands[j].collectives[ci].options[a].algorithm
         values.append((m.x[j, ci, a], 1.0 if alg == name else 0.0))
     lit_of = [d.plan(h).pair_counts() for h in range(md.H)] if md.hybrid else []  # per phase
-    ws = d.ws_counts() if md.has_ws else {}
-    for j, a, b in md.pairs if md.hybrid or md.has_ws else ():
+    for j, a, b in md.pairs if md.hybrid else ():
         servers = d.placement.get(j)
         key = (
             None if servers is None else (min(servers[a], servers[b]), max(servers[a], servers[b]))
@@ -269,10 +273,8 @@ def encode(m: pyo.ConcreteModel, md: ModelData, d: Decisions) -> list[tuple]:
                 values.append((v_var(m, h, (j, a, b), q), 1.0 if on and q == total else 0.0))
             if md.H > 1:
                 values.append((m.stripes[j, a, b], 1.0 if on else 0.0))
-        if md.has_ws:
-            k = min(ws.get(key, (0, 0))) if key is not None else 0
-            for kk in m.WS_COUNTS:
-                values.append((m.h[j, a, b, kk], 1.0 if kk == k else 0.0))
+    if md.has_ws:
+        values.extend(_encode_ws(m, md, d))
     if md.relay:
         wanted = set(d.relays)
         for j, ci, a, g, s, i, c in m.RELAYS:
@@ -284,6 +286,26 @@ def encode(m: pyo.ConcreteModel, md: ModelData, d: Decisions) -> list[tuple]:
                 src, via, dst = _relay_slots(md, j, ci, a, g, s, i, c)
                 on = Relay(j, ci, s, servers[src], servers[via], servers[dst]) in wanted
             values.append((m.relay_u[j, ci, a, g, s, i, c], 1.0 if on else 0.0))
+    return values
+
+
+def _encode_ws(m: pyo.ConcreteModel, md: ModelData, d: Decisions) -> list[tuple]:
+    """Values of h[h,p,k] for every phase's slot counts (a pair outside phase 0's pairs gets
+    none there: the model bounds so)."""
+    from optnet.model.wavelength_switching import ws_var
+
+    values: list[tuple] = []
+    first = set(md.phase_pairs[0])
+    for h in range(md.H):
+        ws = d.plan(h).ws_counts()
+        for p in md.pairs if h == 0 else md.phase_pairs[h]:
+            j, a, b = p
+            servers = d.placement.get(j)
+            k = 0
+            if servers is not None and (md.H == 1 or h > 0 or p in first):
+                k = min(ws.get((min(servers[a], servers[b]), max(servers[a], servers[b])), (0, 0)))
+            for kk in m.WS_COUNTS:
+                values.append((ws_var(m, h, p, kk), 1.0 if kk == k else 0.0))
     return values
 
 

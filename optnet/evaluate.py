@@ -885,8 +885,12 @@ def evaluate(
     carbon and fairness figures, and the objective (docs/model.md §4, docs/energy.md)."""
     H = inst.n_phases
     if d.phases:  # the first phase's plan is the one the per-lightpath and energy reports show
+        first = d.phases[0]
         d = dataclasses.replace(
-            d, circuits=list(d.phases[0].circuits), lightpaths=list(d.phases[0].lightpaths)
+            d,
+            circuits=list(first.circuits),
+            lightpaths=list(first.lightpaths),
+            ws_slots=list(first.ws_slots),
         )
     ev = Evaluation(True, _violations(inst, d), None)
     if any(v.startswith("placement") for v in ev.violations):
@@ -894,16 +898,22 @@ def evaluate(
         return ev
     cands = candidates if candidates is not None else all_candidates(inst)
     qs = _lightpath_counts(d, H)
-    ws_k = {key: min(ab, ba) for key, (ab, ba) in d.ws_counts().items()}
+    ws_ks = [  # per phase, as the lightpath counts: server pair -> slot-channels each way
+        {key: min(ab, ba) for key, (ab, ba) in d.plan(h).ws_counts().items()}
+        for h in range(len(qs))
+    ]
     ev.reconfiguration, boundaries = reconfiguration_events(inst, d)
     pair_bytes: dict[tuple[int, int], float] = defaultdict(float)
+    phase_bytes: list[dict[tuple[int, int], float]] = [defaultdict(float) for _ in qs]
     all_links = [
-        [_job_links(inst, jc, d.placement[ji], qh, ws_k, d.hybrid) for qh in qs]
+        [_job_links(inst, jc, d.placement[ji], qh, wk, d.hybrid) for qh, wk in zip(qs, ws_ks)]
         for ji, jc in enumerate(cands)
     ]
     cross = _cross_job_flows(inst, d, cands, all_links)
     iteration = [
-        _evaluate_job(inst, d, ev, ji, jc, all_links[ji], cross[ji], boundaries, pair_bytes)
+        _evaluate_job(
+            inst, d, ev, ji, jc, all_links[ji], cross[ji], boundaries, (pair_bytes, phase_bytes)
+        )
         for ji, jc in enumerate(cands)
     ]
     if physics.time_average_sharing(inst) and not ev.violations:
@@ -918,10 +928,11 @@ def evaluate(
     ev.lightpaths = _lightpath_rows(inst, d, qs[0], pair_bytes, owner, iter_of)
     ev.links = _fibre_utilisation(inst, d) + _nvlink_links(inst, d, ev) + ev.links
     if inst.wavelength_switched is not None:
-        ws_links = {
-            k: v for pl in all_links for k, v in pl[0].items() if v.kind == "wavelength_switched"
-        }
-        ev.ws = _ws_report(inst, d, ws_links, pair_bytes, owner, iter_of)
+        ws_links = [  # per phase: the pairs on the fabric in that phase's schedule
+            {k: v for pl in all_links for k, v in pl[h].items() if v.kind == "wavelength_switched"}
+            for h in range(len(qs))
+        ]
+        ev.ws = _ws_report(inst, ws_links, phase_bytes, owner, iter_of)
     return ev
 
 
@@ -985,7 +996,6 @@ def _violations(inst: Instance, d: Decisions) -> list[str]:
         check_placement(inst, d)
         + check_phases(inst, d)
         + check_tenants(inst, d)
-        + check_ws(inst, d)
         + check_hybrid(inst, d)
     )
 
@@ -1000,10 +1010,12 @@ def _lightpath_counts(d: Decisions, H: int) -> list[dict[tuple[int, int], int]]:
 
 def _evaluate_job(
     inst: Instance, d: Decisions, ev: Evaluation, ji: int, jc, phase_links, others,
-    boundaries, pair_bytes,
+    boundaries, byte_tables,
 ) -> float:  # fmt: skip
     """Time job ``ji``'s collectives on its links (appending their rows, its row and its
-    schedule to ``ev``, its bytes per directed server pair to ``pair_bytes``); its iteration."""
+    schedule to ``ev``, its bytes per directed server pair to ``byte_tables``: every phase's,
+    and its phase's); its iteration."""
+    pair_bytes, phase_bytes = byte_tables
     job, servers = jc.job, d.placement[ji]
     server_names = inst.server_names
     exposed = overlappable = nvlink_busy = 0.0
@@ -1031,6 +1043,8 @@ def _evaluate_job(
         exposed += (1 - cc.spec.overlap) * per_iter
         overlappable += cc.spec.overlap * per_iter
         _add_pair_bytes(pair_bytes, cc, opt, servers, relays)
+        _add_pair_bytes(phase_bytes[cc.spec.phase if len(phase_links) > 1 else 0], cc, opt,
+                        servers, relays)  # fmt: skip
         ev.collectives.append(_collective_row(job, cc, opt, alg, t, bd))
         phases.append((cc.spec.name, per_iter, cc.spec.overlap, cc.spec.phase))
         nvlink_busy += cc.spec.count * opt.nvlink_us
@@ -1168,25 +1182,32 @@ def _lightpath_rows(inst: Instance, d: Decisions, q, pair_bytes, owner, iter_of)
     return rows
 
 
-def _ws_report(inst, d: Decisions, links, pair_bytes, owner, iter_of) -> dict:
-    """The fabric's guard and cycle, and each pair's link over it (docs/model.md §5.7)."""
+def _ws_report(inst, phase_links, phase_bytes, owner, iter_of) -> dict:
+    """The fabric's guard and cycle, and each pair's link over it in each phase (docs/model.md
+    §5.7; with phases a row per phase in which the pair has slot-channels, its utilisation from
+    that phase's bytes, §5.8)."""
     f = inst.wavelength_switched
     names = [sv.name for sv in inst.servers]
     pairs = []
-    for (a, b), link in sorted(links.items()):
-        heavier = max(pair_bytes.get((a, b), 0.0), pair_bytes.get((b, a), 0.0))
-        ji = owner.get(a)
-        busy = heavier * link.inverse_rate
-        pairs.append(
-            {
-                "servers": [names[a], names[b]],
-                "slots_per_cycle": link.channels,
-                "rate_gbps": 1.0 / (link.inverse_rate * 125.0),
-                "latency_us": link.alpha_us,
-                "switching_us": link.switching_us,
-                "utilisation": busy / iter_of[ji] if ji is not None and iter_of.get(ji) else 0.0,
-            }
-        )
+    for h, links in enumerate(phase_links):
+        pair_bytes = phase_bytes[h]
+        for (a, b), link in sorted(links.items()):
+            heavier = max(pair_bytes.get((a, b), 0.0), pair_bytes.get((b, a), 0.0))
+            ji = owner.get(a)
+            busy = heavier * link.inverse_rate
+            pairs.append(
+                {
+                    "servers": [names[a], names[b]],
+                    **({"phase": inst.phases[h]} if len(phase_links) > 1 else {}),
+                    "slots_per_cycle": link.channels,
+                    "rate_gbps": 1.0 / (link.inverse_rate * 125.0),
+                    "latency_us": link.alpha_us,
+                    "switching_us": link.switching_us,
+                    "utilisation": (
+                        busy / iter_of[ji] if ji is not None and iter_of.get(ji) else 0.0
+                    ),
+                }
+            )
     return {
         "fabric": f.name,
         "enabled": not f.disabled,
@@ -1309,19 +1330,21 @@ def _circuit_name(inst: Instance, c) -> list[str]:
 
 def check_phases(inst: Instance, d: Decisions) -> list[str]:
     """Per-phase decisions: one plan per phase of the instance, each checked like a static one
-    (a matching per OCS; lightpaths on circuits of their own phase)."""
+    (a matching per OCS; lightpaths on circuits of their own phase; the phase's
+    wavelength-switched schedule, ``check_ws``, one transport per pair within the phase)."""
     H = inst.n_phases
     if d.phases is None:
-        return check_circuits(inst, d) + check_lightpaths(inst, d)
+        return check_circuits(inst, d) + check_lightpaths(inst, d) + check_ws(inst, d)
     if H == 1:
         return ["phases: the decisions have per-phase plans but the instance has no phases"]
     if len(d.phases) != H:
         return [f"phases: {len(d.phases)} phase plans for the instance's {H} phases"]
     out = []
     for h, plan in enumerate(d.phases):
-        one = Decisions(d.placement, plan.circuits, plan.lightpaths, d.algorithms)
+        one = Decisions(d.placement, plan.circuits, plan.lightpaths, d.algorithms, plan.ws_slots)
         out += [f"phase {inst.phases[h]}: {v}" for v in check_circuits(inst, one)]
         out += [f"phase {inst.phases[h]}: {v}" for v in check_lightpaths(inst, one)]
+        out += [f"phase {inst.phases[h]}: {v}" for v in check_ws(inst, one)]
         for k, o in enumerate(inst.ocses):
             first = {c for c in d.phases[0].circuits if c.ocs == k}
             if h > 0 and not o.reconfigurable and {c for c in plan.circuits if c.ocs == k} != first:

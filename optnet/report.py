@@ -440,7 +440,9 @@ def report_model(r: dict[str, Any]) -> Report:
                  "utilisation %"],
                 [
                     [
-                        " <-> ".join(map(str, p.get("servers", []))), p.get("slots_per_cycle"),
+                        " <-> ".join(map(str, p.get("servers", [])))
+                        + (f" ({p['phase']})" if p.get("phase") else ""),
+                        p.get("slots_per_cycle"),
                         p.get("rate_gbps"), p.get("latency_us"), p.get("switching_us"),
                         _pct(p.get("utilisation")),
                     ]
@@ -452,7 +454,8 @@ def report_model(r: dict[str, Any]) -> Report:
                 f"{(ws.get('thermal_drift_us') or 0) * 1e3:.4g} ns) per "
                 f"{(ws.get('slot_us') or 0) * 1e3:.4g} ns slot, {ws.get('slots_per_cycle')} slots "
                 f"x {ws.get('transceivers_per_server')} transceivers per cycle; "
-                f"{len(ws.get('schedule', []))} schedule entries (docs/model.md §5.7).",
+                f"{_ws_entries(r, ws)} schedule entries (docs/model.md §5.7; with phases, "
+                "every phase's, §5.8).",
             )
         )  # fmt: skip
     rep.tables.append(
@@ -512,6 +515,15 @@ def report_model(r: dict[str, Any]) -> Report:
 
 
 # --------------------------------------------------------------------------- text
+
+
+def _ws_entries(r: dict[str, Any], ws: dict[str, Any]) -> int:
+    """Entries of the wavelength-switched schedule: every phase's with phase plans that carry
+    one (``phases[].wavelength_switched_schedule``), else the one schedule's."""
+    phases = r.get("phases") or []
+    if any("wavelength_switched_schedule" in p for p in phases):
+        return sum(len(p.get("wavelength_switched_schedule", [])) for p in phases)
+    return len(ws.get("schedule", []))
 
 
 def _phase_tables(rep: Report, r: dict[str, Any]) -> None:

@@ -15,7 +15,7 @@ from optnet.decisions import Decisions, to_json
 from optnet.evaluate import UNITS, Evaluation
 from optnet.instance import Instance
 
-SCHEMA_VERSION = "1.3"
+SCHEMA_VERSION = "1.4"
 
 
 def build_results(

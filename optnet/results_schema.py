@@ -116,10 +116,21 @@ class LightpathOut(PhaseLightpath):
     utilisation: Num = None
 
 
+class WsSlotOut(ClosedModel):
+    slot: _count(63)
+    transceiver: Channel
+    from_: str = Field(alias="from")
+    to: str
+    wavelength: Channel
+
+
 class PhasePlanOut(ClosedModel):
     phase: str
     circuits: list[CircuitOut]
     lightpaths: list[PhaseLightpath]
+    wavelength_switched_schedule: list[WsSlotOut] = []
+    """The wavelength-switched fabric's slot schedule in this phase (schema 1.4; with a fabric
+    only: docs/model.md §5.8)."""
 
 
 class OcsChange(ClosedModel):
@@ -264,19 +275,14 @@ class Relay(ClosedModel):
 
 class WsPair(ClosedModel):
     servers: Pair
+    phase: str | None = None
+    """With communication phases: the phase whose schedule gives the pair its slot-channels
+    (schema 1.4)."""
     slots_per_cycle: _count(64) | None = None
     rate_gbps: Num = None
     latency_us: Num = None
     switching_us: Num = None
     utilisation: Num = None
-
-
-class WsSlotOut(ClosedModel):
-    slot: _count(63)
-    transceiver: Channel
-    from_: str = Field(alias="from")
-    to: str
-    wavelength: Channel
 
 
 class WavelengthSwitched(ClosedModel):

@@ -206,7 +206,9 @@ class WavelengthSwitched(Strict):
     index; the wavelength a sender picks decides the receiver. Time is cut into slots of
     ``slot_us``; in each slot each transceiver sends to one server and receives from one. A
     guard time at the start of every slot (laser tuning + clock recovery + 2 x sync error +
-    thermal delay drift) carries no data (docs/model.md §5.7)."""
+    thermal delay drift) carries no data (docs/model.md §5.7). With communication phases
+    (``workload.phases``) the schedule is chosen per phase, at no reconfiguration cost (the
+    lasers retune at every slot anyway; docs/model.md §5.7, "With phases")."""
 
     name: Name = "ws"
     """Fabric name (``--fail sync:NAME`` names it)."""

@@ -199,7 +199,7 @@ class _Platform:
         self.rack = [sv.rack for sv in inst.servers]
         H = inst.n_phases if d.phases is not None else 1
         self.q = [d.plan(h).pair_counts() for h in range(H)]
-        self.ws = d.ws_counts() if inst.ws is not None else {}
+        self.ws = [d.plan(h).ws_counts() if inst.ws is not None else {} for h in range(H)]
 
     def _link(self, name: str, inverse_rate_us_per_byte: float) -> str:
         self.replay.links.setdefault(name, BYTE_SCALE / inverse_rate_us_per_byte)
@@ -213,9 +213,11 @@ class _Platform:
         q = self.q[h if h < len(self.q) else 0]
         return q.get((min(sa, sb), max(sa, sb)), 0)
 
-    def channels(self, sa: int, sb: int) -> int:
-        """Wavelength-switched slot-channels per cycle sa -> sb (0 unless both ways have one)."""
-        ab, ba = self.ws.get((min(sa, sb), max(sa, sb)), (0, 0))
+    def channels(self, h: int, sa: int, sb: int) -> int:
+        """Wavelength-switched slot-channels per cycle sa -> sb in phase h (0 unless both ways
+        have one; the schedule is chosen per phase, docs/model.md §5.8)."""
+        ws = self.ws[h if h < len(self.ws) else 0]
+        ab, ba = ws.get((min(sa, sb), max(sa, sb)), (0, 0))
         if min(ab, ba) < 1:
             return 0
         return ab if sa < sb else ba
@@ -230,9 +232,9 @@ class _Platform:
             name = f"lp{h}:{sa}>{sb}"
             self._route(src, dst, [self._link(name, physics.lightpath_inverse_rate(self.inst, q))])
             return Hop(src, dst, 0.0), physics.lightpath_latency_us(self.inst, ra, rb)
-        k = self.channels(sa, sb)
+        k = self.channels(h, sa, sb)
         if k >= 1:
-            name = f"ws:{sa}>{sb}"
+            name = f"ws{h}:{sa}>{sb}" if h else f"ws:{sa}>{sb}"
             self._route(src, dst, [self._link(name, physics.ws_inverse_rate(self.inst, k))])
             return Hop(src, dst, 0.0), physics.ws_latency_us(self.inst, ra, rb, k)
         return None

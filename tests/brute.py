@@ -24,8 +24,9 @@ group the search tries every such assignment, timing the step with the evaluator
 option's time is nondecreasing in every step time, so choosing step by step is exhaustive); the
 decisions, relays included, are then scored by ``optnet.evaluate`` as always.
 
-With communication phases (docs/model.md §5.8) every phase gets its own port matchings and
-lightpath counts: the search walks the product over phases of the per-phase configurations above
+With communication phases (docs/model.md §5.8) every phase gets its own port matchings,
+lightpath counts and (with a wavelength-switched fabric) slot-channel counts and schedule: the
+search walks the product over phases of the per-phase configurations above
 (each collective's algorithm then chosen on the links of its own phase; the reconfiguration
 delay depends on the matchings only, so the per-collective choice stays exhaustive). Striping
 is one choice per pair for the run: the subsets are of the pairs with lightpaths in some phase.
@@ -117,28 +118,39 @@ def brute_force(inst: Instance, objective: str = "max-iteration", **eval_kwargs)
             placement[j].append(s)
         placement = {j: tuple(v) for j, v in placement.items()}
         configs = _configs(inst, placement, trx_of, circuit_options, pair_keys, counts)
+        # every phase's (circuits, lightpaths, slot schedule): the schedule per phase (§5.8)
+        configs = [
+            (circuits, lps, ws)
+            for circuits, lps in configs
+            for ws in _ws_schedules(inst, placement, ws_keys, K, lps)
+        ]
         for combo in itertools.product(configs, repeat=H):
-            lps0 = combo[0][1]
-            lit = {(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b)) for lp in lps0}
-            plans = [PhasePlan(c, lps) for c, lps in combo] if H > 1 else None
-            for k_combo in itertools.product(range(K + 1), repeat=len(ws_keys) if K else 0):
-                ws = _ws_schedule(inst, placement, ws_keys, k_combo, lit)
-                if ws is None:
+            circuits0, lps0, ws0 = combo[0]
+            plans = [PhasePlan(c, lps, ws) for c, lps, ws in combo] if H > 1 else None
+            every_lp = [lp for _c, lps, _w in combo for lp in lps]  # striping: one choice per pair
+            for hybrid in _hybrid_subsets(inst, cands, placement, every_lp):
+                d = Decisions(placement, circuits0, lps0, {}, ws0, hybrid, plans)
+                best_choices = _best_algorithms(inst, cands, d)
+                if best_choices is None:
                     continue
-                every_lp = [lp for _c, lps in combo for lp in lps]  # striping: one choice per pair
-                for hybrid in _hybrid_subsets(inst, cands, placement, every_lp):
-                    d = Decisions(placement, combo[0][0], lps0, {}, ws, hybrid, plans)
-                    best_choices = _best_algorithms(inst, cands, d)
-                    if best_choices is None:
-                        continue
-                    d.algorithms, d.relays = best_choices
-                    ev = evaluate(inst, d, objective, cands, **eval_kwargs)
-                    if not ev.feasible:
-                        continue
-                    scored += 1
-                    if best is None or ev.objective_us < best - 1e-9:
-                        best, best_d = ev.objective_us, d
+                d.algorithms, d.relays = best_choices
+                ev = evaluate(inst, d, objective, cands, **eval_kwargs)
+                if not ev.feasible:
+                    continue
+                scored += 1
+                if best is None or ev.objective_us < best - 1e-9:
+                    best, best_d = ev.objective_us, d
     return best, best_d, scored
+
+
+def _ws_schedules(inst, placement, ws_keys, K, lps):
+    """Every schedule of one phase beside its lightpaths ``lps``: every count 0..K per slot
+    pair (:func:`_ws_schedule`), the impossible ones left out."""
+    lit = {(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b)) for lp in lps}
+    for k_combo in itertools.product(range(K + 1), repeat=len(ws_keys) if K else 0):
+        ws = _ws_schedule(inst, placement, ws_keys, k_combo, lit)
+        if ws is not None:
+            yield ws
 
 
 def _ws_schedule(inst, placement, ws_keys, k_combo, lit):
@@ -245,12 +257,12 @@ def _best_algorithms(inst, cands, d):
         for lp in d.plan(h).lightpaths:
             q[(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))] += 1
         qs.append(q)
-    ws = {key: min(c) for key, c in d.ws_counts().items()}
+    wss = [{key: min(c) for key, c in d.plan(h).ws_counts().items()} for h in range(H)]
     algs, relays = {}, []
     for j, jc in enumerate(cands):
         servers = d.placement[j]
         phase_links = []
-        for q in qs:
+        for q, ws in zip(qs, wss):
             links = {}
             for a, b in itertools.combinations(range(jc.job.slots), 2):
                 sa, sb = servers[a], servers[b]

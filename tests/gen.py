@@ -412,7 +412,11 @@ def phased_enumeration_size(inst: Instance) -> int:
     placements = math.perm(len(inst.servers), n_slots)
     if enumeration_size(inst) > MAX_PHASED_RAW:  # brute force walks these for every placement
         return MAX_PHASED_ENUMERATION + 1
-    return placements * feasible_configs(inst) ** inst.n_phases
+    per_phase = feasible_configs(inst)
+    if inst.ws is not None:  # every phase also has its slot-channel counts, 0..K per pair
+        pairs = sum(math.comb(j.slots, 2) for j in inst.jobs)
+        per_phase *= (inst.ws.channels + 1) ** pairs
+    return placements * per_phase**inst.n_phases
 
 
 def _draw_contended(rng: random.Random) -> tuple[schema.Cluster, schema.Workload, str]:
@@ -716,6 +720,7 @@ COMPOSED = (
     "phases+congestion",
     "phases+hybrid",
     "relay+phases",
+    "phases+ws",
 )
 
 
@@ -845,6 +850,19 @@ def _composed_draw(kind: str, rng: random.Random):
         job = _ps_job(rng, cluster.gpus_per_server, phases=True)
         workload = schema.Workload(jobs=[job], phases=["p0", "p1"])
         return cluster.model_copy(update={"ocs": ocs}), workload, tag, None
+    if kind == "phases+ws":  # a phased draw beside a wavelength-switched fabric (K <= 4)
+        cluster, workload, tag = _draw_contended(rng) if rng.random() < 0.6 else _draw(rng)
+        phased = _with_phases(rng, cluster, workload)
+        if phased is None:
+            return None
+        cluster, workload = phased
+        n_racks = len(cluster.racks) if isinstance(cluster.racks, list) else cluster.racks.count
+        fabric = _ws_fabric(rng, n_racks).model_copy(  # fast enough to compete with lightpaths
+            update={"rate_gbps": rng.choice([200.0, 400.0, 800.0]),
+                    "slot_us": rng.choice([0.05, 0.5, 5.0])}
+        )  # fmt: skip
+        workload = _communication_bound(workload, rng.choice([0.0, 100.0]))
+        return cluster.model_copy(update={"wavelength_switched": fabric}), workload, tag, None
     raise ValueError(kind)
 
 
@@ -855,6 +873,7 @@ PHASED_LIMIT = {
     "phases+congestion": 2_500,
     "phases+hybrid": 1_000,  # times the striping subsets
     "relay+phases": MAX_PHASED_ENUMERATION,
+    "phases+ws": MAX_PHASED_ENUMERATION,  # with every phase's slot-channel counts
 }
 
 
@@ -865,7 +884,8 @@ def composed_instance(kind: str, seed: int) -> Instance:
     switched fabric on some racks (:func:`_draw_relay`'s clusters); a wavelength-switched fabric
     beside a packet fabric striped, congestion-controlled or both (:func:`_draw`'s); and a
     parameter-server job whose two collectives run in two phases on a 10 us or 10 ms OCS
-    (:func:`_draw_ps`'s)."""
+    (:func:`_draw_ps`'s); two phases beside a wavelength-switched fabric (:func:`_with_phases`
+    of :func:`_draw_contended`'s or :func:`_draw`'s, with :func:`_ws_fabric`)."""
     rng = random.Random(f"composed-{kind}-{seed}")
     label = kind.replace("+", "-")
     for _attempt in range(1000):

@@ -35,6 +35,7 @@ FEATURES = {
     "phases+congestion": {F.PHASES, F.CONGESTION},
     "phases+hybrid": {F.PHASES, F.HYBRID},
     "relay+phases": {F.RELAYS, F.PHASES},
+    "phases+ws": {F.PHASES, F.WAVELENGTH_SWITCHED},
 }
 
 
@@ -72,6 +73,7 @@ COVERAGE = {
     "phases+congestion": ("a packet pair between racks in the second phase", 3),
     "phases+hybrid": ("a pair striped in the second phase", 3),
     "relay+phases": ("a transfer relayed in the second phase", 4),
+    "phases+ws": ("slot-channels in the second phase, not the first phase's", 5),
 }
 
 
@@ -95,6 +97,9 @@ def _covers(kind: str, seed: int) -> bool:
         return _packet_between_racks_in_phase(inst, d, 1)
     if kind == "relay+phases":
         return any(inst.jobs[r.job].collectives[r.collective].phase == 1 for r in d.relays)
+    if kind == "phases+ws":  # the second phase has its own schedule, on some pair
+        second = d.plan(1).ws_counts()
+        return bool(second) and second != d.plan(0).ws_counts()
     if kind == "phases+hybrid":
         lit = {
             (min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))
@@ -171,3 +176,43 @@ def test_relays_beside_slot_channels_by_hand():
     ev = evaluate(inst, res.decisions)
     assert ev.feasible and ev.objective_us == pytest.approx(res.objective, rel=1e-6)
     assert res.decisions.relays and res.decisions.ws_slots, res.decisions
+
+
+def test_all_features_end_to_end(tmp_path):
+    """instances/all-features.yaml: every feature the capability table lifts beside each other
+    in one bundled instance. It solves to proven optimality in seconds (pinned in
+    tests/test_guards.py), its plan uses lightpaths, striping, push/pull and slot-channels in
+    both phases (a schedule of each phase's own), `evaluate` agrees, and `explain` refuses it
+    with exit 2 through the capability table (it attributes neither slot-channels nor phases,
+    nor striped or shared packet links)."""
+    import json
+
+    from click.testing import CliRunner
+    from conftest import INSTANCES
+
+    from optnet import errors
+    from optnet.cli import main
+    from optnet.instance import load_instance
+
+    path = INSTANCES / "all-features.yaml"
+    assert capabilities.features(load_instance(path)) >= {
+        F.WAVELENGTH_SWITCHED, F.HYBRID, F.CONGESTION, F.PHASES, F.PARAMETER_SERVERS
+    }  # fmt: skip
+    out, again = tmp_path / "r.json", tmp_path / "e.json"
+    r = CliRunner().invoke(main, ["solve", str(path), "-o", str(out), "-q", "--time-limit", "30"])
+    assert r.exit_code == errors.EXIT_OK, r.output
+    doc = json.loads(out.read_text())
+    assert doc["status"] == "optimal" and doc["timings"]["solve_s"] < 30
+    schedules = [
+        {frozenset((e["from"], e["to"])) for e in p["wavelength_switched_schedule"]}
+        for p in doc["phases"]
+    ]
+    assert all(schedules) and schedules[0] != schedules[1], schedules
+    assert doc["lightpaths"] and doc["hybrid_pairs"]
+    assert doc["algorithms"]["rec"]["dp_grad"] == "parameter_server"
+    r = CliRunner().invoke(main, ["evaluate", str(path), str(out), "-o", str(again)])
+    assert r.exit_code == errors.EXIT_OK, r.output
+    assert json.loads(again.read_text())["objective"] == pytest.approx(doc["objective"], rel=1e-6)
+    r = CliRunner().invoke(main, ["explain", str(out)])
+    assert r.exit_code == errors.EXIT_INPUT, r.output
+    assert "topology.wavelength_switched" in r.output and "Traceback" not in r.output

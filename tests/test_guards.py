@@ -34,6 +34,9 @@ from optnet.cli import main
 #: file -> (extra `optnet solve` options, objective in us). Status is "optimal" for all.
 PINS: dict[str, tuple[tuple[str, ...], float]] = {
     "a100.yaml": ((), 185317.88),
+    # lightpaths, slot-channels in both phases, striping, DCQCN, push/pull (README "Features
+    # that compose"); test_compose.test_all_features_end_to_end checks the plan and evaluate
+    "all-features.yaml": ((), 31943.9795),
     "b200.yaml": ((), 103625.125),
     "dgx-h100.yaml": ((), 108089.353),
     "energy.yaml": ((), 44006.44),

@@ -398,17 +398,21 @@ def test_slot_channels_beside_shared_or_striped_links_replay(tmp_path, extra):
     assert jobs and all(j["ratio"] == pytest.approx(1.0, rel=1e-6) for j in jobs), jobs
 
 
-@pytest.mark.parametrize("kind, seed", [("ws+all", 0), ("ws+all", 8), ("ws+congestion", 10)])
+@pytest.mark.parametrize(
+    "kind, seed",
+    [("ws+all", 0), ("ws+all", 8), ("ws+congestion", 10), ("phases+ws", 5), ("phases+ws", 14)],
+)
 def test_generated_slot_channel_plans_replay_to_their_prediction(kind, seed):
-    """Generated plans that use slot-channels beside shared leaf links or striped pairs
-    (gen.composed_instance): predicted == simulated for every job with network time."""
+    """Generated plans that use slot-channels beside shared leaf links or striped pairs, or in
+    a second phase with a schedule of its own (gen.composed_instance): predicted == simulated
+    for every job with network time."""
     from gen import composed_instance
 
     from optnet.solve import SolveOptions, solve_instance
 
     inst = composed_instance(kind, seed)
     d = solve_instance(inst, SolveOptions(mip_gap=1e-6, time_limit_s=30)).decisions
-    assert d is not None and (d.ws_slots or d.hybrid)
+    assert d is not None and (d.ws_slots or d.hybrid or d.plan(1).ws_slots)
     out = simulate(inst, d, _doc(evaluate(inst, d)))
     ratios = [j["ratio"] for j in out["jobs"] if j["ratio"] is not None]
     assert ratios and all(x == pytest.approx(1.0, rel=1e-6) for x in ratios), out["jobs"]

@@ -20,7 +20,7 @@ import pyomo.environ as pyo
 from optnet.model.data import MB, ModelData
 from optnet.model.lightpaths import alpha_var, beta_var, odd_ring_lightpaths, v_var, z_var
 from optnet.model.relay import relayed
-from optnet.model.wavelength_switching import packet_only
+from optnet.model.wavelength_switching import packet_only, ws_slack, ws_var
 
 
 def collective_index(md: ModelData) -> list[tuple[int, int]]:
@@ -55,9 +55,9 @@ def _striping(m: pyo.ConcreteModel, md: ModelData, p, h: int = 0) -> object:
 
 
 def _packet_only(m: pyo.ConcreteModel, md: ModelData, p, h: int) -> object:
-    """The pair sends all its bytes over the packet fabric in phase h (a later phase has no
-    slot-channels: §10 refuses phases with them)."""
-    return packet_only(m, md, p) if h == 0 else z_var(m, h, p, 0)
+    """The pair sends all its bytes over the packet fabric in phase h: no lightpath and no
+    slot-channels in that phase (``wavelength_switching.packet_only``)."""
+    return packet_only(m, md, p, h)
 
 
 def uses_packet(m: pyo.ConcreteModel, md: ModelData, p, h: int = 0) -> object:
@@ -152,10 +152,10 @@ def md_options(m: pyo.ConcreteModel) -> list[tuple[int, int, int]]:
     return list(m.OPTIONS)
 
 
-def _ws_slack(m, md: ModelData, big: float, j: int, a: int, b: int):
-    """- big (1 - h[p,0]): a packet-fabric row is slack when the pair uses the wavelength-switched
-    fabric (0 without one, so the rows are unchanged)."""
-    return big * (1 - m.h[j, a, b, 0]) if md.has_ws else 0
+def _ws_slack(m, md: ModelData, big: float, j: int, a: int, b: int, h: int = 0):
+    """- big (1 - h[h,p,0]): a packet-fabric row is slack when the pair uses the
+    wavelength-switched fabric in phase h (0 without one, so the rows are unchanged)."""
+    return ws_slack(m, md, big, (j, a, b), h)
 
 
 def add_pair_latency(m: pyo.ConcreteModel, md: ModelData) -> None:
@@ -285,7 +285,9 @@ def add_pair_bandwidth(m: pyo.ConcreteModel, md: ModelData) -> None:
                 m.PHASE_PAIRS,
                 rule=lambda m, h, j, a, b: (
                     m.beta_ph[h, j, a, b]
-                    >= _by_racks(m, md, md.beta_pkt, j, a, b) - B * (1 - m.z_ph[h, j, a, b, 0])
+                    >= _by_racks(m, md, md.beta_pkt, j, a, b)
+                    - B * (1 - m.z_ph[h, j, a, b, 0])
+                    - _ws_slack(m, md, B, j, a, b, h)
                 ),
             )
 
@@ -293,20 +295,20 @@ def add_pair_bandwidth(m: pyo.ConcreteModel, md: ModelData) -> None:
 def add_connectivity(m: pyo.ConcreteModel, md: ModelData) -> None:
     """Without a packet fabric, an algorithm may only use pairs that have a lightpath:
     x[c,a] + z[h(c),p,0] <= 1   for every pair p that algorithm a of collective c uses
-    (h(c): the phase of collective c; with a wavelength-switched fabric, a lightpath or a slot:
-    x[c,a] + z[p,0] + h[p,0] <= 2)."""
+    (h(c): the phase of collective c; with a wavelength-switched fabric, a lightpath or a slot
+    of that phase: x[c,a] + z[h(c),p,0] + h[h(c),p,0] <= 2)."""
     if md.has_packet or md.relay:  # with relays: relay.add_relay_connectivity, per transfer
         return
     terms = step_tables(md)
     rows = sorted({(j, ci, a) + p for (j, ci, a, _g, _s), ts in terms.items() for p, *_ in ts})
     m.CONNECT = pyo.Set(initialize=rows, dimen=6, ordered=True)
-    if md.has_ws:  # x[c,a] + z[p,0] + h[p,0] <= 2: lightpaths or wavelength-switched slots
-        m.connectivity = pyo.Constraint(
-            m.CONNECT,
-            rule=lambda m, j, ci, a, pj, pa, pb: (
-                m.x[j, ci, a] + m.z[pj, pa, pb, 0] + m.h[pj, pa, pb, 0] <= 2
-            ),
-        )
+    if md.has_ws:  # x[c,a] + z[h,p,0] + h[h,p,0] <= 2: lightpaths or wavelength-switched slots
+
+        def either(m, j, ci, a, pj, pa, pb):
+            h, p = md.phase_of(j, ci), (pj, pa, pb)
+            return m.x[j, ci, a] + z_var(m, h, p, 0) + ws_var(m, h, p, 0) <= 2
+
+        m.connectivity = pyo.Constraint(m.CONNECT, rule=either)
         return
     m.connectivity = pyo.Constraint(
         m.CONNECT,
@@ -381,14 +383,18 @@ def add_shared_nic(m: pyo.ConcreteModel, md: ModelData) -> None:
             m.NIC_PAIRS_PH,
             rule=lambda m, h, j, a, b: (
                 m.ak_ph[h, j, a, b]
-                >= _by_racks(m, md, md.alpha_pkt, j, a, b) - A * (1 - m.z_ph[h, j, a, b, 0])
+                >= _by_racks(m, md, md.alpha_pkt, j, a, b)
+                - A * (1 - m.z_ph[h, j, a, b, 0])
+                - _ws_slack(m, md, A, j, a, b, h)
             ),
         )
         m.nic_bandwidth_ph = pyo.Constraint(
             m.NIC_PAIRS_PH,
             rule=lambda m, h, j, a, b: (
                 m.pk_ph[h, j, a, b]
-                >= _by_racks(m, md, md.beta_pkt, j, a, b) - B * (1 - m.z_ph[h, j, a, b, 0])
+                >= _by_racks(m, md, md.beta_pkt, j, a, b)
+                - B * (1 - m.z_ph[h, j, a, b, 0])
+                - _ws_slack(m, md, B, j, a, b, h)
             ),
         )
 

@@ -174,7 +174,7 @@ def add_relay_connectivity(m: pyo.ConcreteModel, md: ModelData) -> None:
     def rule(m, j, ci, a, g, s, i):
         src, dst = relay_tables(md)[0][(j, ci, a, g, s)][i][:2]
         h, p = md.phase_of(j, ci), _pair(j, src, dst)
-        alone = packet_only(m, md, p) if h == 0 else z_var(m, h, p, 0)  # §10: no ws with phases
+        alone = packet_only(m, md, p, h)  # no lightpath and no slot-channels in phase h
         return m.x[j, ci, a] + alone - relayed(m, md, (j, ci, a, g, s), i) <= 1
 
     m.relay_connectivity = pyo.Constraint(m.RELAY_CONNECT, rule=rule)

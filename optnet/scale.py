@@ -79,6 +79,9 @@ class TimePlan:
     """Each of a block's constructive starts searches its algorithms for this share of the
     block's time, at most ``start_search_s`` seconds (``heuristic.improved_plan``)."""
     start_search_s: float = 5.0
+    prepare: float = 0.5
+    """The blocks' starts of a second, third or fourth assignment are prepared only until this
+    share of the decomposition's time (the first assignment is always prepared whole),"""
     block_fixed: float = 0.4
     """A block first solves with the constructive placement fixed, for this share of its time,"""
     block_free: float = 0.6
@@ -709,6 +712,7 @@ def solve_decomposed(
         "cycles": checked_blocks(inst, cycle_assignment(inst, priority)),
         "constructed": plan_blocks(inst, fallback) if fallback is not None else None,
     }
+    prepare_until = t0 + TIME_PLAN.prepare * o.time_limit_s
     for name, blocks in variants.items():
         if blocks is None or (chosen is not None and interrupt.requested()):
             continue
@@ -717,6 +721,9 @@ def solve_decomposed(
         for block in blocks:
             racks, jobs, fixed = block
             key = _block_key(block)
+            if key not in prepared and chosen is not None and time.perf_counter() > prepare_until:
+                scored = False  # out of time for this assignment: the ones scored compete
+                break
             if key not in prepared:
                 slots = sum(inst.jobs[j].slots for j in jobs)
                 budget = o.time_limit_s * slots / total_slots

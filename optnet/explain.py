@@ -67,9 +67,10 @@ _KIND_ORDER = {
     "transceivers": 1,
     "route": 2,
     "ocs": 3,
-    "hcf": 4,
-    "nvlink": 5,
-    "reconfiguration": 6,
+    "ws_transceivers": 4,
+    "hcf": 5,
+    "nvlink": 6,
+    "reconfiguration": 7,
 }
 
 
@@ -108,6 +109,8 @@ class Sensitivities:
     alpha: dict[Pair, float] = field(default_factory=dict)  # lightpath latency (us)
     beta_pkt: dict[Pair, float] = field(default_factory=dict)
     alpha_pkt: dict[Pair, float] = field(default_factory=dict)
+    beta_ws: dict[Pair, float] = field(default_factory=dict)  # wavelength-switched slot-channels
+    alpha_ws: dict[Pair, float] = field(default_factory=dict)
     const: dict[tuple[int, int], float] = field(default_factory=dict)  # chosen option constant
     floor: dict[tuple[int, int], float] = field(default_factory=dict)  # its pipelined floor
     job: dict[int, float] = field(default_factory=dict)  # d objective / d iter_j
@@ -161,6 +164,9 @@ def fixed_lp_sensitivities(
         if md.has_packet:
             rows.append(("beta_pkt", p, m.pair_bandwidth_packet[p], m.beta[p]))
             rows.append(("alpha_pkt", p, m.pair_latency_packet[p], m.alpha[p]))
+        if md.has_ws:
+            rows.append(("beta_ws", p, m.pair_bandwidth_ws[p], m.beta[p]))
+            rows.append(("alpha_ws", p, m.pair_latency_ws[p], m.alpha[p]))
     for j, ci, a, g in m.OPTION_GROUPS:
         if chosen.get((j, ci)) == a:
             rows.append(("const", (j, ci), m.collective_time[j, ci, a, g], m.T[j, ci]))
@@ -246,6 +252,51 @@ class PlanState:
         for lp in d.lightpaths:
             self._count(lp.ocs, lp.server_a, lp.server_b)
         self.added: list[tuple[Pair, int]] = []
+        fabric = inst.wavelength_switched
+        #: K: slot-channels per server per cycle on the wavelength-switched fabric (0: none)
+        self.K = fabric.channels if fabric is not None and not fabric.disabled else 0
+        self.ws: Counter = Counter()  # (server lo, server hi) -> slot-channels each way
+        self.ws_used: Counter = Counter()  # server -> slot-channels it sends on per cycle
+        for key, (k_ab, _k_ba) in d.ws_counts().items():
+            self._count_ws(key, k_ab)
+        self.ws_added: dict[Pair, int] = {}  # pair -> slot-channels added
+
+    def _count_ws(self, key: tuple[int, int], k: int) -> None:
+        self.ws[key] += k
+        self.ws_used[key[0]] += k
+        self.ws_used[key[1]] += k
+
+    def channels(self, p: Pair) -> int:
+        """Slot-channels per cycle (each way) the pair has on the wavelength-switched fabric."""
+        sa, sb = self.servers(p)
+        return self.ws[(min(sa, sb), max(sa, sb))]
+
+    def free_channels(self, p: Pair) -> int:
+        """Slot-channels the pair could add: the fewer free at its two servers."""
+        return max(0, self.K - max(self.ws_used[s] for s in self.servers(p)))
+
+    def add_channels(self, p: Pair, k: int) -> None:
+        sa, sb = self.servers(p)
+        self._count_ws((min(sa, sb), max(sa, sb)), k)
+        self.ws_added[p] = self.ws_added.get(p, 0) + k
+
+    def ws_blockers(self, p: Pair) -> list[tuple[str, str]]:
+        """What prevents one more slot-channel per cycle for pair p (on the fabric already)."""
+        f = self.inst.wavelength_switched
+        assert f is not None
+        full = [s for s in self.servers(p) if self.ws_used[s] >= self.K]
+        if not full:
+            return []
+        names = " and ".join(self.inst.servers[s].name for s in full)
+        return [
+            (
+                "ws_channels",
+                f"{names} use {self.K} of {self.K} slot-channels per cycle on the "
+                f"wavelength-switched fabric {f.name} ({f.slots_per_cycle} slots x "
+                f"{f.transceivers_per_server} tunable transceivers; the pair has "
+                f"{self.channels(p)})",
+            )
+        ]
 
     def servers(self, p: Pair) -> tuple[int, int]:
         j, a, b = p
@@ -358,6 +409,11 @@ class PlanState:
             }
         lightpaths = list(d.lightpaths)
         circuits = set(d.circuits)
+        ws_slots = list(d.ws_slots)
+        if self.ws_added:
+            from optnet.ws_schedule import build_schedule
+
+            ws_slots = build_schedule(inst, {key: k for key, k in self.ws.items() if k})
         for p, o in self.added:
             sa, sb = self.servers(p)
             ra, rb = self.rack[sa], self.rack[sb]
@@ -376,7 +432,7 @@ class PlanState:
             sorted(circuits),
             lightpaths,
             dict(d.algorithms),
-            list(d.ws_slots),
+            ws_slots,
             d.hybrid,
             relays=list(d.relays),
         )
@@ -396,6 +452,33 @@ def lightpath_gain(inst: Instance, state: PlanState, s: Sensitivities, p: Pair) 
     ) * (physics.packet_latency_us(inst, ra, rb) - physics.lightpath_latency_us(inst, ra, rb))
 
 
+def _ws_beta(inst: Instance, k: int) -> float:
+    """Inverse bandwidth of k slot-channels per cycle in the model's units (us per MB)."""
+    from optnet.model.data import MB
+
+    return physics.ws_inverse_rate(inst, k) * MB
+
+
+def _ws_switching(inst: Instance, k: int) -> float:
+    """Guard + worst-case wait of k slot-channels (the wait never below 0: beyond K, which
+    only a unit can allow, the pair would have a slot in every slot of the cycle)."""
+    f = inst.wavelength_switched
+    assert f is not None
+    return f.guard_us + max(0.0, physics.ws_wait_us(inst, k))
+
+
+def channel_gain(state: PlanState, s: Sensitivities, p: Pair, more: int = 1) -> float:
+    """First-order saving of ``more`` slot-channels per cycle for pair p, already on the
+    wavelength-switched fabric of ``state.inst`` (us per iteration): the drop of its beta
+    (rows ``pair_bandwidth_ws``) and of its worst-case wait (``pair_latency_ws``)."""
+    k, inst = state.channels(p), state.inst
+    if k < 1 or more < 1:
+        return 0.0
+    d_beta = _ws_beta(inst, k) - _ws_beta(inst, k + more)
+    d_alpha = _ws_switching(inst, k) - _ws_switching(inst, k + more)
+    return s.beta_ws.get(p, 0.0) * d_beta + s.alpha_ws.get(p, 0.0) * d_alpha
+
+
 # ------------------------------------------------------------------------------- units
 
 
@@ -403,7 +486,8 @@ def lightpath_gain(inst: Instance, state: PlanState, s: Sensitivities, p: Pair) 
 class Unit:
     """One purchasable increment of a resource, applied to a copy of the instance."""
 
-    kind: str  # unused | wavelengths | transceivers | route | ocs | hcf | nvlink | reconfiguration
+    kind: str  # unused | wavelengths | transceivers | route | ocs | ws_transceivers | hcf |
+    # nvlink | reconfiguration
     key: str
     text: str
     wavelengths: int = 0  # more usable wavelengths per fibre
@@ -412,10 +496,12 @@ class Unit:
     hcf_rack: int | None = None  # this rack's trunks in hollow-core fibre
     nvlink_factor: float = 1.0
     label: str = ""  # short form for tables
+    ws_transceivers: int = 0  # more tunable transceivers per server on the fabric
 
     @property
     def lightpaths(self) -> bool:
-        return self.kind in ("wavelengths", "transceivers", "route", "ocs")
+        """The unit adds links (lightpaths or slot-channels) to the kept plan."""
+        return self.kind in ("wavelengths", "transceivers", "route", "ocs", "ws_transceivers")
 
 
 def wavelength_unit(inst: Instance, k: int = 1) -> Unit:
@@ -475,6 +561,20 @@ def nvlink_unit(inst: Instance) -> Unit:
         nvlink_factor=NVLINK_FACTOR,
         label=f"NVLink +10 % ({inst.nvlink_rate_gbps:g} -> "
         f"{inst.nvlink_rate_gbps * NVLINK_FACTOR:g} Gb/s)",
+    )
+
+
+def ws_unit(inst: Instance) -> Unit:
+    f = inst.wavelength_switched
+    assert f is not None
+    T, S = f.transceivers_per_server, f.slots_per_cycle
+    return Unit(
+        "ws_transceivers",
+        f"ws-transceivers:{f.name}",
+        f"one more tunable transceiver per server on the wavelength-switched fabric {f.name} "
+        f"({T} -> {T + 1}: {S * T} -> {S * (T + 1)} slot-channels per cycle)",
+        ws_transceivers=1,
+        label=f"+1 tunable transceiver/server on {f.name} ({S * T} -> {S * (T + 1)} slot-channels)",
     )
 
 
@@ -565,6 +665,13 @@ def apply_unit(inst: Instance, u: Unit) -> Instance:
         out = dataclasses.replace(out, racks=tuple(racks))
     if u.nvlink_factor != 1.0:
         out = dataclasses.replace(out, nvlink_rate_gbps=inst.nvlink_rate_gbps * u.nvlink_factor)
+    if u.ws_transceivers:
+        f = out.wavelength_switched
+        assert f is not None
+        more = dataclasses.replace(
+            f, transceivers_per_server=f.transceivers_per_server + u.ws_transceivers
+        )
+        out = dataclasses.replace(out, wavelength_switched=more)
     return out
 
 
@@ -626,7 +733,7 @@ class Explainer:
         (objective, job-level) first-order gains of what was added."""
         items = []
         for p in state.pairs:
-            if p[0] not in jobs:
+            if p[0] not in jobs or state.channels(p):  # one transport per pair
                 continue
             g_obj, g_job = self.gains(p, state)
             if g_obj > EPS or g_job > EPS:
@@ -637,10 +744,39 @@ class Explainer:
             if state.try_add(p) is not None:
                 tot_obj += g_obj
                 tot_job += g_job
+        ws_obj, ws_job = self._patch_channels(state, jobs)
+        return tot_obj + ws_obj, tot_job + ws_job
+
+    def _patch_channels(self, state: PlanState, jobs: set[int]) -> tuple[float, float]:
+        """Give each pair of ``jobs`` on the wavelength-switched fabric every slot-channel its
+        two servers have free, largest gain of one more channel first; return the first-order
+        (objective, job-level) gains of what was added."""
+        items = []
+        for p in state.pairs:
+            if p[0] in jobs and state.channels(p):
+                g_obj, g_job = channel_gain(state, self.obj, p), channel_gain(state, self.job, p)
+                if g_obj > EPS or g_job > EPS:
+                    items.append(((-g_obj, -g_job, p), p))
+        tot_obj = tot_job = 0.0
+        for _key, p in sorted(items):
+            more = state.free_channels(p)
+            if more:
+                tot_obj += channel_gain(state, self.obj, p, more)
+                tot_job += channel_gain(state, self.job, p, more)
+                state.add_channels(p, more)
         return tot_obj, tot_job
 
     def _describe(self, state: PlanState, with_job: bool) -> list[str]:
         out = []
+        f = state.inst.wavelength_switched
+        for p, more in state.ws_added.items():
+            sa, sb = state.servers(p)
+            k = state.channels(p)
+            out.append(
+                (f"{self.inst.jobs[p[0]].name}: " if with_job else "")
+                + f"{self.inst.servers[sa].name}<->{self.inst.servers[sb].name} on "
+                f"{f.name if f else 'the fabric'} ({k - more} -> {k} slot-channels per cycle)"
+            )
         for p, o in state.added:
             sa, sb = state.servers(p)
             out.append(
@@ -719,7 +855,9 @@ class Explainer:
                 times = (ra == r) + (rb == r)
                 if not times:
                     continue
-                if self.state0.lightpaths(p) >= 1:
+                if self.state0.channels(p):  # the fibres to the gratings run beside the trunk
+                    total += s.alpha_ws.get(p, 0.0) * drop * times
+                elif self.state0.lightpaths(p) >= 1:
                     total += s.alpha.get(p, 0.0) * drop * times
                 elif ra != rb:  # packet fabric: propagation only between racks
                     total += s.alpha_pkt.get(p, 0.0) * drop * times
@@ -767,13 +905,15 @@ class Explainer:
         for p in st.pairs:
             if p[0] != j:
                 continue
-            g = self.gains(p, st)[1]
+            g = channel_gain(st, self.job, p) if st.channels(p) else self.gains(p, st)[1]
             if g > EPS and (best is None or g > best[0]):
                 best = (g, p)
         if best is None:
             return {"pair": None}
         g, p = best
         sa, sb = st.servers(p)
+        if st.channels(p):
+            return self._ws_binding(p, g)
         routes = []
         for o in range(len(inst.ocses)):
             if inst.transceivers_per_ocs[o] == 0 or not inst.ocses[o].racks:
@@ -797,6 +937,22 @@ class Explainer:
             "kinds": kinds,
             "details": details,
             "routes": minimal,
+        }
+
+    def _ws_binding(self, p: Pair, gain_us: float) -> dict[str, Any]:
+        """The binding of a pair on the wavelength-switched fabric: its servers' slot-channels."""
+        st = self.state0
+        sa, sb = st.servers(p)
+        bl = st.ws_blockers(p)
+        return {
+            "pair": p,
+            "servers": [self.inst.servers[sa].name, self.inst.servers[sb].name],
+            "lightpaths": st.lightpaths(p),
+            "slot_channels": st.channels(p),
+            "gain_us": gain_us,
+            "kinds": [k for k, _ in bl],
+            "details": [text for _k, text in bl],
+            "routes": [],
         }
 
     def units_for(self, j: int, bind: dict[str, Any]) -> list[Unit]:
@@ -825,9 +981,18 @@ class Explainer:
                     units.append(wavelength_unit(inst, k))
             for o in live:
                 units.append(ocs_unit(inst, o))
+        if self.state0.K and any(
+            channel_gain(self.state0, self.job, p) > EPS for p in self.state0.pairs if p[0] == j
+        ):
+            units.append(UNUSED)
+            units.append(ws_unit(inst))
         racks = set()
         for p in self.state0.pairs:
-            if p[0] == j and abs(self.job.alpha.get(p, 0.0)) + abs(self.job.alpha_pkt.get(p, 0.0)):
+            if p[0] == j and (
+                abs(self.job.alpha.get(p, 0.0))
+                + abs(self.job.alpha_pkt.get(p, 0.0))
+                + abs(self.job.alpha_ws.get(p, 0.0))
+            ):
                 sa, sb = self.state0.servers(p)
                 racks |= {self.state0.rack[sa], self.state0.rack[sb]}
         for r in sorted(racks):
@@ -846,6 +1011,7 @@ class Explainer:
 
 
 _BLOCKER_ORDER = [
+    "ws_channels",
     "transceivers",
     "wavelengths",
     "ocs_ports",
@@ -890,6 +1056,7 @@ def _canonical(inst: Instance, u: Unit) -> tuple:
         None if u.ocs_copy is None else cls(u.ocs_copy),
         u.hcf_rack,
         u.nvlink_factor,
+        u.ws_transceivers,
     )
 
 
@@ -903,6 +1070,8 @@ def _to_confirm(inst: Instance, bind: dict, evs: list[Evaluated], mode: str) -> 
         return [e.unit for e in evs if e.unit.kind != "reconfiguration"]
     out = [evs[0].unit] if evs[0].predicted_job_us > EPS else []
     keys = {e.unit.key: e.unit for e in evs}
+    if "ws_channels" in bind.get("kinds", ()):
+        out.extend(e.unit for e in evs if e.unit.kind == "ws_transceivers")
     for o, bl in bind.get("routes") or []:
         kinds = {k for k, _ in bl}
         want = []
@@ -957,8 +1126,9 @@ def _solve_task(args: tuple[Instance, str, ExplainOptions, Decisions]):
 
 #: What explain reads, field by field of :class:`Instance`: the duals and blockers of §2-§3
 #: cover lightpaths (OCSes, circuits, transceivers, wavelengths, power budget, trunk lengths),
-#: a plain packet fabric, NVLink, the jobs' compute, reduction and collectives, and the collective
-#: library and algorithm family (its re-solves choose among the algorithms the plan could)
+#: a plain packet fabric, the wavelength-switched fabric's slot-channels, NVLink, the jobs'
+#: compute, reduction and collectives, and the collective library and algorithm family (its
+#: re-solves choose among the algorithms the plan could)
 READ_FIELDS = frozenset(
     {
         "name", "input_hash", "files", "racks", "ocses", "transceiver_ocs",
@@ -966,7 +1136,7 @@ READ_FIELDS = frozenset(
         "transceiver_power_budget_db", "wavelengths_per_fibre", "gpus_per_server",
         "nvlink_rate_gbps", "nvlink_latency_us", "nvlink_sharp_efficiency", "reduce_rate_gbps",
         "gpu_arch", "nic_efficiency", "constants", "jobs", "raw",
-        "library", "family",
+        "library", "family", "wavelength_switched",
     }
 )  # fmt: skip
 #: Fields only the energy and carbon objectives read; explain refuses those objectives.
@@ -974,7 +1144,7 @@ OBJECTIVE_ONLY_FIELDS = frozenset({"power", "carbon"})
 #: Fields explain reads only when they hold their plain form; ``capabilities`` refuses
 #: the rest (a wavelength-switched fabric, relays, dead transceivers, a hybrid packet fabric...).
 SCOPED_FIELDS = frozenset(
-    {"wavelength_switched", "relay_overhead_us", "tenants", "direct", "phases",
+    {"relay_overhead_us", "tenants", "direct", "phases",
      "real_rack_sizes", "servers", "packet"}
 )  # fmt: skip
 
@@ -1269,6 +1439,15 @@ def _binding_json(ex: Explainer, j: int, bind: dict, best: dict | None) -> dict[
         return {"resource": "none", "where": ""}
     kinds = bind["kinds"]
     name = "+".join(kinds) if kinds else "unused_capacity"
+    if "slot_channels" in bind:  # a pair on the wavelength-switched fabric
+        where = "; ".join(bind["details"]) if kinds else "a slot-channel is free at both servers"
+        return {
+            "resource": name,
+            "where": where,
+            "pair": bind["servers"],
+            "pair_slot_channels": bind["slot_channels"],
+            "one_more_slot_channel_us": bind["gain_us"],
+        }
     where = "; ".join(bind["details"]) if kinds else "a lightpath fits without buying anything"
     return {
         "resource": name,
@@ -1286,8 +1465,8 @@ def _pairs_json(ex: Explainer, j: int) -> list[dict[str, Any]]:
         if p[0] != j:
             continue
         b, a = ex.job.beta.get(p, 0.0), ex.job.alpha.get(p, 0.0)
-        b += ex.job.beta_pkt.get(p, 0.0)
-        a += ex.job.alpha_pkt.get(p, 0.0)
+        b += ex.job.beta_pkt.get(p, 0.0) + ex.job.beta_ws.get(p, 0.0)
+        a += ex.job.alpha_pkt.get(p, 0.0) + ex.job.alpha_ws.get(p, 0.0)
         if abs(a) <= EPS and abs(b) <= EPS:
             continue
         sa, sb = st.servers(p)
@@ -1297,10 +1476,13 @@ def _pairs_json(ex: Explainer, j: int) -> list[dict[str, Any]]:
                 "lightpaths": st.lightpaths(p),
                 "d_iteration_d_beta_mb": b,
                 "d_iteration_d_alpha": a,
-                "one_more_lightpath_us": ex.gains(p, st)[1],
+                "one_more_lightpath_us": 0.0 if st.channels(p) else ex.gains(p, st)[1],
             }
         )
-    out.sort(key=lambda x: -x["one_more_lightpath_us"])
+        if st.channels(p):
+            out[-1]["slot_channels"] = st.channels(p)
+            out[-1]["one_more_slot_channel_us"] = channel_gain(st, ex.job, p)
+    out.sort(key=lambda x: -max(x["one_more_lightpath_us"], x.get("one_more_slot_channel_us", 0)))
     return out
 
 
@@ -1354,7 +1536,10 @@ def _sentence(item: dict[str, Any], objective: str, baseline: dict | None) -> st
         text = f"{name} could be faster without buying anything: {b['where']}, saving {saves}"
     else:
         bound = {"latency": "the latency of its trunk fibre", "nvlink": "NVLink"}.get(
-            kind, kind.replace("ocs_ports", "OCS ports").replace("+", " and ")
+            kind,
+            kind.replace("ocs_ports", "OCS ports")
+            .replace("ws_channels", "the slot-channels of the wavelength-switched fabric")
+            .replace("+", " and "),
         )
         text = f"{name} is bound by {bound}"
         if b.get("where") and kind != "latency":

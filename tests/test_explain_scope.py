@@ -7,10 +7,8 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from optnet import errors, schema
-from optnet.cli import main
 from optnet.explain import (
     OBJECTIVE_ONLY_FIELDS,
     READ_FIELDS,
@@ -22,20 +20,6 @@ from optnet.instance import Instance, load_instance
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT / "instances" / "tiny.yaml"
 SIRIUS = ROOT / "instances" / "sirius.yaml"
-
-
-def test_sirius_is_refused_naming_the_wavelength_switched_fabric(tmp_path):
-    """sirius.yaml's critical job spends almost all its all-reduce serialising over the
-    wavelength-switched fabric, which explain does not read: it must refuse, not say
-    'binds: none'."""
-    out = tmp_path / "s.json"
-    r = CliRunner().invoke(main, ["solve", str(SIRIUS), "-o", str(out), "-q"])
-    assert r.exit_code == 0, r.output
-    r = CliRunner().invoke(main, ["explain", str(out)])
-    assert r.exit_code == errors.EXIT_INPUT, r.output
-    assert "topology.wavelength_switched" in r.output
-    assert "a wavelength-switched fabric" in r.output
-    assert "binds" not in r.output
 
 
 def test_every_instance_field_is_classified():

@@ -208,7 +208,6 @@ REFUSED: tuple[Refusal, ...] = (
         for f, why in (
             (_F.HYBRID, "its duals and blockers do not cover striped pairs"),
             (_F.CONGESTION, "its duals and blockers do not cover shared leaf links"),
-            (_F.PHASES, "its blockers read one static matching"),
             (_F.RELAYS, "its blockers do not follow two-hop transfers"),
             (_F.DIRECT, "a direct-connect plan has no lightpaths to attribute"),
             (_F.TENANTS, "their rows carry duals explain ignores"),

@@ -206,7 +206,6 @@ REFUSED: tuple[Refusal, ...] = (
     *(
         Refusal((f,), why, Consumer.EXPLAIN, "solve, evaluate and report do")
         for f, why in (
-            (_F.HYBRID, "its duals and blockers do not cover striped pairs"),
             (_F.CONGESTION, "its duals and blockers do not cover shared leaf links"),
             (_F.RELAYS, "its blockers do not follow two-hop transfers"),
             (_F.DIRECT, "a direct-connect plan has no lightpaths to attribute"),

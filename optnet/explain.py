@@ -118,6 +118,7 @@ class Sensitivities:
     beta_pkt: dict[Pair, float] = field(default_factory=dict)
     alpha_pkt: dict[Pair, float] = field(default_factory=dict)
     beta_ws: dict[Pair, float] = field(default_factory=dict)  # wavelength-switched slot-channels
+    beta_hyb: dict[Pair, float] = field(default_factory=dict)  # striped (hybrid) pairs
     alpha_ws: dict[Pair, float] = field(default_factory=dict)
     const: dict[tuple[int, int], float] = field(default_factory=dict)  # chosen option constant
     floor: dict[tuple[int, int], float] = field(default_factory=dict)  # its pipelined floor
@@ -153,6 +154,16 @@ def _pair_rows(m, md) -> list[tuple[str, Pair, Any, Any]]:
         if md.H > 1:
             con, v = getattr(m, row + "_ph"), getattr(m, var + "_ph")
             rows += [(table, k[1:] + (k[0],), con[k], v[k]) for k in m.PHASE_PAIRS]
+    if md.hybrid:  # beta[p] >= beta_both(q) - B (1 - v[p,q]): one row per count q
+        rows += [
+            ("beta_hyb", k[:3] + (0,), m.pair_bandwidth_hybrid[k], m.beta[k[:3]])
+            for k in m.pair_bandwidth_hybrid
+        ]
+        if md.H > 1:
+            rows += [
+                ("beta_hyb", k[1:4] + (k[0],), m.pair_bandwidth_hybrid_ph[k], m.beta_ph[k[:4]])
+                for k in m.pair_bandwidth_hybrid_ph
+            ]
     return rows
 
 
@@ -275,6 +286,13 @@ def _beta(inst: Instance, q: int) -> float:
     return physics.lightpath_inverse_rate(inst, q) * MB
 
 
+def _hyb_beta(inst: Instance, q: int, ra: int, rb: int) -> float:
+    """Inverse bandwidth of a pair striping over q lightpaths and the packet fabric (us per MB)."""
+    from optnet.model.data import MB
+
+    return physics.hybrid_inverse_rate(inst, q, ra, rb) * MB
+
+
 def _pkt_beta(inst: Instance, ra: int, rb: int) -> float:
     from optnet.model.data import MB
 
@@ -357,6 +375,11 @@ class PlanState:
                 f"{self.channels(p)})",
             )
         ]
+
+    def striped(self, p: Pair) -> bool:
+        """The pair stripes over its lightpaths and the packet fabric (``packet_fabric.hybrid``)."""
+        sa, sb = self.servers(p)
+        return (min(sa, sb), max(sa, sb)) in self.d.hybrid
 
     def servers(self, p: Pair) -> tuple[int, int]:
         j, a, b = p[:3]
@@ -528,6 +551,12 @@ def _phase_pairs(inst: Instance, cands: tuple[JobCandidates, ...]) -> list[Pair]
 def lightpath_gain(inst: Instance, state: PlanState, s: Sensitivities, p: Pair) -> float:
     """First-order saving of one more lightpath for pair p (us per iteration)."""
     q = state.lightpaths(p)
+    if q >= 1 and state.striped(p):  # its bytes split over q + 1 lightpaths and the packet fabric
+        sa, sb = state.servers(p)
+        ra, rb = state.rack[sa], state.rack[sb]
+        return s.beta_hyb.get(p, 0.0) * (
+            _hyb_beta(inst, q, ra, rb) - _hyb_beta(inst, q + 1, ra, rb)
+        )
     if q >= 1:
         return s.beta.get(p, 0.0) * (_beta(inst, q) - _beta(inst, q + 1))
     if inst.packet is None:
@@ -969,6 +998,8 @@ class Explainer:
                     total += s.alpha_ws.get(p, 0.0) * drop * times
                 elif self.state0.lightpaths(p) >= 1:
                     total += s.alpha.get(p, 0.0) * drop * times
+                    if self.state0.striped(p) and ra != rb:  # the slower of its two paths
+                        total += s.alpha_pkt.get(p, 0.0) * drop * times
                 elif ra != rb:  # packet fabric: propagation only between racks
                     total += s.alpha_pkt.get(p, 0.0) * drop * times
         elif u.kind == "ocs_speed":  # every job waits for every reconfiguration
@@ -1051,6 +1082,7 @@ class Explainer:
             "pair": p,
             "servers": [inst.servers[sa].name, inst.servers[sb].name],
             "lightpaths": st.lightpaths(p),
+            "striped": st.striped(p),
             "gain_us": g,
             "kinds": kinds,
             "details": details,
@@ -1585,6 +1617,7 @@ def _binding_json(ex: Explainer, j: int, bind: dict, best: dict | None) -> dict[
         "pair": bind["servers"],
         **phase,
         "pair_lightpaths": bind["lightpaths"],
+        **({"pair_striped": True} if bind.get("striped") else {}),
         "one_more_lightpath_us": bind["gain_us"],
     }
 
@@ -1596,7 +1629,7 @@ def _pairs_json(ex: Explainer, j: int) -> list[dict[str, Any]]:
         if p[0] != j:
             continue
         b, a = ex.job.beta.get(p, 0.0), ex.job.alpha.get(p, 0.0)
-        b += ex.job.beta_pkt.get(p, 0.0) + ex.job.beta_ws.get(p, 0.0)
+        b += ex.job.beta_pkt.get(p, 0.0) + ex.job.beta_ws.get(p, 0.0) + ex.job.beta_hyb.get(p, 0.0)
         a += ex.job.alpha_pkt.get(p, 0.0) + ex.job.alpha_ws.get(p, 0.0)
         if abs(a) <= EPS and abs(b) <= EPS:
             continue

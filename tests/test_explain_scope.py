@@ -42,7 +42,7 @@ def _activate(inst: Instance, name: str) -> Instance:
         "phases": ("a", "b"),
         "real_rack_sizes": (2, 2),
         "servers": (dataclasses.replace(s0, dead_transceivers=(0,)), *inst.servers[1:]),
-        "packet": schema.PacketFabric(rate_gbps=100.0, hybrid=True),
+        "packet": schema.PacketFabric(rate_gbps=100.0, congestion_control="dcqcn"),
     }
     return dataclasses.replace(inst, **{name: values[name]})
 

@@ -333,6 +333,7 @@ class PlanState:
             for key, (k_ab, _k_ba) in plan.ws_counts().items():
                 self._count_ws(h, key, k_ab)
         self.added: list[tuple[Pair, int]] = []
+        self.held: set[tuple[int, int, int, int]] = set()  # (phase, ocs, rack lo, rack hi)
         self.ws_added: dict[Pair, int] = {}  # pair -> slot-channels added
 
     def phase_text(self, p: Pair) -> str:
@@ -472,10 +473,21 @@ class PlanState:
         )
         for o in order:
             if self.T[o] > 0 and not self.blockers(p, o):
+                if self.partner.get((p[3], o, ra)) != rb:
+                    self._hold_circuit(p[3], o, ra, rb)
                 self._count(p[3], o, sa, sb)
                 self.added.append((p, o))
                 return o
         return None
+
+    def _hold_circuit(self, h: int, o: int, ra: int, rb: int) -> None:
+        """A new circuit ra-rb on o in phase h is also set up in every other phase whose two
+        ports are free, so the OCS need not reconfigure for it (docs/model.md §5.8)."""
+        for hh in range(self.H):
+            if hh != h and (hh, o, ra) not in self.partner and (hh, o, rb) not in self.partner:
+                self.partner[(hh, o, ra)] = rb
+                self.partner[(hh, o, rb)] = ra
+                self.held.add((hh, o, min(ra, rb), max(ra, rb)))
 
     def _phase_plan(self, h: int) -> PhasePlan:
         """Phase h's plan plus its added lightpaths (transceivers first-free, wavelengths
@@ -497,7 +509,7 @@ class PlanState:
                 (ra, lp.ocs, "down", lp.wavelength_ba),
             }
         lightpaths = list(plan.lightpaths)
-        circuits = set(plan.circuits)
+        circuits = set(plan.circuits) | {Circuit(o, r, s) for hh, o, r, s in self.held if hh == h}
         ws_slots = list(plan.ws_slots)
         if any(p[3] == h for p in self.ws_added):
             from optnet.ws_schedule import build_schedule

@@ -123,6 +123,7 @@ class Sensitivities:
     const: dict[tuple[int, int], float] = field(default_factory=dict)  # chosen option constant
     floor: dict[tuple[int, int], float] = field(default_factory=dict)  # its pipelined floor
     reconfig: dict[int, float] = field(default_factory=dict)  # OCS -> d / d reconfig delay
+    untracked: dict[str, int] = field(default_factory=dict)  # family -> rows with a dual
     job: dict[int, float] = field(default_factory=dict)  # d objective / d iter_j
 
 
@@ -165,6 +166,30 @@ def _pair_rows(m, md) -> list[tuple[str, Pair, Any, Any]]:
                 for k in m.pair_bandwidth_hybrid_ph
             ]
     return rows
+
+
+#: Row families whose duals only pass a resource's sensitivity on (step and collective times,
+#: the iteration and objective rows) or tie the continuous linearisations to the fixed integers
+#: (placement products w, lightpaths per rack pair, circuit changes): no resource of their own.
+PASS_THROUGH_ROWS = frozenset(
+    {
+        "step_time", "collective_time", "iteration_time", "overlap_excess", "max_iteration",
+        "pair_rack_a", "pair_rack_b", "lightpath_on_rack_pair",
+        "lightpath_total", "circuit_set_up", "circuit_torn_down", "lightpath_on_rack_pair_ph",
+        "lightpath_total_ph",
+    }
+)  # fmt: skip
+
+
+def _untracked(duals, read: set) -> dict[str, int]:
+    """Families of rows with a nonzero dual that explain neither reads nor passes through
+    (Calliope's ``ShadowPrices.track_constraints`` idea): a resource it would not name."""
+    out: dict[str, int] = {}
+    for con, y in duals.items():
+        name = con.parent_component().name
+        if abs(y) > 1e-9 and con not in read and name not in PASS_THROUGH_ROWS:
+            out[name] = out.get(name, 0) + 1
+    return out
 
 
 def _reconfiguring(d: Decisions, H: int) -> set[tuple[int, int]]:
@@ -258,6 +283,8 @@ def fixed_lp_sensitivities(
             )
         duals = res.solution_loader.get_duals([con for _t, _k, con, _v in rows])
         s = Sensitivities(float(res.incumbent_objective))
+        if per_job:
+            s.untracked = _untracked(res.solution_loader.get_duals(), {c for _t, _k, c, _v in rows})
         for (table, key, con, _v), a in zip(rows, coef):
             y = duals.get(con, 0.0)
             val = a * y if abs(y) > 1e-12 else 0.0
@@ -1685,8 +1712,14 @@ def _notes(ex: Explainer, baseline: dict | None) -> list[str]:
             f"{ex.inst.n_phases} phase boundaries; every job waits for it, and each phase's "
             "pairs are explained on that phase's matching"
         )
-    notes = [
-        reconf,
+    notes = [reconf]
+    if ex.job.untracked:
+        rows = ", ".join(f"{k} ({n})" for k, n in sorted(ex.job.untracked.items()))
+        notes.append(
+            f"rows explain does not attribute carry duals in the plan's LP: {rows}; a resource "
+            "they stand for is missing from the units above"
+        )
+    notes += [
         "predicted = first order from the duals of the LP with the plan's integer decisions "
         "fixed; kept plan = the evaluator on the plan plus the lightpaths the unit allows; "
         "confirmed = joint MILP optimum without minus with the unit",

@@ -67,6 +67,7 @@ def test_striped_pair_is_priced_at_the_striped_rate(hybrid_results):
     best = train["best"]
     assert best["predicted_job_saving_us"] == pytest.approx(by_hand, abs=1e-3)
     assert best["plan_job_saving_us"] == pytest.approx(by_hand, abs=1e-3)
+    assert not any("does not attribute" in n for n in doc["notes"]), doc["notes"]
     for j in doc["jobs"]:
         for c in j["candidates"]:
             if c["plan_job_saving_us"] is not None:

@@ -61,6 +61,7 @@ def test_faster_reconfiguration_predicted_equals_the_evaluator(reconfig_results)
     assert unit["plan_job_saving_us"] == pytest.approx(saving, abs=1e-6)
     assert unit["predicted_saving_us"] == pytest.approx(saving, abs=1e-6)
     assert "20.000 us per iteration over 2 phase boundaries" in " ".join(doc["notes"])
+    assert not any("does not attribute" in n for n in doc["notes"]), doc["notes"]
 
 
 def test_a_missing_lightpath_in_one_phase_is_found_and_restored(reconfig_results):
@@ -157,3 +158,4 @@ def test_phases_compose_with_hybrid_pairs_and_the_fabric(tmp_path, name):
         for c in job["candidates"]:
             if c["plan_job_saving_us"] is not None:
                 assert c["plan_job_saving_us"] <= c["predicted_job_saving_us"] + 1e-6, c
+    assert not any("does not attribute" in n for n in doc["notes"]), doc["notes"]

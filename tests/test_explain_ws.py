@@ -111,3 +111,17 @@ def test_cli_explains_sirius(sirius_results):
     doc = json.loads(r.output)
     assert doc["explain_version"] == EXPLAIN_VERSION
     assert all(j["binding"]["resource"] != "none" for j in doc["jobs"]), doc["jobs"]
+
+
+def test_every_row_with_a_dual_is_read_or_passed_through(sirius_results, monkeypatch):
+    """No row family carries a dual explain neither reads nor passes through (on the solved plan
+    and on issue 17's); a family it did not know would be named in a note."""
+    from optnet import explain as ex
+
+    _res, inst, d = load_plan(sirius_results)
+    for plan in (d, _dense_on_the_fabric(inst, d, inst.wavelength_switched.channels)):
+        doc = explain_plan(inst, plan, options=ExplainOptions(confirm="none"))
+        assert not any("does not attribute" in n for n in doc["notes"]), doc["notes"]
+    monkeypatch.setattr(ex, "PASS_THROUGH_ROWS", ex.PASS_THROUGH_ROWS - {"step_time"})
+    doc = explain_plan(inst, d, options=ExplainOptions(confirm="none"))
+    assert any("does not attribute carry duals" in n and "step_time" in n for n in doc["notes"])

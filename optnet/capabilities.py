@@ -206,15 +206,7 @@ REFUSED: tuple[Refusal, ...] = (
     *(
         Refusal((f,), why, Consumer.EXPLAIN, "solve, evaluate and report do")
         for f, why in (
-            (
-                _F.WAVELENGTH_SWITCHED,
-                "explain reads the lightpath and packet rows, not the slot "
-                "channels, so a pair's serialisation over the fabric would be attributed to no "
-                "resource",
-            ),
-            (_F.HYBRID, "its duals and blockers do not cover striped pairs"),
             (_F.CONGESTION, "its duals and blockers do not cover shared leaf links"),
-            (_F.PHASES, "its blockers read one static matching"),
             (_F.RELAYS, "its blockers do not follow two-hop transfers"),
             (_F.DIRECT, "a direct-connect plan has no lightpaths to attribute"),
             (_F.TENANTS, "their rows carry duals explain ignores"),

@@ -110,7 +110,10 @@ def test_auto_delegates_and_says_why(tmp_path, name, why):
 
 
 def test_matrix_reflects_the_refusals():
-    assert capabilities.supports(Consumer.EXPLAIN, Feature.WAVELENGTH_SWITCHED) == "refused"
+    assert capabilities.supports(Consumer.EXPLAIN, Feature.WAVELENGTH_SWITCHED) == "yes"
+    assert capabilities.supports(Consumer.EXPLAIN, Feature.PHASES) == "yes"
+    assert capabilities.supports(Consumer.EXPLAIN, Feature.HYBRID) == "yes"
+    assert capabilities.supports(Consumer.EXPLAIN, Feature.CONGESTION) == "refused"
     assert capabilities.supports(Consumer.AUTO, Feature.PHASES) == "joint"
     assert capabilities.supports(Consumer.ENERGY, Feature.PHASES) == "yes"
     assert capabilities.supports(Consumer.FROM, Feature.DIRECT) == "refused"  # via the MILP

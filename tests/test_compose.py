@@ -215,4 +215,9 @@ def test_all_features_end_to_end(tmp_path):
     assert json.loads(again.read_text())["objective"] == pytest.approx(doc["objective"], rel=1e-6)
     r = CliRunner().invoke(main, ["explain", str(out)])
     assert r.exit_code == errors.EXIT_INPUT, r.output
-    assert "topology.wavelength_switched" in r.output and "Traceback" not in r.output
+    # explain reads the fabric, the phases and the striped pairs; it refuses only the
+    # congestion model (its leaf-link rows), naming it
+    assert "topology.packet_fabric.congestion_control" in r.output, r.output
+    assert "Traceback" not in r.output
+    for read in ("topology.wavelength_switched", "workload.phases", "packet_fabric.hybrid"):
+        assert read not in r.output, r.output

@@ -690,9 +690,11 @@ def solve_decomposed(
     in ``targets`` (``guided_plan``: the relaxations' answers, the closed-form allocations of
     ``closed_form_targets``), each on five placements with the same racks (the block placement,
     ``interleaved``, ``grouped``, ``balanced``, ``dealt``), and ``fallback`` restricted to the
-    block. Up to three block assignments are tried (``block_assignment``, packed and
-    ``spread``, and ``cycle_assignment``); the one whose joined warm starts the evaluator scores
-    better is solved (ties: the earlier).
+    block. Up to four block assignments are tried, in this order: the blocks of ``fallback``
+    (``plan_blocks``), ``block_assignment`` packed and spread, and ``cycle_assignment``; after
+    the first, an assignment is prepared only while
+    ``TimePlan.prepare`` of the time lasts. The one whose joined warm starts the evaluator
+    scores better is solved (ties: the earlier).
 
     With ``target_us`` (max-iteration: the proven lower bound), a block stops as soon as its
     plan is that good: the whole plan cannot beat the bound anyway."""
@@ -707,10 +709,12 @@ def solve_decomposed(
     if top:
         rep.phase("block starts")
     variants = {
+        # the constructive plan's own blocks first: their starts include that plan, so every
+        # block has one; the others are prepared while ``TimePlan.prepare`` lasts
+        "constructed": plan_blocks(inst, fallback) if fallback is not None else None,
         "packed": checked_blocks(inst, block_assignment(inst, priority)),
         "spread": checked_blocks(inst, block_assignment(inst, priority, spread=True)),
         "cycles": checked_blocks(inst, cycle_assignment(inst, priority)),
-        "constructed": plan_blocks(inst, fallback) if fallback is not None else None,
     }
     prepare_until = t0 + TIME_PLAN.prepare * o.time_limit_s
     for name, blocks in variants.items():

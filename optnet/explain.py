@@ -1639,25 +1639,22 @@ def _binding_json(ex: Explainer, j: int, bind: dict, best: dict | None) -> dict[
     kinds = bind["kinds"]
     name = "+".join(kinds) if kinds else "unused_capacity"
     phase = {"phase": ex.inst.phases[bind["pair"][3]]} if ex.inst.n_phases > 1 else {}
-    if "slot_channels" in bind:  # a pair on the wavelength-switched fabric
-        where = "; ".join(bind["details"]) if kinds else "a slot-channel is free at both servers"
-        return {
-            "resource": name,
-            "where": where,
-            "pair": bind["servers"],
-            **phase,
-            "pair_slot_channels": bind["slot_channels"],
-            "one_more_slot_channel_us": bind["gain_us"],
-        }
-    where = "; ".join(bind["details"]) if kinds else "a lightpath fits without buying anything"
+    ws = "slot_channels" in bind  # a pair on the wavelength-switched fabric
+    unit, count = ("slot_channel", "slot_channels") if ws else ("lightpath", "lightpaths")
+    free = (
+        "a slot-channel is free at both servers"
+        if ws
+        else "a lightpath fits without buying anything"
+    )
+    striped = {"pair_striped": True} if bind.get("striped") and not ws else {}
     return {
         "resource": name,
-        "where": where,
+        "where": "; ".join(bind["details"]) if kinds else free,
         "pair": bind["servers"],
         **phase,
-        "pair_lightpaths": bind["lightpaths"],
-        **({"pair_striped": True} if bind.get("striped") else {}),
-        "one_more_lightpath_us": bind["gain_us"],
+        f"pair_{count}": bind[count],
+        **striped,
+        f"one_more_{unit}_us": bind["gain_us"],
     }
 
 

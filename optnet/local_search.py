@@ -70,8 +70,8 @@ def load(cands, d: Decisions, jobs: list[int]) -> float:
     ring is as slow as its slowest pair: speeding it up may take two moves, the first of which
     changes no time)."""
     counts = PhasePlan(lightpaths=d.lightpaths).pair_counts()
-    weights = _job_weights(cands, d)
-    return sum(v / max(1, counts[p]) for j in jobs for p, v in weights[j].items())
+    weights = _job_weights(cands, d, jobs)
+    return sum(v / max(1, counts[p]) for w in weights.values() for p, v in w.items())
 
 
 def better(new: Score, old: Score) -> bool:
@@ -99,17 +99,24 @@ def loaded(inst: Instance, lightpaths: list[Lightpath]) -> Layout:
     return lay
 
 
-def _job_weights(cands, d: Decisions) -> list[dict[tuple[int, int], float]]:
-    """Per job: bytes per iteration per server pair of its chosen algorithms."""
-    out = []
-    for j, jc in enumerate(cands):
-        by_name = {
+def _chosen(cands, d: Decisions, jobs) -> dict[int, dict[int, object]]:
+    """Job -> collective -> the option of ``d``'s algorithm, for ``jobs``."""
+    return {
+        j: {
             ci: next(o for o in cc.options if o.algorithm == d.algorithms[(j, ci)])
-            for ci, cc in enumerate(jc.collectives)
+            for ci, cc in enumerate(cands[j].collectives)
             if (j, ci) in d.algorithms
         }
-        out.append(dict(pair_weights(cands, {j: list(d.placement[j])}, {j: by_name})))
-    return out
+        for j in jobs
+    }
+
+
+def _job_weights(cands, d: Decisions, jobs) -> dict[int, dict[tuple[int, int], float]]:
+    """Per job of ``jobs``: bytes per iteration per server pair of its chosen algorithms."""
+    return {
+        j: dict(pair_weights(cands, {j: list(d.placement[j])}, {j: opts}))
+        for j, opts in _chosen(cands, d, jobs).items()
+    }
 
 
 def _bottlenecks(
@@ -122,10 +129,10 @@ def _bottlenecks(
     rows = {(r["job"], r["name"]): r for r in ev.collectives}
     servers = list(d.placement[j])
     ranked = []
-    for ci, cc in enumerate(cands[j].collectives):
-        opt = next((o for o in cc.options if o.algorithm == d.algorithms.get((j, ci))), None)
+    for ci, opt in _chosen(cands, d, [j])[j].items():
+        cc = cands[j].collectives[ci]
         row = rows.get((inst.jobs[j].name, cc.spec.name))
-        if opt is None or row is None:
+        if row is None:
             continue
         exposed = row["time_us"] * cc.spec.count * (1 - cc.spec.overlap)
         ranked.append((-exposed, ci, pair_weights(cands, {j: servers}, {j: {ci: opt}})))
@@ -226,11 +233,8 @@ def _improving_move(
     accepts, or None."""
     ev = evaluate(inst, d, objective, cands)
     order = sorted(range(len(inst.jobs)), key=lambda j: -ev.jobs[j]["iteration_time_us"])
-    per_job = _job_weights(cands, d)
-    weight: dict[tuple[int, int], float] = {}
-    for w in per_job:
-        for p, v in w.items():
-            weight[p] = weight.get(p, 0.0) + v
+    per_job = _job_weights(cands, d, order[:2])
+    weight = pair_weights(cands, d.placement, _chosen(cands, d, range(len(cands))))
     lay = loaded(inst, d.lightpaths)
     tried: set[tuple[int, int, int]] = set()
     for j in order[:2]:

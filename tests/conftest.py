@@ -71,6 +71,17 @@ def tiny_solved(tmp_path_factory) -> dict[str, tuple[Path, Path]]:
     return out
 
 
+def solve_cli(instance: Path, out: Path) -> Path:
+    """``optnet solve INSTANCE -o OUT -q`` through the CLI, its exit code checked; returns OUT."""
+    from click.testing import CliRunner
+
+    from optnet.cli import main
+
+    r = CliRunner().invoke(main, ["solve", str(instance), "-o", str(out), "-q"])
+    assert r.exit_code == 0, r.output
+    return out
+
+
 def tiny_variant(tmp_path, name: str, old: str, new: str):
     """instances/tiny.yaml with one piece of text replaced, loaded."""
     from optnet.instance import load_instance

@@ -7,11 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import solve_cli
 
 from optnet import physics
 from optnet.candidates import all_candidates
-from optnet.cli import main
 from optnet.explain import ExplainOptions, explain_plan, fixed_lp_sensitivities, load_plan
 from optnet.model.data import MB
 
@@ -30,10 +29,7 @@ def hybrid_results(tmp_path_factory) -> Path:
     )
     assert "hybrid: true" in text
     (tmp / "tiny-hybrid.yaml").write_text(text, encoding="utf-8")
-    out = tmp / "r.json"
-    r = CliRunner().invoke(main, ["solve", str(tmp / "tiny-hybrid.yaml"), "-o", str(out), "-q"])
-    assert r.exit_code == 0, r.output
-    return out
+    return solve_cli(tmp / "tiny-hybrid.yaml", tmp / "r.json")
 
 
 def test_striped_pair_is_priced_at_the_striped_rate(hybrid_results):

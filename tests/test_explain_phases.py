@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import solve_cli
 
 from optnet.candidates import all_candidates
 from optnet.cli import main
@@ -23,10 +24,7 @@ RECONFIG = ROOT / "instances" / "reconfig.yaml"
 
 @pytest.fixture(scope="module")
 def reconfig_results(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("explain_phases") / "reconfig.json"
-    r = CliRunner().invoke(main, ["solve", str(RECONFIG), "-o", str(out), "-q"])
-    assert r.exit_code == 0, r.output
-    return out
+    return solve_cli(RECONFIG, tmp_path_factory.mktemp("explain_phases") / "reconfig.json")
 
 
 def test_each_pair_is_sensitive_only_in_its_own_phase(reconfig_results):
@@ -144,10 +142,7 @@ def test_phases_compose_with_hybrid_pairs_and_the_fabric(tmp_path, name):
     fixed LP equals the evaluator (explain checks it), kept plan <= predicted for every unit,
     and a lightpath the kept plan adds on a new circuit holds that circuit in the other phase
     too, so it costs no reconfiguration: predicted = kept plan for the binding unit."""
-    out = tmp_path / "r.json"
-    r = CliRunner().invoke(main, ["solve", str(_phased(name, tmp_path)), "-o", str(out), "-q"])
-    assert r.exit_code == 0, r.output
-    _res, inst, d = load_plan(out)
+    _res, inst, d = load_plan(solve_cli(_phased(name, tmp_path), tmp_path / "r.json"))
     doc = explain_plan(inst, d, options=ExplainOptions(confirm="none"))
     crit = next(j for j in doc["jobs"] if j["critical"])
     assert crit["binding"]["phase"] in inst.phases

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import solve_cli
 
 from optnet import physics
 from optnet.cli import main
@@ -26,10 +27,7 @@ SIRIUS = ROOT / "instances" / "sirius.yaml"
 
 @pytest.fixture(scope="module")
 def sirius_results(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("explain_ws") / "sirius.json"
-    r = CliRunner().invoke(main, ["solve", str(SIRIUS), "-o", str(out), "-q"])
-    assert r.exit_code == 0, r.output
-    return out
+    return solve_cli(SIRIUS, tmp_path_factory.mktemp("explain_ws") / "sirius.json")
 
 
 def _dense_on_the_fabric(inst: Instance, d: Decisions, channels: int) -> Decisions:

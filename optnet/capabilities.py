@@ -206,7 +206,11 @@ REFUSED: tuple[Refusal, ...] = (
     *(
         Refusal((f,), why, Consumer.EXPLAIN, "solve, evaluate and report do")
         for f, why in (
-            (_F.CONGESTION, "its duals and blockers do not cover shared leaf links"),
+            (
+                _F.TIME_AVERAGE,
+                "its rows bound the longest iteration by the leaf links' average load, whose "
+                "duals explain does not read (it reads the worst-case rows of §2b)",
+            ),
             (_F.RELAYS, "its blockers do not follow two-hop transfers"),
             (_F.DIRECT, "a direct-connect plan has no lightpaths to attribute"),
             (_F.TENANTS, "their rows carry duals explain ignores"),

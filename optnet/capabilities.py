@@ -214,7 +214,6 @@ REFUSED: tuple[Refusal, ...] = (
             (_F.RELAYS, "its blockers do not follow two-hop transfers"),
             (_F.DIRECT, "a direct-connect plan has no lightpaths to attribute"),
             (_F.TENANTS, "their rows carry duals explain ignores"),
-            (_F.DEGRADED, "the blockers count every server's transceivers as intact"),
             (_F.RELAXED, "the blockers read the racks as built"),
         )
     ),  # fmt: skip

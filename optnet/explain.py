@@ -41,7 +41,7 @@ import dataclasses
 import re
 import textwrap
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -536,15 +536,9 @@ class PlanState:
                     f"{loss:.2f} dB, over the {inst.transceiver_power_budget_db:g} dB budget",
                 )
             ]
-        full = [s for s in (sa, sb) if self.trx[(h, s, o)] >= self.T[o]]
+        full = [s for s in (sa, sb) if self.trx[(h, s, o)] >= self.working(s, o)]
         if full:
-            names = " and ".join(inst.servers[s].name for s in full)
-            out.append(
-                (
-                    "transceivers",
-                    f"{names} use {self.T[o]} of {self.T[o]} transceivers on {on}{ph}",
-                )
-            )
+            out.append(("transceivers", self._full_text(full, o) + ph))
         joined = self.partner.get((h, o, ra)) == rb and self.partner.get((h, o, rb)) == ra
         for r, wanted in ((ra, rb), (rb, ra)) if ra != rb else ((ra, ra),):
             other = self.partner.get((h, o, r))
@@ -567,6 +561,24 @@ class PlanState:
                 )
             out.append(("wavelengths", what))
         return out
+
+    def working(self, s: int, o: int) -> int:
+        """Server s's working transceivers on OCS o: T_o less those dead on it (``failures``)."""
+        return self.T[o] - self.inst.lost_transceivers(s, o)
+
+    def _full_text(self, full: list[int], o: int) -> str:
+        """``A and B use n of n transceivers on O`` (with the dead ones of a degraded server)."""
+        inst, on = self.inst, self.inst.ocses[o].name
+        parts = []
+        for s in full:
+            n, lost = self.working(s, o), inst.lost_transceivers(s, o)
+            dead = f" working ({lost} of {self.T[o]} dead)" if lost else ""
+            parts.append((inst.servers[s].name, f"{n} of {n}{dead}"))
+        if len({c for _n, c in parts}) == 1:
+            verb = "use" if len(parts) > 1 else "uses"
+            names = " and ".join(n for n, _c in parts)
+            return f"{names} {verb} {parts[0][1]} transceivers on {on}"
+        return " and ".join(f"{n} uses {c} transceivers on {on}" for n, c in parts)
 
     def wavelengths_needed(self, p: Pair, o: int) -> int:
         """Usable wavelengths per fibre that one more lightpath of p through o needs."""
@@ -608,9 +620,6 @@ class PlanState:
         first-fit) and added slot-channels (the schedule rebuilt)."""
         inst, plan = self.inst, self.d.plan(h)
         grid = inst.usable_wavelengths
-        trx_of = defaultdict(list)
-        for k, o in enumerate(inst.transceiver_ocs):
-            trx_of[o].append(k)
         used_trx = set()
         used_wl = set()
         for lp in plan.lightpaths:
@@ -635,9 +644,9 @@ class PlanState:
                 continue
             sa, sb = self.servers(p)
             ra, rb = self.rack[sa], self.rack[sb]
-            ta = next(t for t in trx_of[o] if (sa, t) not in used_trx)
+            ta = next(t for t in inst.transceivers_of(sa, o) if (sa, t) not in used_trx)
             used_trx.add((sa, ta))
-            tb = next(t for t in trx_of[o] if (sb, t) not in used_trx)
+            tb = next(t for t in inst.transceivers_of(sb, o) if (sb, t) not in used_trx)
             used_trx.add((sb, tb))
             w_ab = next(w for w in grid if not {(ra, o, "up", w), (rb, o, "down", w)} & used_wl)
             used_wl |= {(ra, o, "up", w_ab), (rb, o, "down", w_ab)}
@@ -1427,14 +1436,19 @@ def _rank(e: Evaluated) -> tuple:
 
 
 def _canonical(inst: Instance, u: Unit) -> tuple:
-    """The unit up to identical OCSes (same racks, ports, loss, loopback and transceiver count):
-    adding to either gives the same MILP up to relabelling, so one solve serves both."""
+    """The unit up to identical OCSes (same racks, ports, loss, loopback and transceiver count,
+    the same dead transceivers on every server): adding to either gives the same MILP up to
+    relabelling, so one solve serves both."""
     T = inst.transceivers_per_ocs
+    lost = [
+        tuple(inst.lost_transceivers(s, o) for s in range(len(inst.servers))) for o in range(len(T))
+    ]
 
     def cls(o: int) -> int:
         rep = dataclasses.replace(inst.ocses[o], name="")
         for k in range(o):
-            if T[k] == T[o] and dataclasses.replace(inst.ocses[k], name="") == rep:
+            same = T[k] == T[o] and lost[k] == lost[o]
+            if same and dataclasses.replace(inst.ocses[k], name="") == rep:
                 return k
         return o
 
@@ -1520,9 +1534,10 @@ def _solve_task(args: tuple[Instance, str, ExplainOptions, Decisions]):
 
 #: What explain reads, field by field of :class:`Instance`: the duals and blockers of §2-§3
 #: cover lightpaths (OCSes, circuits, transceivers, wavelengths, power budget, trunk lengths),
-#: a plain packet fabric, the wavelength-switched fabric's slot-channels, NVLink, the jobs'
+#: the packet fabric, the wavelength-switched fabric's slot-channels, NVLink, the jobs'
 #: compute, reduction and collectives, and the collective library and algorithm family (its
-#: re-solves choose among the algorithms the plan could)
+#: re-solves choose among the algorithms the plan could); servers with dead transceivers (the
+#: blockers count each server's working ones)
 READ_FIELDS = frozenset(
     {
         "name", "input_hash", "files", "racks", "ocses", "transceiver_ocs",
@@ -1530,7 +1545,7 @@ READ_FIELDS = frozenset(
         "transceiver_power_budget_db", "wavelengths_per_fibre", "gpus_per_server",
         "nvlink_rate_gbps", "nvlink_latency_us", "nvlink_sharp_efficiency", "reduce_rate_gbps",
         "gpu_arch", "nic_efficiency", "constants", "jobs", "raw",
-        "library", "family", "wavelength_switched", "phases",
+        "library", "family", "wavelength_switched", "phases", "servers",
     }
 )  # fmt: skip
 #: Fields only the energy and carbon objectives read; explain refuses those objectives.
@@ -1539,7 +1554,7 @@ OBJECTIVE_ONLY_FIELDS = frozenset({"power", "carbon"})
 #: the rest (relays, dead transceivers, a hybrid or congestion-controlled packet fabric...).
 SCOPED_FIELDS = frozenset(
     {"relay_overhead_us", "tenants", "direct",
-     "real_rack_sizes", "servers", "packet"}
+     "real_rack_sizes", "packet"}
 )  # fmt: skip
 
 

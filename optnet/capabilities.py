@@ -213,7 +213,6 @@ REFUSED: tuple[Refusal, ...] = (
             ),
             (_F.RELAYS, "its blockers do not follow two-hop transfers"),
             (_F.DIRECT, "a direct-connect plan has no lightpaths to attribute"),
-            (_F.TENANTS, "their rows carry duals explain ignores"),
             (_F.RELAXED, "the blockers read the racks as built"),
         )
     ),  # fmt: skip

@@ -1545,7 +1545,7 @@ READ_FIELDS = frozenset(
         "transceiver_power_budget_db", "wavelengths_per_fibre", "gpus_per_server",
         "nvlink_rate_gbps", "nvlink_latency_us", "nvlink_sharp_efficiency", "reduce_rate_gbps",
         "gpu_arch", "nic_efficiency", "constants", "jobs", "raw",
-        "library", "family", "wavelength_switched", "phases", "servers",
+        "library", "family", "wavelength_switched", "phases", "servers", "tenants",
     }
 )  # fmt: skip
 #: Fields only the energy and carbon objectives read; explain refuses those objectives.
@@ -1553,7 +1553,7 @@ OBJECTIVE_ONLY_FIELDS = frozenset({"power", "carbon"})
 #: Fields explain reads only when they hold their plain form; ``capabilities`` refuses
 #: the rest (relays, dead transceivers, a hybrid or congestion-controlled packet fabric...).
 SCOPED_FIELDS = frozenset(
-    {"relay_overhead_us", "tenants", "direct",
+    {"relay_overhead_us", "direct",
      "real_rack_sizes", "packet"}
 )  # fmt: skip
 
@@ -1965,7 +1965,7 @@ def _notes(ex: Explainer, baseline: dict | None) -> list[str]:
             f"{ex.inst.n_phases} phase boundaries; every job waits for it, and each phase's "
             "pairs are explained on that phase's matching"
         )
-    notes = [reconf]
+    notes = [reconf, *_tenant_notes(ex)]
     if ex.job.untracked:
         rows = ", ".join(f"{k} ({n})" for k, n in sorted(ex.job.untracked.items()))
         notes.append(
@@ -1989,6 +1989,32 @@ def _notes(ex: Explainer, baseline: dict | None) -> list[str]:
             "raise --time-limit"
         )
     return notes
+
+
+def _tenant_notes(ex: Explainer) -> list[str]:
+    """One note per tenant with guarantees: what they ask, what the plan gives, and how explain
+    reads them (docs/explain.md §3)."""
+    from optnet.energy import tenant_counts
+
+    counts = tenant_counts(ex.inst, ex.d)
+    out = []
+    for t in ex.inst.tenants:
+        asks = [
+            (t.min_lightpaths, counts[t.name][0], "lightpaths"),
+            (t.min_hcf_lightpaths, counts[t.name][1], "on hollow-core trunks"),
+            (t.min_ocs_ports, counts[t.name][2], "OCS ports"),
+        ]
+        asks = [a for a in asks if a[0]]
+        if not asks:
+            continue
+        text = ", ".join(f"{need} {what} (the plan gives {have})" for need, have, what in asks)
+        out.append(
+            f"tenant {t.name} is guaranteed {text}; these rows hold only integer decisions, "
+            "fixed in the LP, so they carry no dual: a guarantee shows in the blockers as the "
+            "transceivers, ports and wavelengths its lightpaths take, the kept plans only add "
+            "lightpaths, and every re-solve keeps it"
+        )
+    return out
 
 
 def _fmt(x: float | None) -> str:

@@ -132,6 +132,8 @@ class Sensitivities:
     leaf_others_us: dict[tuple[int, str, int], float] = field(default_factory=dict)
     #: job -> d(objective)/d(a NIC's inverse rate, us per MB): its binding NIC rows' dual x MB
     nic: dict[int, float] = field(default_factory=dict)
+    #: job -> d(objective)/d(the relay overhead): relayed transfers on its critical steps
+    relay: dict[int, float] = field(default_factory=dict)
     untracked: dict[str, int] = field(default_factory=dict)  # family -> rows with a dual
     job: dict[int, float] = field(default_factory=dict)  # d objective / d iter_j
 
@@ -197,6 +199,9 @@ PASS_THROUGH_ROWS = frozenset(
         "shared_step_lightpath", "cross_job_flow_count", "packet_pair_between_racks",
         "packet_pair_between_racks_ph", "packet_share_between_racks",
         "packet_share_between_racks_ph",
+        # relays (§5.4): a step timed transfer by transfer and link by link from the pair
+        # variables (their rows are read) and the exact load products rd, rb
+        "relay_step_direct", "relay_step_link", "relay_load_direct", "relay_load_hop",
     }
 )  # fmt: skip
 
@@ -330,6 +335,9 @@ def fixed_lp_sensitivities(
             rows.append(("floor", (j, ci), m.pipelined_floor[j, ci, a], m.T[j, ci]))
     for h, k in sorted(_reconfiguring(d, md.H)):  # R[h] >= delay_k d[h,k], d[h,k] = 1
         rows.append(("reconfig", k, m.reconfiguration_delay[h, k], m.R[h]))
+    for k in getattr(m, "RELAYS", ()):  # t >= ... + h ... (a relayed transfer, §5.4)
+        if round(pyo.value(m.relay_u[k])) == 1:
+            rows.append(("relay", k[0], m.relay_step_relayed[k], m.t[k[:5]]))
     for i, link in enumerate(getattr(m, "shared_packet_links", ())):  # NIC and leaf rows
         rows.append(("shared", link, m.shared_step_packet[i], m.tau[link.key]))
     if md.objective not in ("weighted-sum",):
@@ -1546,6 +1554,7 @@ READ_FIELDS = frozenset(
         "nvlink_rate_gbps", "nvlink_latency_us", "nvlink_sharp_efficiency", "reduce_rate_gbps",
         "gpu_arch", "nic_efficiency", "constants", "jobs", "raw",
         "library", "family", "wavelength_switched", "phases", "servers", "tenants",
+        "relay_overhead_us",
     }
 )  # fmt: skip
 #: Fields only the energy and carbon objectives read; explain refuses those objectives.
@@ -1553,7 +1562,7 @@ OBJECTIVE_ONLY_FIELDS = frozenset({"power", "carbon"})
 #: Fields explain reads only when they hold their plain form; ``capabilities`` refuses
 #: the rest (relays, dead transceivers, a hybrid or congestion-controlled packet fabric...).
 SCOPED_FIELDS = frozenset(
-    {"relay_overhead_us", "direct",
+    {"direct",
      "real_rack_sizes", "packet"}
 )  # fmt: skip
 
@@ -1750,6 +1759,8 @@ def explain_plan(
             "sensitive_pairs": _pairs_json(ex, j),
             "nvlink_share_us": ex.nvlink_share(j),
         }
+        if inst.relay_overhead_us is not None:  # hand-off time on its critical steps
+            item["relay_handoff_us"] = ex.job.relay.get(j, 0.0) * inst.relay_overhead_us
         item["sentence"] = _sentence(item, objective, baseline)
         jobs_out.append(item)
         for e in entries:
@@ -1965,7 +1976,7 @@ def _notes(ex: Explainer, baseline: dict | None) -> list[str]:
             f"{ex.inst.n_phases} phase boundaries; every job waits for it, and each phase's "
             "pairs are explained on that phase's matching"
         )
-    notes = [reconf, *_tenant_notes(ex)]
+    notes = [reconf, *_tenant_notes(ex), *_relay_notes(ex)]
     if ex.job.untracked:
         rows = ", ".join(f"{k} ({n})" for k, n in sorted(ex.job.untracked.items()))
         notes.append(
@@ -1989,6 +2000,24 @@ def _notes(ex: Explainer, baseline: dict | None) -> list[str]:
             "raise --time-limit"
         )
     return notes
+
+
+def _relay_notes(ex: Explainer) -> list[str]:
+    """With relays: how many transfers the plan relays, and per job the hand-off overhead on its
+    critical steps (d iter_j / d overhead x overhead; docs/explain.md §3)."""
+    h = ex.inst.relay_overhead_us
+    if h is None:
+        return []
+    per_job = ", ".join(
+        f"{job.name} {ex.job.relay.get(j, 0.0) * h:,.3f} us" for j, job in enumerate(ex.inst.jobs)
+    )
+    return [
+        f"relays: the plan sends {len(ex.d.relays)} transfers store-and-forward through a third "
+        f"server ({h:g} us hand-off each); hand-off time on the critical steps: {per_job}. A "
+        "relayed transfer's time is its hops' (their pairs carry its sensitivity); the kept "
+        "plans keep every relay, so a direct lightpath that would end one shows only in the "
+        "confirming re-solve"
+    ]
 
 
 def _tenant_notes(ex: Explainer) -> list[str]:

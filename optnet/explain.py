@@ -1545,7 +1545,7 @@ def _solve_task(args: tuple[Instance, str, ExplainOptions, Decisions]):
 #: the packet fabric, the wavelength-switched fabric's slot-channels, NVLink, the jobs'
 #: compute, reduction and collectives, and the collective library and algorithm family (its
 #: re-solves choose among the algorithms the plan could); servers with dead transceivers (the
-#: blockers count each server's working ones)
+#: blockers count each server's working ones), tenant guarantees and relays (docs/explain.md §3)
 READ_FIELDS = frozenset(
     {
         "name", "input_hash", "files", "racks", "ocses", "transceiver_ocs",
@@ -1560,7 +1560,7 @@ READ_FIELDS = frozenset(
 #: Fields only the energy and carbon objectives read; explain refuses those objectives.
 OBJECTIVE_ONLY_FIELDS = frozenset({"power", "carbon"})
 #: Fields explain reads only when they hold their plain form; ``capabilities`` refuses
-#: the rest (relays, dead transceivers, a hybrid or congestion-controlled packet fabric...).
+#: the rest (a direct fabric, a relaxed cluster, time-average sharing of the packet fabric).
 SCOPED_FIELDS = frozenset(
     {"direct",
      "real_rack_sizes", "packet"}

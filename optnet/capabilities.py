@@ -206,12 +206,21 @@ REFUSED: tuple[Refusal, ...] = (
     *(
         Refusal((f,), why, Consumer.EXPLAIN, "solve, evaluate and report do")
         for f, why in (
-            (_F.CONGESTION, "its duals and blockers do not cover shared leaf links"),
-            (_F.RELAYS, "its blockers do not follow two-hop transfers"),
-            (_F.DIRECT, "a direct-connect plan has no lightpaths to attribute"),
-            (_F.TENANTS, "their rows carry duals explain ignores"),
-            (_F.DEGRADED, "the blockers count every server's transceivers as intact"),
-            (_F.RELAXED, "the blockers read the racks as built"),
+            (
+                _F.TIME_AVERAGE,
+                "its rows bound the longest iteration by the leaf links' average load, whose "
+                "duals explain does not read (it reads the worst-case rows of §2b)",
+            ),
+            (
+                _F.DIRECT,
+                "a direct-connect plan has no lightpaths to attribute, and its objectives "
+                "(traffic x hops or latency) are not iteration times",
+            ),
+            (
+                _F.RELAXED,
+                "a relaxed cluster is bounds.py's internal relaxation (racks merged), which no "
+                "results file describes; the blockers read the racks as built",
+            ),
         )
     ),  # fmt: skip
 )

@@ -181,6 +181,23 @@ def energy_report(
 def check_tenants(inst: Instance, d: Decisions) -> list[str]:
     """Violated tenant guarantees (lightpaths, hollow-core lightpaths, OCS ports)."""
     out = []
+    counts = tenant_counts(inst, d)
+    for t in inst.tenants:
+        n_lp, n_hcf, n_ports = counts[t.name]
+        for have, need, what in (
+            (n_lp, t.min_lightpaths, "lightpaths"),
+            (n_hcf, t.min_hcf_lightpaths, "hollow-core lightpaths"),
+            (n_ports, t.min_ocs_ports, "OCS ports"),
+        ):
+            if have < need:
+                out.append(f"tenants: {t.name} has {have} {what}, guaranteed at least {need}")
+    return out
+
+
+def tenant_counts(inst: Instance, d: Decisions) -> dict[str, tuple[int, int, int]]:
+    """Per tenant: the lightpaths between its jobs' servers, those touching a hollow-core trunk,
+    and the OCS ports (OCS, rack) they use (what its guarantees count)."""
+    out = {}
     owner = {s: j for j, servers in d.placement.items() for s in servers}
     for t in inst.tenants:
         jobs = {j for j, job in enumerate(inst.jobs) if job.tenant == t.name}
@@ -199,11 +216,5 @@ def check_tenants(inst: Instance, d: Decisions) -> list[str]:
             )
         ]
         ports = {(lp.ocs, inst.servers[s].rack) for lp in mine for s in (lp.server_a, lp.server_b)}
-        for have, need, what in (
-            (len(mine), t.min_lightpaths, "lightpaths"),
-            (len(hcf), t.min_hcf_lightpaths, "hollow-core lightpaths"),
-            (len(ports), t.min_ocs_ports, "OCS ports"),
-        ):
-            if have < need:
-                out.append(f"tenants: {t.name} has {have} {what}, guaranteed at least {need}")
+        out[t.name] = (len(mine), len(hcf), len(ports))
     return out

@@ -753,6 +753,44 @@ def _phase_links(phase_links: list[dict], cc) -> dict:
     return phase_links[cc.spec.phase if len(phase_links) > 1 else 0]
 
 
+def _plan_links(inst: Instance, d: Decisions, cands) -> tuple[list[dict], list[list[dict]]]:
+    """Per phase the lightpath counts, and per job per phase its pair links (``_job_links``)."""
+    qs = _lightpath_counts(d, inst.n_phases)
+    ws_ks = [  # per phase, as the lightpath counts: server pair -> slot-channels each way
+        {key: min(ab, ba) for key, (ab, ba) in d.plan(h).ws_counts().items()}
+        for h in range(len(qs))
+    ]
+    return qs, [
+        [_job_links(inst, jc, d.placement[ji], qh, wk, d.hybrid) for qh, wk in zip(qs, ws_ks)]
+        for ji, jc in enumerate(cands)
+    ]
+
+
+def plan_leaf_flows(
+    inst: Instance, d: Decisions, cands: tuple[JobCandidates, ...]
+) -> list[dict[tuple[str, int], int]]:
+    """Per job k of plan ``d``, F[k, l]: the most packet flows one step of its chosen options
+    sends through leaf link l = ("up" | "down", rack) (docs/model.md §2b; explain names them)."""
+    return job_leaf_flows(inst, d, cands, _plan_links(inst, d, cands)[1])
+
+
+def job_leaf_flows(
+    inst: Instance, d: Decisions, cands: tuple[JobCandidates, ...], job_links: list[list[dict]]
+) -> list[dict[tuple[str, int], int]]:
+    """Per job k, F[k, l]: the most packet flows one step of k's chosen options sends through
+    leaf link l (``leaf_flows``; docs/model.md §2b). ``job_links``: per job, per phase, its
+    pair links."""
+    per_job = []
+    for ji, jc in enumerate(cands):
+        most: dict[tuple[str, int], int] = defaultdict(int)
+        for cc, opt in _chosen(jc, d, ji):  # an unknown algorithm is reported by evaluate
+            links = _phase_links(job_links[ji], cc)
+            for leaf, n in leaf_flows(inst, opt, d.placement[ji], links).items():
+                most[leaf] = max(most[leaf], n)
+        per_job.append(dict(most))
+    return per_job
+
+
 def _cross_job_flows(
     inst: Instance, d: Decisions, cands: tuple[JobCandidates, ...], job_links: list[list[dict]]
 ) -> list[dict[tuple[str, int], int]]:
@@ -762,14 +800,7 @@ def _cross_job_flows(
     is then priced alone; ``_time_average``)."""
     if not physics.congestion_model(inst) or physics.time_average_sharing(inst) or len(cands) < 2:
         return [{} for _ in cands]
-    per_job = []
-    for ji, jc in enumerate(cands):
-        most: dict[tuple[str, int], int] = defaultdict(int)
-        for cc, opt in _chosen(jc, d, ji):  # an unknown algorithm is reported by evaluate
-            links = _phase_links(job_links[ji], cc)
-            for leaf, n in leaf_flows(inst, opt, d.placement[ji], links).items():
-                most[leaf] = max(most[leaf], n)
-        per_job.append(most)
+    per_job = job_leaf_flows(inst, d, cands, job_links)
     leaves = {leaf for most in per_job for leaf in most}
     return [
         {leaf: sum(o.get(leaf, 0) for k, o in enumerate(per_job) if k != ji) for leaf in leaves}
@@ -883,7 +914,6 @@ def evaluate(
 ) -> Evaluation:
     """Check every constraint family, then compute every latency and utilisation, the energy,
     carbon and fairness figures, and the objective (docs/model.md §4, docs/energy.md)."""
-    H = inst.n_phases
     if d.phases:  # the first phase's plan is the one the per-lightpath and energy reports show
         first = d.phases[0]
         d = dataclasses.replace(
@@ -897,18 +927,10 @@ def evaluate(
         ev.feasible = False
         return ev
     cands = candidates if candidates is not None else all_candidates(inst)
-    qs = _lightpath_counts(d, H)
-    ws_ks = [  # per phase, as the lightpath counts: server pair -> slot-channels each way
-        {key: min(ab, ba) for key, (ab, ba) in d.plan(h).ws_counts().items()}
-        for h in range(len(qs))
-    ]
+    qs, all_links = _plan_links(inst, d, cands)
     ev.reconfiguration, boundaries = reconfiguration_events(inst, d)
     pair_bytes: dict[tuple[int, int], float] = defaultdict(float)
     phase_bytes: list[dict[tuple[int, int], float]] = [defaultdict(float) for _ in qs]
-    all_links = [
-        [_job_links(inst, jc, d.placement[ji], qh, wk, d.hybrid) for qh, wk in zip(qs, ws_ks)]
-        for ji, jc in enumerate(cands)
-    ]
     cross = _cross_job_flows(inst, d, cands, all_links)
     iteration = [
         _evaluate_job(

@@ -41,7 +41,7 @@ import dataclasses
 import re
 import textwrap
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,7 +50,7 @@ from optnet import capabilities, errors, interrupt, physics
 from optnet.candidates import JobCandidates, all_candidates
 from optnet.capabilities import Consumer
 from optnet.decisions import Circuit, Decisions, Lightpath, PhasePlan, from_json
-from optnet.evaluate import evaluate
+from optnet.evaluate import evaluate, plan_leaf_flows
 from optnet.executors import NOT_RUN, Executor, LocalExecutor
 from optnet.instance import Instance
 from optnet.progress import current
@@ -73,10 +73,12 @@ _KIND_ORDER = {
     "route": 2,
     "ocs": 3,
     "ws_transceivers": 4,
-    "hcf": 5,
-    "nvlink": 6,
-    "ocs_speed": 7,
-    "reconfiguration": 8,
+    "leaf_uplinks": 5,
+    "nics": 6,
+    "hcf": 7,
+    "nvlink": 8,
+    "ocs_speed": 9,
+    "reconfiguration": 10,
 }
 #: OCS-speed unit (with phases): every OCS's reconfiguration delay times this ("twice as fast").
 RECONFIG_FACTOR = 0.5
@@ -123,6 +125,15 @@ class Sensitivities:
     const: dict[tuple[int, int], float] = field(default_factory=dict)  # chosen option constant
     floor: dict[tuple[int, int], float] = field(default_factory=dict)  # its pipelined floor
     reconfig: dict[int, float] = field(default_factory=dict)  # OCS -> d / d reconfig delay
+    #: (job, "up" | "down", rack) -> d(objective)/d(inverse rate of that leaf link, us per MB):
+    #: the sum over its binding ``shared_step_packet`` rows of dual x MB through it
+    leaf: dict[tuple[int, str, int], float] = field(default_factory=dict)
+    #: the same x the link's inverse rate, for the other jobs' flows only (us)
+    leaf_others_us: dict[tuple[int, str, int], float] = field(default_factory=dict)
+    #: job -> d(objective)/d(a NIC's inverse rate, us per MB): its binding NIC rows' dual x MB
+    nic: dict[int, float] = field(default_factory=dict)
+    #: job -> d(objective)/d(the relay overhead): relayed transfers on its critical steps
+    relay: dict[int, float] = field(default_factory=dict)
     untracked: dict[str, int] = field(default_factory=dict)  # family -> rows with a dual
     job: dict[int, float] = field(default_factory=dict)  # d objective / d iter_j
 
@@ -144,7 +155,7 @@ def _pair_rows(m, md) -> list[tuple[str, Pair, Any, Any]]:
         ("beta", "pair_bandwidth_lightpath", "beta"),
         ("alpha", "pair_latency_lightpath", "alpha"),
     ]
-    if md.has_packet:
+    if md.has_packet and not md.shared:
         fams += [("beta_pkt", "pair_bandwidth_packet", "beta")]
         fams += [("alpha_pkt", "pair_latency_packet", "alpha")]
     if md.has_ws:
@@ -155,6 +166,11 @@ def _pair_rows(m, md) -> list[tuple[str, Pair, Any, Any]]:
         if md.H > 1:
             con, v = getattr(m, row + "_ph"), getattr(m, var + "_ph")
             rows += [(table, k[1:] + (k[0],), con[k], v[k]) for k in m.PHASE_PAIRS]
+    if md.has_packet and md.shared:  # the packet part's latency alpha_pk (model.md §5.4)
+        rows += [("alpha_pkt", p + (0,), m.pair_latency_packet[p], m.alpha_pk[p]) for p in md.pairs]
+        if md.H > 1:
+            con = m.pair_latency_packet_ph
+            rows += [("alpha_pkt", k[1:] + (k[0],), con[k], m.alpha_pk[k[1:]]) for k in con]
     if md.hybrid:  # beta[p] >= beta_both(q) - B (1 - v[p,q]): one row per count q
         rows += [
             ("beta_hyb", k[:3] + (0,), m.pair_bandwidth_hybrid[k], m.beta[k[:3]])
@@ -177,8 +193,70 @@ PASS_THROUGH_ROWS = frozenset(
         "pair_rack_a", "pair_rack_b", "lightpath_on_rack_pair",
         "lightpath_total", "circuit_set_up", "circuit_torn_down", "lightpath_on_rack_pair_ph",
         "lightpath_total_ph",
+        # congestion model (§2b): the lightpath part of a lockstep step (its pair rows are
+        # read), the other jobs' flow counts F and the products uw, piw tied to the fixed
+        # integers (the leaf rows' duals, read, carry what the other jobs' flows cost)
+        "shared_step_lightpath", "cross_job_flow_count", "packet_pair_between_racks",
+        "packet_pair_between_racks_ph", "packet_share_between_racks",
+        "packet_share_between_racks_ph",
+        # relays (§5.4): a step timed transfer by transfer and link by link from the pair
+        # variables (their rows are read) and the exact load products rd, rb
+        "relay_step_direct", "relay_step_link", "relay_load_direct", "relay_load_hop",
     }
 )  # fmt: skip
+
+
+def _flow_racks(inst: Instance, d: Decisions, j: int, src: int, dst: int) -> tuple[int, int]:
+    """The racks of job j's slots src and dst in plan d."""
+    sv = d.placement[j]
+    return inst.servers[sv[src]].rack, inst.servers[sv[dst]].rack
+
+
+def _through(inst: Instance, d: Decisions, link, flow) -> bool:
+    """Does this flow (src, dst, pair, MB, k) of link.key's step load ``link``?"""
+    src, dst = flow[0], flow[1]
+    if link.kind == "nic_out":
+        return src == link.at
+    if link.kind == "nic_in":
+        return dst == link.at
+    ra, rb = _flow_racks(inst, d, link.key[0], src, dst)
+    return ra != rb and (ra if link.kind == "up" else rb) == link.at
+
+
+def _read_shared(inst: Instance, md, m, d: Decisions, cross: list, link, sens: float, s):
+    """One binding ``shared_step_packet`` row (docs/model.md §2b) with d(objective)/d(its right
+    side) = ``sens``. Its right side is ``mult alpha_pk + inv_l (sum_f MB_f pi_f + MB phi N)``
+    over the step's flows f through link l (N: the other jobs' flows through a leaf link, from
+    ``cross`` = ``evaluate.plan_leaf_flows``). Each pair's own MB x inv_l / inv_pkt goes to
+    ``beta_pkt`` (so ``lightpath_gain`` prices moving it off the packet fabric), and the other
+    jobs' MB phi N x inv_l / inv_pkt to the row's own pair (its flow waits for them); a leaf
+    row's MB, own and others', to ``leaf[j, up|down, r]`` = d(objective)/d(inv_r); a NIC
+    row's MB to ``nic[j]`` = d(objective)/d(inv_nic)."""
+    import pyomo.environ as pyo
+
+    from optnet.model.collectives import pi_var, shared_steps
+
+    j, h = link.key[0], md.phase_of(link.key[0], link.key[1])
+    leaf = link.kind in ("up", "down")
+    inv = md.inv_uplink[link.at] if leaf else md.inv_nic
+    own = 0.0
+    for flow in shared_steps(md)[link.key][2]:
+        if flow[3] > 0 and _through(inst, d, link, flow):
+            mb = flow[3] * float(pyo.value(pi_var(m, md, h, flow[2])))
+            own += mb
+            p = flow[2] + (h,)
+            s.beta_pkt[p] = s.beta_pkt.get(p, 0.0) + sens * mb * inv / md.inv_nic
+    if not leaf:
+        s.nic[j] = s.nic.get(j, 0.0) + sens * own
+        return
+    key = (j, link.kind, link.at)
+    others = 0.0
+    if link.others_mb is not None:
+        others = link.others_mb * sum(f.get(key[1:], 0) for k, f in enumerate(cross) if k != j)
+    s.leaf[key] = s.leaf.get(key, 0.0) + sens * (own + others)
+    p = link.pair + (h,)  # the other jobs' share leaves with the row's own pair's packet flow
+    s.beta_pkt[p] = s.beta_pkt.get(p, 0.0) + sens * others * inv / md.inv_nic
+    s.leaf_others_us[key] = s.leaf_others_us.get(key, 0.0) + sens * others * inv
 
 
 def _untracked(duals, read: set) -> dict[str, int]:
@@ -249,17 +327,23 @@ def fixed_lp_sensitivities(
     chosen = {(j, ci): a for j, ci, a in m.OPTIONS if round(pyo.value(m.x[j, ci, a])) == 1}
     rows: list[tuple[str, Any, Any, Any]] = []  # (table, key, constraint, variable)
     rows.extend(_pair_rows(m, md))
-    for j, ci, a, g in m.OPTION_GROUPS:
+    for j, ci, a, *g in m.OPTIONS if md.shared else m.OPTION_GROUPS:  # §2b: one row per option
         if chosen.get((j, ci)) == a:
-            rows.append(("const", (j, ci), m.collective_time[j, ci, a, g], m.T[j, ci]))
+            rows.append(("const", (j, ci), m.collective_time[(j, ci, a, *g)], m.T[j, ci]))
     for j, ci, a in getattr(m, "PIPELINED", ()):  # T >= constant + pipelined NVLink time
         if chosen.get((j, ci)) == a:
             rows.append(("floor", (j, ci), m.pipelined_floor[j, ci, a], m.T[j, ci]))
     for h, k in sorted(_reconfiguring(d, md.H)):  # R[h] >= delay_k d[h,k], d[h,k] = 1
         rows.append(("reconfig", k, m.reconfiguration_delay[h, k], m.R[h]))
+    for k in getattr(m, "RELAYS", ()):  # t >= ... + h ... (a relayed transfer, §5.4)
+        if round(pyo.value(m.relay_u[k])) == 1:
+            rows.append(("relay", k[0], m.relay_step_relayed[k], m.t[k[:5]]))
+    for i, link in enumerate(getattr(m, "shared_packet_links", ())):  # NIC and leaf rows
+        rows.append(("shared", link, m.shared_step_packet[i], m.tau[link.key]))
     if md.objective not in ("weighted-sum",):
         rows.extend(("job", j, m.max_iteration[j], m.Z) for j in m.JOBS)
     coef = [_coef(con, var) for _t, _k, con, var in rows]
+    cross = plan_leaf_flows(inst, d, cands) if md.shared else []
     opt = SolverFactory("highs")
     out = []
     for per_job in (False, True):
@@ -290,6 +374,10 @@ def fixed_lp_sensitivities(
             val = a * y if abs(y) > 1e-12 else 0.0
             if table in ("job", "reconfig") and per_job:
                 continue
+            if table == "shared":
+                if val:
+                    _read_shared(inst, md, m, d, cross, key, val, s)
+                continue
             tab = getattr(s, table)
             tab[key] = tab.get(key, 0.0) + val
         if per_job:
@@ -318,6 +406,13 @@ def _hyb_beta(inst: Instance, q: int, ra: int, rb: int) -> float:
     from optnet.model.data import MB
 
     return physics.hybrid_inverse_rate(inst, q, ra, rb) * MB
+
+
+def _inv_up(inst: Instance, r: int) -> float:
+    """Inverse rate of rack r's leaf links in the model's units (us per MB)."""
+    from optnet.model.data import MB
+
+    return physics.uplink_inverse_rate(inst, r) * MB
 
 
 def _pkt_beta(inst: Instance, ra: int, rb: int) -> float:
@@ -449,15 +544,9 @@ class PlanState:
                     f"{loss:.2f} dB, over the {inst.transceiver_power_budget_db:g} dB budget",
                 )
             ]
-        full = [s for s in (sa, sb) if self.trx[(h, s, o)] >= self.T[o]]
+        full = [s for s in (sa, sb) if self.trx[(h, s, o)] >= self.working(s, o)]
         if full:
-            names = " and ".join(inst.servers[s].name for s in full)
-            out.append(
-                (
-                    "transceivers",
-                    f"{names} use {self.T[o]} of {self.T[o]} transceivers on {on}{ph}",
-                )
-            )
+            out.append(("transceivers", self._full_text(full, o) + ph))
         joined = self.partner.get((h, o, ra)) == rb and self.partner.get((h, o, rb)) == ra
         for r, wanted in ((ra, rb), (rb, ra)) if ra != rb else ((ra, ra),):
             other = self.partner.get((h, o, r))
@@ -480,6 +569,24 @@ class PlanState:
                 )
             out.append(("wavelengths", what))
         return out
+
+    def working(self, s: int, o: int) -> int:
+        """Server s's working transceivers on OCS o: T_o less those dead on it (``failures``)."""
+        return self.T[o] - self.inst.lost_transceivers(s, o)
+
+    def _full_text(self, full: list[int], o: int) -> str:
+        """``A and B use n of n transceivers on O`` (with the dead ones of a degraded server)."""
+        inst, on = self.inst, self.inst.ocses[o].name
+        parts = []
+        for s in full:
+            n, lost = self.working(s, o), inst.lost_transceivers(s, o)
+            dead = f" working ({lost} of {self.T[o]} dead)" if lost else ""
+            parts.append((inst.servers[s].name, f"{n} of {n}{dead}"))
+        if len({c for _n, c in parts}) == 1:
+            verb = "use" if len(parts) > 1 else "uses"
+            names = " and ".join(n for n, _c in parts)
+            return f"{names} {verb} {parts[0][1]} transceivers on {on}"
+        return " and ".join(f"{n} uses {c} transceivers on {on}" for n, c in parts)
 
     def wavelengths_needed(self, p: Pair, o: int) -> int:
         """Usable wavelengths per fibre that one more lightpath of p through o needs."""
@@ -521,9 +628,6 @@ class PlanState:
         first-fit) and added slot-channels (the schedule rebuilt)."""
         inst, plan = self.inst, self.d.plan(h)
         grid = inst.usable_wavelengths
-        trx_of = defaultdict(list)
-        for k, o in enumerate(inst.transceiver_ocs):
-            trx_of[o].append(k)
         used_trx = set()
         used_wl = set()
         for lp in plan.lightpaths:
@@ -548,9 +652,9 @@ class PlanState:
                 continue
             sa, sb = self.servers(p)
             ra, rb = self.rack[sa], self.rack[sb]
-            ta = next(t for t in trx_of[o] if (sa, t) not in used_trx)
+            ta = next(t for t in inst.transceivers_of(sa, o) if (sa, t) not in used_trx)
             used_trx.add((sa, ta))
-            tb = next(t for t in trx_of[o] if (sb, t) not in used_trx)
+            tb = next(t for t in inst.transceivers_of(sb, o) if (sb, t) not in used_trx)
             used_trx.add((sb, tb))
             w_ab = next(w for w in grid if not {(ra, o, "up", w), (rb, o, "down", w)} & used_wl)
             used_wl |= {(ra, o, "up", w_ab), (rb, o, "down", w_ab)}
@@ -653,6 +757,8 @@ class Unit:
     label: str = ""  # short form for tables
     ws_transceivers: int = 0  # more tunable transceivers per server on the fabric
     reconfig_factor: float = 1.0  # every OCS's reconfiguration delay times this
+    uplink_rack: int | None = None  # one more leaf uplink port for this rack (congestion model)
+    nics: int = 0  # more NICs (rails) per server into the packet fabric
 
     @property
     def lightpaths(self) -> bool:
@@ -745,6 +851,39 @@ def ocs_speed_unit(inst: Instance) -> Unit:
         f"every OCS reconfigures twice as fast ({delays})",
         reconfig_factor=RECONFIG_FACTOR,
         label="OCS reconfiguration 2x faster",
+    )
+
+
+def leaf_unit(inst: Instance, r: int) -> Unit:
+    """One more leaf uplink port for rack r at a server's packet rate (the capacity of both its
+    leaf links, docs/model.md §2b: servers x rate / oversubscription + extra ports x rate)."""
+    rk, rate = inst.racks[r], physics.server_packet_rate_gbps(inst)
+    old = physics.uplink_rate_gbps(inst, r)
+    return Unit(
+        "leaf_uplinks",
+        f"uplinks:{rk.name}",
+        f"one more leaf uplink port ({rate:g} Gb/s) for rack {rk.name} (its leaf links "
+        f"{old:g} -> {old + rate:g} Gb/s each way)",
+        uplink_rack=r,
+        label=f"+1 leaf uplink for rack {rk.name} ({old:g} -> {old + rate:g} Gb/s)",
+    )
+
+
+def nic_unit(inst: Instance) -> Unit:
+    """One more NIC (rail) per server into the packet fabric (``packet_fabric.nics``): every
+    server's packet rate grows by ``rate_gbps``, and the leaf uplinks in proportion (they carry
+    servers x the server's rate / oversubscription, docs/model.md §2b)."""
+    pf = inst.packet
+    assert pf is not None
+    n = pf.nics or 1
+    return Unit(
+        "nics",
+        "nics+1",
+        f"one more {pf.rate_gbps:g} Gb/s NIC per server into the packet fabric ({n} -> {n + 1} "
+        f"rails: {n * pf.rate_gbps:g} -> {(n + 1) * pf.rate_gbps:g} Gb/s per server; the leaf "
+        "uplinks in proportion, oversubscription unchanged)",
+        nics=1,
+        label=f"+1 NIC/server ({n * pf.rate_gbps:g} -> {(n + 1) * pf.rate_gbps:g} Gb/s)",
     )
 
 
@@ -841,6 +980,17 @@ def apply_unit(inst: Instance, u: Unit) -> Instance:
             for o in out.ocses
         )
         out = dataclasses.replace(out, ocses=faster)
+    if u.nics:
+        pf = out.packet
+        assert pf is not None
+        out = dataclasses.replace(
+            out, packet=pf.model_copy(update={"nics": (pf.nics or 1) + u.nics})
+        )
+    if u.uplink_rack is not None:
+        racks = list(out.racks)
+        rk = racks[u.uplink_rack]
+        racks[u.uplink_rack] = dataclasses.replace(rk, extra_uplinks=rk.extra_uplinks + 1)
+        out = dataclasses.replace(out, racks=tuple(racks))
     if u.ws_transceivers:
         f = out.wavelength_switched
         assert f is not None
@@ -889,6 +1039,7 @@ class Explainer:
                 f"{self.plan_objective}; the model cannot represent these decisions"
             )
         self.state0 = PlanState(inst, self.cands, d)
+        self.cross = plan_leaf_flows(inst, d, self.cands) if physics.congestion_model(inst) else []
         self._cands_cache: dict[str, tuple[Instance, tuple[JobCandidates, ...]]] = {}
 
     # -- helpers
@@ -1041,6 +1192,18 @@ class Explainer:
                         total += s.alpha_pkt.get(p, 0.0) * drop * times
                 elif ra != rb:  # packet fabric: propagation only between racks
                     total += s.alpha_pkt.get(p, 0.0) * drop * times
+        elif u.kind == "leaf_uplinks":  # d obj / d inv_r x the drop of inv_r, both directions
+            r = u.uplink_rack
+            drop = _inv_up(self.inst, r) - _inv_up(inst2, r)
+            total += sum(v for (j, _t, rr), v in s.leaf.items() if rr == r and j in jobs) * drop
+        elif u.kind == "nics":  # every NIC and every leaf link faster
+            from optnet.model.data import MB
+
+            drop = (physics.nic_inverse_rate(self.inst) - physics.nic_inverse_rate(inst2)) * MB
+            total += sum(v for j, v in s.nic.items() if j in jobs) * drop
+            for (j, _t, r), v in s.leaf.items():
+                if j in jobs:
+                    total += v * (_inv_up(self.inst, r) - _inv_up(inst2, r))
         elif u.kind == "ocs_speed":  # every job waits for every reconfiguration
             for k, sens in s.reconfig.items():
                 delay = self.inst.ocses[k].reconfig_delay_us
@@ -1085,9 +1248,57 @@ class Explainer:
                 total += sens * opt.nvlink_us
         return total
 
+    # -- shared leaf links (congestion model, docs/model.md §2b)
+    def nic_time(self, j: int) -> float:
+        """us of job j's iteration draining through its servers' NICs (binding NIC rows)."""
+        if not physics.congestion_model(self.inst):
+            return 0.0
+        from optnet.model.data import MB
+
+        return self.job.nic.get(j, 0.0) * physics.nic_inverse_rate(self.inst) * MB
+
+    def leaf_racks(self, j: int) -> list[int]:
+        """Racks whose leaf links carry job j's time (a binding leaf row of its steps)."""
+        return sorted({r for (jj, _t, r), v in self.job.leaf.items() if jj == j and v > EPS})
+
+    def leaf_binding(self, j: int) -> dict[str, Any] | None:
+        """The leaf link (rack, direction) the most of job j's time drains through, the other
+        jobs' flows that share it, and the job's sensitivity to its rack's leaf capacity."""
+        inst = self.inst
+        times = {(t, r): v * _inv_up(inst, r) for (jj, t, r), v in self.job.leaf.items() if jj == j}
+        times = {k: v for k, v in times.items() if v > EPS}
+        if not times:
+            return None
+        tag, r = max(times, key=lambda k: (times[k], k[0] == "up", -k[1]))
+        per_rack = sum(v for (jj, _t, rr), v in self.job.leaf.items() if jj == j and rr == r)
+        gbps = physics.uplink_rate_gbps(inst, r)
+        others = {
+            inst.jobs[k].name: n
+            for k, f in enumerate(self.cross)
+            if k != j and (n := f.get((tag, r), 0))
+        }
+        return {
+            "rack": inst.racks[r].name,
+            "direction": tag,
+            "time_us": times[(tag, r)],
+            "rack_time_us": sum(v for (_t, rr), v in times.items() if rr == r),
+            "others_us": self.job.leaf_others_us.get((j, tag, r), 0.0),
+            "other_jobs_flows": others,
+            "capacity_gbps": gbps,
+            "utilisation": physics.packet_utilisation(inst),
+            "saving_per_gbps_us": per_rack * _inv_up(inst, r) / gbps,
+            "also": [
+                f"{t} {inst.racks[rr].name}" for t, rr in sorted(times) if (t, rr) != (tag, r)
+            ],
+        }
+
     # -- per job
     def binding(self, j: int) -> dict[str, Any]:
-        """The job's most sensitive pair and what stops it getting one more lightpath."""
+        """The job's most sensitive pair and what stops it getting one more lightpath (or
+        slot-channel), and the shared leaf link it drains through (``leaf``, or None)."""
+        return {**self._pair_binding(j), "leaf": self.leaf_binding(j)}
+
+    def _pair_binding(self, j: int) -> dict[str, Any]:
         inst, st = self.inst, self.state0
         best = None
         for p in st.pairs:
@@ -1188,6 +1399,9 @@ class Explainer:
             rk = inst.racks[r]
             if rk.fibre_type != "hcf" and rk.trunk_length_km > 0:
                 units.append(hcf_unit(inst, r))
+        units += [leaf_unit(inst, r) for r in self.leaf_racks(j)]
+        if self.nic_time(j) > EPS:
+            units.append(nic_unit(inst))
         if self.nvlink_share(j) > EPS:
             units.append(nvlink_unit(inst))
         if inst.n_phases > 1 and any(v > EPS for v in self.job.reconfig.values()):
@@ -1230,14 +1444,19 @@ def _rank(e: Evaluated) -> tuple:
 
 
 def _canonical(inst: Instance, u: Unit) -> tuple:
-    """The unit up to identical OCSes (same racks, ports, loss, loopback and transceiver count):
-    adding to either gives the same MILP up to relabelling, so one solve serves both."""
+    """The unit up to identical OCSes (same racks, ports, loss, loopback and transceiver count,
+    the same dead transceivers on every server): adding to either gives the same MILP up to
+    relabelling, so one solve serves both."""
     T = inst.transceivers_per_ocs
+    lost = [
+        tuple(inst.lost_transceivers(s, o) for s in range(len(inst.servers))) for o in range(len(T))
+    ]
 
     def cls(o: int) -> int:
         rep = dataclasses.replace(inst.ocses[o], name="")
         for k in range(o):
-            if T[k] == T[o] and dataclasses.replace(inst.ocses[k], name="") == rep:
+            same = T[k] == T[o] and lost[k] == lost[o]
+            if same and dataclasses.replace(inst.ocses[k], name="") == rep:
                 return k
         return o
 
@@ -1250,6 +1469,8 @@ def _canonical(inst: Instance, u: Unit) -> tuple:
         u.nvlink_factor,
         u.ws_transceivers,
         u.reconfig_factor,
+        u.uplink_rack,
+        u.nics,
     )
 
 
@@ -1265,6 +1486,8 @@ def _to_confirm(inst: Instance, bind: dict, evs: list[Evaluated], mode: str) -> 
     keys = {e.unit.key: e.unit for e in evs}
     if "ws_channels" in bind.get("kinds", ()):
         out.extend(e.unit for e in evs if e.unit.kind == "ws_transceivers")
+    if bind.get("leaf") is not None:  # the binding leaf link's rack: one more uplink port
+        out.extend(keys[k] for k in [f"uplinks:{bind['leaf']['rack']}"] if k in keys)
     for o, bl in bind.get("routes") or []:
         kinds = {k for k, _ in bl}
         want = []
@@ -1319,9 +1542,10 @@ def _solve_task(args: tuple[Instance, str, ExplainOptions, Decisions]):
 
 #: What explain reads, field by field of :class:`Instance`: the duals and blockers of §2-§3
 #: cover lightpaths (OCSes, circuits, transceivers, wavelengths, power budget, trunk lengths),
-#: a plain packet fabric, the wavelength-switched fabric's slot-channels, NVLink, the jobs'
+#: the packet fabric, the wavelength-switched fabric's slot-channels, NVLink, the jobs'
 #: compute, reduction and collectives, and the collective library and algorithm family (its
-#: re-solves choose among the algorithms the plan could)
+#: re-solves choose among the algorithms the plan could); servers with dead transceivers (the
+#: blockers count each server's working ones), tenant guarantees and relays (docs/explain.md §3)
 READ_FIELDS = frozenset(
     {
         "name", "input_hash", "files", "racks", "ocses", "transceiver_ocs",
@@ -1329,16 +1553,17 @@ READ_FIELDS = frozenset(
         "transceiver_power_budget_db", "wavelengths_per_fibre", "gpus_per_server",
         "nvlink_rate_gbps", "nvlink_latency_us", "nvlink_sharp_efficiency", "reduce_rate_gbps",
         "gpu_arch", "nic_efficiency", "constants", "jobs", "raw",
-        "library", "family", "wavelength_switched", "phases",
+        "library", "family", "wavelength_switched", "phases", "servers", "tenants",
+        "relay_overhead_us",
     }
 )  # fmt: skip
 #: Fields only the energy and carbon objectives read; explain refuses those objectives.
 OBJECTIVE_ONLY_FIELDS = frozenset({"power", "carbon"})
 #: Fields explain reads only when they hold their plain form; ``capabilities`` refuses
-#: the rest (relays, dead transceivers, a hybrid or congestion-controlled packet fabric...).
+#: the rest (a direct fabric, a relaxed cluster, time-average sharing of the packet fabric).
 SCOPED_FIELDS = frozenset(
-    {"relay_overhead_us", "tenants", "direct",
-     "real_rack_sizes", "servers", "packet"}
+    {"direct",
+     "real_rack_sizes", "packet"}
 )  # fmt: skip
 
 
@@ -1534,6 +1759,8 @@ def explain_plan(
             "sensitive_pairs": _pairs_json(ex, j),
             "nvlink_share_us": ex.nvlink_share(j),
         }
+        if inst.relay_overhead_us is not None:  # hand-off time on its critical steps
+            item["relay_handoff_us"] = ex.job.relay.get(j, 0.0) * inst.relay_overhead_us
         item["sentence"] = _sentence(item, objective, baseline)
         jobs_out.append(item)
         for e in entries:
@@ -1603,7 +1830,35 @@ def _entry(e: Evaluated, conf: dict | None, j: int, tol: float) -> dict[str, Any
     }
 
 
+def _leaf_text(ex: Explainer, leaf: dict[str, Any]) -> str:
+    """Where a job's time drains through a shared leaf link, in words."""
+    way = "uplink" if leaf["direction"] == "up" else "downlink"
+    text = (
+        f"rack {leaf['rack']}'s leaf {way} ({leaf['capacity_gbps']:g} Gb/s x "
+        f"{leaf['utilisation']:g} utilisation) drains {leaf['time_us']:,.3f} us of the job's "
+        "iteration"
+    )
+    if leaf["other_jobs_flows"]:
+        flows = ", ".join(
+            f"{n} flow{'s' * (n > 1)} of {k}" for k, n in leaf["other_jobs_flows"].items()
+        )
+        text += (
+            f", {leaf['others_us']:,.3f} us of it for the other jobs' flows sharing it ({flows})"
+        )
+    return text
+
+
 def _binding_json(ex: Explainer, j: int, bind: dict, best: dict | None) -> dict[str, Any]:
+    """The job's binding resource; with a congestion model also the shared leaf link its time
+    drains through (``shared_leaf_link``)."""
+    out = _binding_core(ex, j, bind, best)
+    leaf = bind.get("leaf")
+    if leaf is not None:
+        out["shared_leaf_link"] = {**leaf, "where": _leaf_text(ex, leaf)}
+    return out
+
+
+def _binding_core(ex: Explainer, j: int, bind: dict, best: dict | None) -> dict[str, Any]:
     if best is None:
         it, comp = ex.iteration[j], ex.inst.jobs[j].compute_time_us
         if it <= comp * (1 + 1e-9):
@@ -1626,6 +1881,18 @@ def _binding_json(ex: Explainer, j: int, bind: dict, best: dict | None) -> dict[
         }
     if kind in ("hcf",):
         return {"resource": "latency", "where": best["unit"]}
+    if kind == "leaf_uplinks":
+        leaf = bind["leaf"]
+        return {"resource": "leaf_link", "where": _leaf_text(ex, leaf)}
+    if kind == "nics":
+        pf = ex.inst.packet
+        return {
+            "resource": "nic",
+            "where": f"{(pf.nics or 1) * pf.rate_gbps:g} Gb/s per server x "
+            f"{physics.packet_utilisation(ex.inst):g} utilisation; {ex.nic_time(j):,.3f} us of "
+            "its iteration drains through them",
+            "nic_time_us": ex.nic_time(j),
+        }
     if kind == "nvlink":
         return {"resource": "nvlink", "where": f"{ex.nvlink_share(j):.3f} us of the job's time"}
     if kind == "ocs_speed":
@@ -1709,7 +1976,7 @@ def _notes(ex: Explainer, baseline: dict | None) -> list[str]:
             f"{ex.inst.n_phases} phase boundaries; every job waits for it, and each phase's "
             "pairs are explained on that phase's matching"
         )
-    notes = [reconf]
+    notes = [reconf, *_tenant_notes(ex), *_relay_notes(ex)]
     if ex.job.untracked:
         rows = ", ".join(f"{k} ({n})" for k, n in sorted(ex.job.untracked.items()))
         notes.append(
@@ -1735,6 +2002,50 @@ def _notes(ex: Explainer, baseline: dict | None) -> list[str]:
     return notes
 
 
+def _relay_notes(ex: Explainer) -> list[str]:
+    """With relays: how many transfers the plan relays, and per job the hand-off overhead on its
+    critical steps (d iter_j / d overhead x overhead; docs/explain.md §3)."""
+    h = ex.inst.relay_overhead_us
+    if h is None:
+        return []
+    per_job = ", ".join(
+        f"{job.name} {ex.job.relay.get(j, 0.0) * h:,.3f} us" for j, job in enumerate(ex.inst.jobs)
+    )
+    return [
+        f"relays: the plan sends {len(ex.d.relays)} transfers store-and-forward through a third "
+        f"server ({h:g} us hand-off each); hand-off time on the critical steps: {per_job}. A "
+        "relayed transfer's time is its hops' (their pairs carry its sensitivity); the kept "
+        "plans keep every relay, so a direct lightpath that would end one shows only in the "
+        "confirming re-solve"
+    ]
+
+
+def _tenant_notes(ex: Explainer) -> list[str]:
+    """One note per tenant with guarantees: what they ask, what the plan gives, and how explain
+    reads them (docs/explain.md §3)."""
+    from optnet.energy import tenant_counts
+
+    counts = tenant_counts(ex.inst, ex.d)
+    out = []
+    for t in ex.inst.tenants:
+        asks = [
+            (t.min_lightpaths, counts[t.name][0], "lightpaths"),
+            (t.min_hcf_lightpaths, counts[t.name][1], "on hollow-core trunks"),
+            (t.min_ocs_ports, counts[t.name][2], "OCS ports"),
+        ]
+        asks = [a for a in asks if a[0]]
+        if not asks:
+            continue
+        text = ", ".join(f"{need} {what} (the plan gives {have})" for need, have, what in asks)
+        out.append(
+            f"tenant {t.name} is guaranteed {text}; these rows hold only integer decisions, "
+            "fixed in the LP, so they carry no dual: a guarantee shows in the blockers as the "
+            "transceivers, ports and wavelengths its lightpaths take, the kept plans only add "
+            "lightpaths, and every re-solve keeps it"
+        )
+    return out
+
+
 def _fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:,.3f}"
 
@@ -1756,6 +2067,8 @@ def _sentence(item: dict[str, Any], objective: str, baseline: dict | None) -> st
             "latency": "the latency of its trunk fibre",
             "nvlink": "NVLink",
             "reconfiguration": "the OCS reconfiguration delay",
+            "leaf_link": "a shared leaf link of the packet fabric",
+            "nic": "its servers' NICs into the packet fabric",
         }.get(
             kind,
             kind.replace("ocs_ports", "OCS ports")

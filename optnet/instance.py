@@ -35,6 +35,9 @@ class Rack:
     """One-way propagation delay of one trunk fibre (length x per-km delay of its type)."""
     pod: int = 0
     """Pod of a fat-tree packet fabric (rack index // racks_per_pod); 0 otherwise."""
+    extra_uplinks: int = 0
+    """Leaf uplink ports beyond servers / oversubscription, each at a server's packet rate (0
+    from the input; explain's "+1 leaf uplink" unit sets it on a copy, docs/explain.md)."""
 
 
 @dataclass(frozen=True)

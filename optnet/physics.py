@@ -165,13 +165,21 @@ def nic_inverse_rate(inst: Instance) -> float:
 
 def uplink_inverse_rate(inst: Instance, rack: int) -> float:
     """us per byte through a rack's leaf uplinks (one direction) under the congestion model:
-    capacity = servers in the rack x NIC rate / oversubscription x utilisation."""
+    capacity = (servers in the rack x NIC rate / oversubscription + extra uplink ports x NIC
+    rate) x utilisation (``uplink_rate_gbps``)."""
+    return inverse_rate_us_per_byte(uplink_rate_gbps(inst, rack) * packet_utilisation(inst))
+
+
+def uplink_rate_gbps(inst: Instance, rack: int) -> float:
+    """A rack's leaf uplink rate (one direction) before the congestion control's utilisation:
+    servers x NIC rate / oversubscription, plus ``Rack.extra_uplinks`` ports at the NIC rate."""
     pf = inst.packet
     assert pf is not None
-    n = max(1, len(inst.racks[rack].servers))
-    return inverse_rate_us_per_byte(
-        n * server_packet_rate_gbps(inst) / pf.oversubscription * packet_utilisation(inst)
-    )
+    rk = inst.racks[rack]
+    gbps = max(1, len(rk.servers)) * server_packet_rate_gbps(inst) / pf.oversubscription
+    if rk.extra_uplinks:
+        gbps += rk.extra_uplinks * server_packet_rate_gbps(inst)
+    return gbps
 
 
 def hybrid_inverse_rate(inst: Instance, q: int, rack_a: int, rack_b: int) -> float:

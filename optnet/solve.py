@@ -293,10 +293,12 @@ def solve_instance(
 
 def polish(m: pyo.ConcreteModel, opt, o: SolveOptions) -> float:
     """Fix every integer variable at its value and re-solve the LP: the objective is then the
-    exact value of the decisions (HiGHS incumbents may leave slack in continuous variables)."""
+    exact value of the decisions (HiGHS incumbents may leave slack in continuous variables).
+    A variable in no row has no value (the LP writer leaves it out, e.g. ``stripes`` when no
+    pair can have a lightpath): it stays free, as nothing depends on it."""
     fixed = []
     for v in m.component_data_objects(pyo.Var):
-        if v.is_integer() and not v.fixed:
+        if v.is_integer() and not v.fixed and v.value is not None:
             v.fix(round(pyo.value(v)))
             fixed.append(v)
     try:

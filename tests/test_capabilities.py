@@ -113,7 +113,8 @@ def test_matrix_reflects_the_refusals():
     assert capabilities.supports(Consumer.EXPLAIN, Feature.WAVELENGTH_SWITCHED) == "yes"
     assert capabilities.supports(Consumer.EXPLAIN, Feature.PHASES) == "yes"
     assert capabilities.supports(Consumer.EXPLAIN, Feature.HYBRID) == "yes"
-    assert capabilities.supports(Consumer.EXPLAIN, Feature.CONGESTION) == "refused"
+    assert capabilities.supports(Consumer.EXPLAIN, Feature.CONGESTION) == "yes"
+    assert capabilities.supports(Consumer.EXPLAIN, Feature.TIME_AVERAGE) == "refused"
     assert capabilities.supports(Consumer.AUTO, Feature.PHASES) == "joint"
     assert capabilities.supports(Consumer.ENERGY, Feature.PHASES) == "yes"
     assert capabilities.supports(Consumer.FROM, Feature.DIRECT) == "refused"  # via the MILP

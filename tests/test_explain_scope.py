@@ -42,7 +42,9 @@ def _activate(inst: Instance, name: str) -> Instance:
         "phases": ("a", "b"),
         "real_rack_sizes": (2, 2),
         "servers": (dataclasses.replace(s0, dead_transceivers=(0,)), *inst.servers[1:]),
-        "packet": schema.PacketFabric(rate_gbps=100.0, congestion_control="dcqcn"),
+        "packet": schema.PacketFabric(
+            rate_gbps=100.0, congestion_control="dcqcn", job_sharing="time-average"
+        ),
     }
     return dataclasses.replace(inst, **{name: values[name]})
 

@@ -90,13 +90,13 @@ def _instance_file(
     instance: str | Path | None,
     workload: str | Path | None,
 ):
-    """The instance file the results name (or ``instance``), loaded and hash-checked."""
-    from optnet.instance import load_instance
-
+    """The instance file the results name (or ``instance``), loaded, with the failures the
+    results record applied (``solve --fail``: ``instance.failures``), and hash-checked."""
     want = results["instance"].get("input_hash")
     rpath = Path(results_path)
+    failed = results["instance"].get("failures") or []
     if instance is not None:
-        inst = load_instance(instance, workload)
+        inst = _load_failed(instance, workload, failed)
         if want and inst.input_hash != want:
             raise input_error(
                 str(instance),
@@ -115,7 +115,7 @@ def _instance_file(
             attempts = [None] + ([Path(files[-1])] if len(files) > 1 else [])
             for wl in attempts:
                 try:
-                    inst = load_instance(cand, wl)
+                    inst = _load_failed(cand, wl, failed)
                 except OptnetError:
                     continue
                 if not want or inst.input_hash == want:
@@ -127,6 +127,15 @@ def _instance_file(
         f"cannot find the instance these results were computed for (looked at: {where}); "
         "pass it with --instance (and --workload if it was solved with -w)",
     )
+
+
+def _load_failed(path: str | Path, workload: str | Path | None, failed: list[str]):
+    """``load_instance`` with ``failed`` applied (``failures.apply_failures``; none: as is)."""
+    from optnet.failures import apply_failures
+    from optnet.instance import load_instance
+
+    inst = load_instance(path, workload)
+    return apply_failures(inst, failed, "results instance.failures")[0] if failed else inst
 
 
 def export(

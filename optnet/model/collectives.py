@@ -15,6 +15,8 @@ Variables
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pyomo.environ as pyo
 
 from optnet.model.data import MB, ModelData
@@ -858,7 +860,7 @@ def add_shared_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
     steps = shared_steps(md)
     m.SHARED_STEPS = pyo.Set(initialize=list(steps), dimen=4, ordered=True)
     m.tau = pyo.Var(m.SHARED_STEPS, within=pyo.NonNegativeReals)
-    lp_rows, pk_rows = [], []
+    lp_rows, pk_rows, pk_links = [], [], []
     for key, (_count, mult, flows) in steps.items():
         big = shared_step_big_m(md, mult, flows, key[0])
         h = md.phase_of(key[0], key[1])
@@ -880,7 +882,11 @@ def add_shared_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
                     continue
                 seen_pk.add((p, tag, src if tag == "out" else dst))
                 pk_rows.append((key, lat + md.inv_nic * load - big * (1 - used)))
-        pk_rows += _leaf_rows(m, md, key, mult, flows, big)
+                pk_links.append(SharedLink(key, "nic_" + tag, src if tag == "out" else dst, p))
+        leaf = _leaf_rows(m, md, key, mult, flows, big)
+        pk_rows += [(k, expr) for k, expr, _link in leaf]
+        pk_links += [link for _k, _expr, link in leaf]
+    m.shared_packet_links = pk_links  # what each shared_step_packet row times (explain.py)
     m.SHARED_LP_ROWS = pyo.RangeSet(0, len(lp_rows) - 1) if lp_rows else pyo.Set(initialize=[])
     m.shared_step_lightpath = pyo.Constraint(
         m.SHARED_LP_ROWS, rule=lambda m, i: m.tau[lp_rows[i][0]] >= lp_rows[i][1]
@@ -900,8 +906,25 @@ def _packet_modes(m: pyo.ConcreteModel, md: ModelData, p, h: int) -> list[tuple[
     return modes
 
 
+@dataclass(frozen=True)
+class SharedLink:
+    """The link one ``shared_step_packet`` row times (``m.shared_packet_links[i]`` for row i):
+    step ``key`` (j, ci, a, s); ``kind`` nic_out | nic_in (``at``: the sending / receiving slot)
+    or up | down (``at``: the rack of the leaf uplink / downlink); the row's pair and sending
+    slot; ``others_mb``: the MB x phi the row adds per flow of the other jobs (``N_other``; None
+    without other jobs on the leaf links). Read by explain.py; no row depends on it."""
+
+    key: tuple[int, int, int, int]
+    kind: str
+    at: int
+    pair: tuple[int, int, int]
+    src: int | None = None
+    others_mb: float | None = None
+
+
 def _leaf_rows(m: pyo.ConcreteModel, md: ModelData, key, mult: float, flows, big: float) -> list:
-    """The leaf uplink (UP) and downlink (DOWN) rows of one lockstep step (§2b):
+    """The leaf uplink (UP) and downlink (DOWN) rows of one lockstep step (§2b), as
+    (key, right-hand side, :class:`SharedLink`):
 
         tau >= mult alpha_pk[p] + inv_up_r (UP(r) + MB phi N[j, up r]) - M (2 - ind - leaves)
 
@@ -932,12 +955,14 @@ def _leaf_rows(m: pyo.ConcreteModel, md: ModelData, key, mult: float, flows, big
                 rack_pairs = [(r, s) if tag == "up" else (s, r) for s in md.racks if s != r]
                 on = sum(m.w[p + oriented(p, src, *rs)] for rs in rack_pairs)
                 base = lat + md.inv_uplink[r] * load.get(leaf, 0)
+                link = SharedLink(key, tag, r, p, src)
                 if not shared:
-                    rows.append((key, base - big * (2 - uses_packet(m, md, p, h) - on)))
+                    rows.append((key, base - big * (2 - uses_packet(m, md, p, h) - on), link))
                     continue
                 for ind, phi in _packet_modes(m, md, p, h):
                     others = md.inv_uplink[r] * mb * phi * m.N_other[(key[0],) + leaf]
-                    rows.append((key, base + others - big * (2 - ind - on)))
+                    link = SharedLink(key, tag, r, p, src, mb * phi)
+                    rows.append((key, base + others - big * (2 - ind - on), link))
     return rows
 
 

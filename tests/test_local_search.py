@@ -122,6 +122,7 @@ def test_auto_keeps_the_moves_and_reports_them():
     inst, cands, d = _field(64, "dense", 1)
     res = solve_auto(inst, SolveOptions(time_limit_s=10, mip_gap=1e-4))
     assert res.solver["circuit_moves"] >= 1
+    assert isinstance(res.solver["placement_moves"], int) and res.solver["placement_moves"] >= 0
     ev = evaluate(inst, res.decisions)
     assert ev.feasible and math.isclose(ev.objective_us, res.objective, rel_tol=1e-9)
     assert res.objective < 0.9 * score(inst, d, "max-iteration", cands)[0]

@@ -333,6 +333,28 @@ def constructive_plan(
     return d
 
 
+def connect_jobs(
+    inst: Instance,
+    cands: tuple[JobCandidates, ...],
+    placement: dict[int, tuple[int, ...]],
+    lay: Layout | None = None,
+    jobs: list[int] | None = None,
+) -> tuple[Layout, dict[int, dict[int, Option]]] | None:
+    """Step 4 of the module docstring on a given placement: the lightpaths of ``jobs`` (default
+    all, most servers first) laid one job at a time on ``lay`` (default empty), each with the
+    options its pairs connect; the layout and each job's options, or None when a job does not
+    connect. The spare transceivers are left to the caller (``heuristic.fill``)."""
+    lay = lay if lay is not None else Layout(inst)
+    order = jobs if jobs is not None else sorted(placement, key=lambda j: (-len(placement[j]), j))
+    chosen: dict[int, dict[int, Option]] = {}
+    for j in order:
+        got = _connect(lay, cands[j], list(placement[j]))
+        if got is None:
+            return None
+        chosen[j] = got
+    return lay, chosen
+
+
 def _place_quiet(racks: _Racks, n: int, remote_only: bool) -> list[int]:
     """``n`` free servers of the racks that cannot loop back (or any), fullest racks first."""
     order = sorted(

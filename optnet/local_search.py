@@ -26,20 +26,31 @@ collective's algorithm options fixed (docs/model.md §7, "circuit moves"):
 
 First improvement, deterministic (pairs, OCSes in index order), until no move improves or
 ``until`` (``time.perf_counter`` seconds) passes; the plan returned is always one the evaluator
-accepted. Instances with phases, relays or a wavelength-switched fabric are left as they are
-(``auto`` hands those to the joint model).
+accepted.
+
+*Placement moves* (``improve_placement``) change what the circuit moves cannot: which servers a
+slow job has. A job whose rings all cross one rack with too few trunks stays as slow whatever
+its circuits; one of its servers elsewhere may not. For the slowest two jobs, their most loaded
+slots (bytes per lightpath over their pairs, ``slot_pressure``) are *moved* to a free server of
+another rack, or *swapped* with a server of another rack the job uses (its own: the rank order
+changes; another job's: the two trade racks); the changed jobs' lightpaths are laid again on
+the circuits the other jobs keep (``relaid``); every collective takes its fastest option, and
+the same evaluator score and ``better`` decide, first improvement, racks of equal rank in the
+order of a seeded ``random.Random``. Instances with phases, relays or a wavelength-switched
+fabric are left as they are (``auto`` hands those to the joint model).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import heapq
+import random
 import time
 from collections.abc import Iterator
 
 from optnet import interrupt
 from optnet.candidates import JobCandidates, all_candidates
-from optnet.construct import pair_weights
+from optnet.construct import connect_jobs, pair_weights
 from optnet.decisions import Decisions, Lightpath, PhasePlan
 from optnet.evaluate import evaluate
 from optnet.heuristic import Layout, fastest_algorithms, fill, lay_out_demand
@@ -249,3 +260,191 @@ def _improving_move(
                 if s is not None and better(s, best):
                     return cand, s
     return None
+
+
+# --- Placement moves ---------------------------------------------------------------------
+
+#: Servers of a slow job whose moves are tried per round, the most loaded first: the moves
+#: of one server cost a re-lay and an evaluation per rack, so a round stays a few seconds.
+SLOTS_PER_ROUND = 12
+#: Racks tried per slot and kind of move (to free servers; swaps within the job's racks).
+RACKS_PER_SLOT = 3
+
+
+def improve_placement(
+    inst: Instance,
+    d: Decisions,
+    objective: str,
+    until: float,
+    cands: tuple[JobCandidates, ...] | None = None,
+    seed: int = 0,
+    slots_per_round: int = SLOTS_PER_ROUND,
+) -> tuple[Decisions, int]:
+    """Placement moves (module docstring, second part) from plan ``d``: for the slowest two
+    jobs, one of their servers moved to a free server of another rack, or swapped with a server
+    of another rack (of another job, or of the same job: its rank order changes), the changed
+    jobs' lightpaths laid again (``relaid``), scored by the evaluator and kept only when
+    ``better``; first improvement until none improves or ``until`` passes. Returns the best plan
+    and the number of moves kept; ``d`` itself when it has phases, relays or wavelength-switched
+    slots, or the evaluator does not accept it. Deterministic for a given ``seed`` (it orders
+    racks of equal rank)."""
+    if d.phases or d.relays or d.ws_slots:
+        return d, 0
+    cands = cands if cands is not None else all_candidates(inst)
+    best = score(inst, d, objective, cands)
+    if best is None:
+        return d, 0
+    rng = random.Random(seed)
+    kept = 0
+    while time.perf_counter() < until and not interrupt.requested():
+        step = _improving_placement(inst, d, objective, cands, best, until, rng, slots_per_round)
+        if step is None:
+            break
+        d, best = step
+        kept += 1
+    return d, kept
+
+
+def _improving_placement(
+    inst: Instance,
+    d: Decisions,
+    objective: str,
+    cands,
+    best: Score,
+    until: float,
+    rng: random.Random,
+    n: int,
+) -> tuple[Decisions, Score] | None:
+    """The first placement move (``placement_moves``) that ``better`` accepts, or None."""
+    ev = evaluate(inst, d, objective, cands)
+    order = sorted(range(len(inst.jobs)), key=lambda j: -ev.jobs[j]["iteration_time_us"])
+    for j in order[:2]:
+        for placement, changed in placement_moves(inst, cands, d, j, rng, n):
+            if time.perf_counter() >= until or interrupt.requested():
+                return None
+            cand = relaid(inst, cands, d, placement, changed)
+            if cand is None:
+                continue
+            s = score(inst, cand, objective, cands)
+            if s is not None and better(s, best):
+                return cand, s
+    return None
+
+
+def slot_pressure(cands, d: Decisions, j: int) -> list[int]:
+    """Job ``j``'s slots, the most loaded first: bytes per iteration per lightpath summed over
+    the slot's pairs of the chosen algorithms (ties: slot order)."""
+    counts = PhasePlan(lightpaths=d.lightpaths).pair_counts()
+    servers = list(d.placement[j])
+    where = {s: m for m, s in enumerate(servers)}
+    load_of = [0.0] * len(servers)
+    for p, w in _job_weights(cands, d, [j])[j].items():
+        for s in p:
+            load_of[where[s]] += w / max(1, counts[p])
+    return sorted(range(len(servers)), key=lambda m: (-load_of[m], m))
+
+
+def placement_moves(
+    inst: Instance, cands, d: Decisions, j: int, rng: random.Random, n: int
+) -> Iterator[tuple[dict[int, tuple[int, ...]], tuple[int, ...]]]:
+    """New placements one move away for job ``j`` and the jobs they change. For each of its
+    ``n`` most loaded slots (``slot_pressure``), on rack ``ra``: the slot *moved* to the first
+    free server of a rack with free servers (the racks ``j`` uses first, then the most free
+    servers first), and *swapped* with a server of another rack ``j`` uses: ``j``'s own least
+    loaded slot there (its rank order changes) and each other job's least loaded slot there
+    (the jobs trade racks); at most ``RACKS_PER_SLOT`` racks of each kind, ties in ``rng``'s
+    order."""
+    owner = {s: (jj, m) for jj, ss in d.placement.items() for m, s in enumerate(ss)}
+    free: dict[int, list[int]] = {r: [] for r in range(len(inst.racks))}
+    for s, srv in enumerate(inst.servers):
+        if s not in owner:
+            free[srv.rack].append(s)
+    mine = {inst.servers[s].rack for s in d.placement[j]}
+    racks = list(range(len(inst.racks)))
+    rng.shuffle(racks)
+    to_free = sorted((r for r in racks if free[r]), key=lambda r: (r not in mine, -len(free[r])))
+    to_swap = [r for r in racks if r in mine]
+    rank = {jj: {m: i for i, m in enumerate(slot_pressure(cands, d, jj))} for jj in d.placement}
+    for m in slot_pressure(cands, d, j)[:n]:
+        s = d.placement[j][m]
+        ra = inst.servers[s].rack
+        for rb in [r for r in to_free if r != ra][:RACKS_PER_SLOT]:
+            yield _moved(d.placement, {(j, m): free[rb][0]}), (j,)
+        for rb in [r for r in to_swap if r != ra][:RACKS_PER_SLOT]:
+            here: dict[int, tuple[int, int]] = {}
+            for t in inst.racks[rb].servers:
+                if t in owner:
+                    jj, mm = owner[t]
+                    if jj not in here or rank[jj][mm] > rank[jj][here[jj][0]]:
+                        here[jj] = (mm, t)
+            for jj in sorted(here, key=lambda x: (x != j, x)):
+                mm, t = here[jj]
+                yield _moved(d.placement, {(j, m): t, (jj, mm): s}), tuple(sorted({j, jj}))
+
+
+def _moved(placement, to: dict[tuple[int, int], int]) -> dict[int, tuple[int, ...]]:
+    """``placement`` with slot ``(job, m)`` on server ``to[(job, m)]``."""
+    out = {jj: list(ss) for jj, ss in placement.items()}
+    for (jj, m), s in to.items():
+        out[jj][m] = s
+    return {jj: tuple(ss) for jj, ss in out.items()}
+
+
+def relaid(
+    inst: Instance,
+    cands,
+    d: Decisions,
+    placement: dict[int, tuple[int, ...]],
+    changed: tuple[int, ...],
+) -> Decisions | None:
+    """Plan ``d`` on ``placement``, where only the jobs ``changed`` moved: every lightpath of
+    another job kept (with its circuit); the changed jobs' pairs of their chosen algorithms laid
+    on what is left (``lay_out_demand``, one lightpath each, then first fit); where that leaves a
+    pair unconnected, the other jobs keep one lightpath a pair (fewer circuits held) and the
+    changed jobs are laid again; where that fails too, every job is laid afresh, one at a time
+    (``construct.connect_jobs``). Then the spare transceivers are filled by bytes per lightpath
+    over all jobs (``heuristic.fill``) and every collective takes its fastest option. None when
+    a pair cannot be connected and there is no packet fabric."""
+    moved = {s for j in changed for s in (*d.placement[j], *placement[j])}
+    keep = [lp for lp in d.lightpaths if lp.server_a not in moved and lp.server_b not in moved]
+    after = dataclasses.replace(d, placement=placement)
+    weight = pair_weights(cands, dict(placement), _chosen(cands, after, range(len(cands))))
+    need = pair_weights(cands, dict(placement), _chosen(cands, after, changed))
+    lay = _connected(loaded(inst, keep), need)
+    if lay is None:  # the other jobs keep one lightpath a pair: fewer circuits held
+        lay = _connected(loaded(inst, _thinned(keep)), need)
+    if lay is None:  # the kept circuits leave no way: every job laid afresh, one at a time
+        again = connect_jobs(inst, cands, placement)
+        if again is None:
+            return None
+        lay, chosen = again
+        weight = pair_weights(cands, dict(placement), chosen)
+    fill(lay, weight)
+    out = lay.decisions(placement, dict(d.algorithms))
+    hybrid = frozenset(p for p in d.hybrid if moved.isdisjoint(p))
+    out = dataclasses.replace(out, hybrid=hybrid)
+    out.algorithms = fastest_algorithms(inst, cands, out)
+    return out
+
+
+def _connected(lay: Layout, need: dict[tuple[int, int], float]) -> Layout | None:
+    """``lay`` with every pair of ``need`` given a lightpath where it has none
+    (``lay_out_demand``, then first fit); None when one cannot be connected and there is no
+    packet fabric."""
+    lay_out_demand(lay, {p: 1 for p in need if lay.count[p] == 0})
+    for p in sorted(need):
+        if lay.count[p] == 0 and not lay.add(*p) and lay.inst.packet is None:
+            return None
+    return lay
+
+
+def _thinned(lightpaths: list[Lightpath]) -> list[Lightpath]:
+    """The first lightpath of each server pair (in ``lightpaths``' order)."""
+    seen: set[tuple[int, int]] = set()
+    out = []
+    for lp in lightpaths:
+        p = (min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))
+        if p not in seen:
+            seen.add(p)
+            out.append(lp)
+    return out

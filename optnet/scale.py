@@ -50,7 +50,7 @@ from optnet.heuristic import (
 )
 from optnet.infeasibility import proven_infeasible
 from optnet.instance import Instance, Server
-from optnet.local_search import improve_circuits
+from optnet.local_search import improve_circuits, improve_placement
 from optnet.progress import current
 from optnet.solve import SolveOptions, SolveResult, relative_gap, solve_instance
 
@@ -88,9 +88,15 @@ class TimePlan:
     """then the whole block, warm-started, for this share."""
     first_moves: float = 0.1
     """The circuit moves (``local_search.improve_circuits``) on the first plan stop by this
-    share of L, sooner when no move improves; after the decomposition, they get"""
+    share of L, sooner when no move improves;"""
+    first_placement: float = 0.25
+    """then the placement moves (``local_search.improve_placement``) on it by this share of L,
+    sooner when no move improves. After the decomposition, the circuit moves get"""
     circuit_moves: float = 0.5
     """this share of the time left before ``improve_until``,"""
+    placement_moves: float = 0.5
+    """then the placement moves this share of the time left before ``improve_until`` (both stop
+    sooner when no move improves),"""
     improve_until: float = 0.9
     """then large-neighbourhood search on the slowest job's block until this share of L,"""
     tighten_until: float = 0.95
@@ -1056,12 +1062,15 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
     t_first = time.perf_counter() - t0 if first is not None else None
     first_us = evaluate(inst, first, o.objective).objective_us if first is not None else None
     rep.offer(inst, incumbent=first_us)  # _greedy_incumbent keeps only feasible plans
-    moves = 0
+    moves = placed = 0
     if first is not None and o.objective == "max-iteration" and not small:
         first, moves = improve_circuits(
             inst, first, o.objective, t0 + TIME_PLAN.first_moves * deadline
         )
-        if moves:
+        first, placed = improve_placement(
+            inst, first, o.objective, t0 + TIME_PLAN.first_placement * deadline, seed=o.seed
+        )
+        if moves or placed:
             rep.offer(inst, incumbent=evaluate(inst, first, o.objective).objective_us)
     try:
         if top:
@@ -1123,7 +1132,14 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
         )
         decisions, more = improve_circuits(inst, decisions, o.objective, moves_until)
         moves += more
-        if more:
+        placed_until = time.perf_counter() + TIME_PLAN.placement_moves * (
+            improve_until - time.perf_counter()
+        )
+        decisions, again = improve_placement(
+            inst, decisions, o.objective, placed_until, seed=o.seed
+        )
+        placed += again
+        if more or again:
             objective = evaluate(inst, decisions, o.objective).objective_us
             rep.offer(inst, incumbent=objective)
         objective, decisions, rounds = _improve_critical(
@@ -1153,6 +1169,7 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
         "decomposition": info["blocks"],
         "assignment": info.get("assignment"),
         "circuit_moves": moves,
+        "placement_moves": placed,
     }
     size: dict = {}
     left = deadline - (time.perf_counter() - t0)

@@ -15,7 +15,7 @@ from optnet.construct import constructive_plan
 from optnet.decisions import PhasePlan
 from optnet.evaluate import evaluate
 from optnet.instance import instance_from_data
-from optnet.local_search import better, improve_circuits, load, loaded, score
+from optnet.local_search import better, improve_circuits, improve_placement, load, loaded, score
 
 
 def _field(servers: int, density: str, seed: int):
@@ -122,7 +122,116 @@ def test_auto_keeps_the_moves_and_reports_them():
     inst, cands, d = _field(64, "dense", 1)
     res = solve_auto(inst, SolveOptions(time_limit_s=10, mip_gap=1e-4))
     assert res.solver["circuit_moves"] >= 1
+    assert isinstance(res.solver["placement_moves"], int) and res.solver["placement_moves"] >= 0
     ev = evaluate(inst, res.decisions)
     assert ev.feasible and math.isclose(ev.objective_us, res.objective, rel_tol=1e-9)
     assert res.objective < 0.9 * score(inst, d, "max-iteration", cands)[0]
     assert res.bound <= res.objective
+
+
+# --- placement moves ------------------------------------------------------------------------
+
+
+def _two_racks():
+    """Two racks of two servers, the second 5 km away; a heavy two-server job and a light one,
+    each split over the two racks: the heavy job's pair pays both trunks where, in the near rack
+    looped back, it would pay the short one twice."""
+    from optnet.heuristic import laid_plan
+
+    data = {
+        "name": "split",
+        "topology": {
+            "gpus_per_server": 4,
+            "transceivers": {"attach": ["ocs0", "ocs1"], "rate_gbps": 100},
+            "racks": [
+                {"name": "near", "servers": 2, "trunk_length_km": 0.05, "fibre_type": "smf"},
+                {"name": "far", "servers": 2, "trunk_length_km": 5.0, "fibre_type": "smf"},
+            ],
+            "wavelengths_per_fibre": 2,
+            "ocs": [{"name": "ocs0", "ports": 4}, {"name": "ocs1", "ports": 4}],
+        },
+        "workload": {
+            "jobs": [
+                {
+                    "name": "heavy",
+                    "gpus": 8,
+                    "parallelism": {"tp": 4, "dp": 2},
+                    "compute_time_us": 20000,
+                    "collectives": [
+                        {"name": "g", "kind": "all_reduce", "group": "dp", "message_bytes": 5e6}
+                    ],
+                },
+                {
+                    "name": "light",
+                    "gpus": 8,
+                    "parallelism": {"tp": 4, "dp": 2},
+                    "compute_time_us": 1000,
+                    "collectives": [
+                        {"name": "g", "kind": "all_reduce", "group": "dp", "message_bytes": 1e5}
+                    ],
+                },
+            ]
+        },
+    }
+    inst = instance_from_data(data, "split.yaml")
+    cands = all_candidates(inst)
+    near, far = inst.racks[0].servers, inst.racks[1].servers
+    d = laid_plan(inst, {0: (near[0], far[0]), 1: (near[1], far[1])}, cands)
+    return inst, cands, d
+
+
+def test_only_a_placement_move_speeds_up_a_job_split_over_a_far_rack():
+    inst, cands, d = _two_racks()
+    before = score(inst, d, "max-iteration", cands)
+    assert before is not None
+    same, kept = improve_circuits(inst, d, "max-iteration", time.perf_counter() + 60, cands)
+    assert kept == 0 and same is d  # the circuits cannot help: the trunk delay is the cost
+    out, placed = improve_placement(inst, d, "max-iteration", time.perf_counter() + 60, cands)
+    after = score(inst, out, "max-iteration", cands)
+    assert placed >= 1 and after is not None and after[0] < before[0] * (1 - 1e-6)
+    near = set(inst.racks[0].servers)
+    assert set(out.placement[0]) == near  # the heavy job now loops back in the near rack
+    ev = evaluate(inst, out)
+    assert ev.feasible and math.isclose(ev.objective_us, after[0])
+
+
+@pytest.mark.parametrize(("servers", "density", "seed"), [(16, "moderate", 1), (64, "moderate", 0)])
+def test_every_kept_placement_move_is_feasible_and_better(monkeypatch, servers, density, seed):
+    import optnet.local_search as ls
+
+    inst, cands, d = _field(servers, density, seed)
+    kept_plans = []
+    step = ls._improving_placement
+
+    def spy(*args, **kwargs):
+        out = step(*args, **kwargs)
+        if out is not None:
+            kept_plans.append(out)
+        return out
+
+    monkeypatch.setattr(ls, "_improving_placement", spy)
+    best = score(inst, d, "max-iteration", cands)
+    out, placed = improve_placement(inst, d, "max-iteration", time.perf_counter() + 20, cands)
+    assert placed == len(kept_plans) >= 1
+    for plan, s in kept_plans:
+        ev = evaluate(inst, plan)
+        assert ev.feasible, ev.violations[:3]
+        assert math.isclose(ev.objective_us, s[0])
+        assert better(s, best)
+        best = s
+        servers = [x for ss in plan.placement.values() for x in ss]
+        assert len(servers) == len(set(servers))  # no server given twice
+    assert score(inst, out, "max-iteration", cands) == best
+
+
+def test_placement_moves_are_deterministic_for_a_seed():
+    inst, cands, d = _field(16, "moderate", 1)  # two moves kept, in well under a second
+    runs = [
+        improve_placement(inst, d, "max-iteration", time.perf_counter() + 120, cands, seed=s)
+        for s in (3, 3)
+    ]
+    assert runs[0][1] >= 1 and runs[0] == runs[1]
+    inst, cands, d = _two_racks()
+    phased = dataclasses.replace(d, phases=[PhasePlan(d.circuits, d.lightpaths)])
+    out, placed = improve_placement(inst, phased, "max-iteration", time.perf_counter() + 60, cands)
+    assert out is phased and placed == 0

@@ -103,8 +103,9 @@ MAX_CHANNELS = 32
 # its entry GPU, on every channel: tuning.cc lines 404-410, "Inter-node rings still have to
 # launch nsteps * net overhead". Those sends and receives are posted and polled by one proxy
 # progress thread per GPU (src/proxy.cc), which serves every channel whose network connection
-# the GPU holds. NCCL's tuner counts one launch per step; with c channels, a node's c exits and
-# c entries are spread over its g GPUs, so one proxy launches 2c/g of them per step.
+# the GPU holds. NCCL's tuner counts one launch per step (in its latency); with c channels, a
+# node's c exits and c entries are spread over its g GPUs, so one proxy launches 2c/g of them
+# per step, and a step ends once the last of them is launched.
 
 #: src/include/device.h: NCCL_LL_MAX_NTHREADS, NCCL_LL128_MAX_NTHREADS, NCCL_SIMPLE_MAX_NTHREADS
 MAX_NTHREADS: dict[str, int] = {"ll": 512, "ll128": 640, "simple": 512}
@@ -127,15 +128,17 @@ def ring_channels(protocol: str, nbytes: float, ranks: int) -> int:
 def proxy_floor_us(
     nccl_algorithm: str, protocol: str, kind: str, nbytes: float, ranks: int, nodes: int
 ) -> float:
-    """The least time a ring across nodes takes to launch its network steps, µs:
+    """The time a ring across nodes spends launching network steps beyond the one per step
+    NCCL's latency already holds, µs:
 
-        s x max(1, 2 c / g) x o_net,
+        s x (max(1, 2 c / g) - 1) x o_net,
 
     s the ring's steps (2(p-1) all-reduce, p-1 all-gather and reduce-scatter), c
     :func:`ring_channels`, g = p/N GPUs per node, o_net NCCL's network overhead per launch
     (``getNetOverhead``, tuning.cc lines 228-233: 1 µs on x86 Intel, x 3 for Simple). The
     proxy's launches stream with the transfers, so it is a floor on the transfer part, like
-    NVLink's; 0 for one node and for any other algorithm or kind."""
+    NVLink's; 0 with one launch per step (one channel), for one node and for any other
+    algorithm or kind."""
     if (
         nccl_algorithm != "ring"
         or nodes < 2
@@ -144,7 +147,7 @@ def proxy_floor_us(
         return 0.0
     steps = 2 * (ranks - 1) if kind == "all_reduce" else ranks - 1
     launches = max(1.0, 2 * ring_channels(protocol, nbytes, ranks) / (ranks / nodes))
-    return steps * launches * NET_OVERHEAD_US * (3 if protocol == "simple" else 1)
+    return steps * (launches - 1) * NET_OVERHEAD_US * (3 if protocol == "simple" else 1)
 
 
 def nic_efficiency(configured: float | None) -> float:

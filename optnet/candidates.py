@@ -477,15 +477,16 @@ def _nccl_option(
     """The option of ``algorithm`` as NCCL prices it (docs/collectives.md §7, ``nccl_cost``):
     for protocol P,
 
-        t_P = L(a, P) + max(NVLink_P, LLcap_P, network steps with bytes x w_P),
+        t_P = L(a, P) + max(NVLink_P, LLcap_P, proxy_P, network steps with bytes x w_P),
 
     L NCCL's latency, NVLink_P the intra-server bytes over f_P B_nvlink (a flat ring's
     busbw-factor x n, a tree's 2n, NVLS's n (1 + 1/g) at the NVLS efficiency), LLcap_P
-    NCCL's bus-bandwidth cap of LL, w_P = flat-ring volume x pipeline fill / (f_P x NIC
-    efficiency) (``nccl_cost.pipeline_fill``: a tree's chunks cross its network hops one after
-    another). The
-    protocol is the one of least t_P at the nominal network (``nominal_network_us``): NCCL's own
-    choice, independent of the plan. ``only``: these protocols (tests)."""
+    NCCL's bus-bandwidth cap of LL, proxy_P the time a ring's proxies take to launch its
+    network steps (``nccl_cost.proxy_floor_us``), w_P = flat-ring volume x pipeline fill /
+    (f_P x NIC efficiency) (``nccl_cost.pipeline_fill``: a tree's chunks cross its network
+    hops one after another). The protocol is the one of least t_P at the nominal network
+    (``nominal_network_us``): NCCL's own choice, independent of the plan. ``only``: these
+    protocols (tests)."""
     kind, n = spec.kind, spec.message_bytes
     nccl_alg = {"nvlink_ring": "ring", "double_binary_tree": "tree"}.get(algorithm, algorithm)
     eff = nc.nic_efficiency(inst.nic_efficiency)
@@ -500,6 +501,7 @@ def _nccl_option(
         nvlink = _nccl_nvlink_us(inst, nccl_alg, kind, n, g, p, f)
         cap = nc.ll_max_busbw(proto, nccl_alg, N, inst.gpu_arch)
         floor = max(nvlink, coll.busbw_factor(kind, p) * n / (cap * 1e3) if cap < 1e300 else 0)
+        floor = max(floor, nc.proxy_floor_us(nccl_alg, proto, kind, n, p, N))
         lat = nc.latency_us(nccl_alg, proto, kind, p, N, inst.constants.message_overhead_us)
         lat *= nc.plateau(nccl_alg, proto, kind, p, N, n, inst.gpu_arch)
         fill, fill_us = nc.fill_terms(hops, phi, nvlink)

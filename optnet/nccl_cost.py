@@ -97,6 +97,59 @@ RING_PLATEAU_PRE_AMPERE = 1.9
 MAX_CHANNELS = 32
 
 
+# --- The proxy's launch floor (docs/collectives.md §7, "Proxy floor") -----------------------
+#
+# Every step of a ring across nodes is a network send at the node's exit GPU and a receive at
+# its entry GPU, on every channel: tuning.cc lines 404-410, "Inter-node rings still have to
+# launch nsteps * net overhead". Those sends and receives are posted and polled by one proxy
+# progress thread per GPU (src/proxy.cc), which serves every channel whose network connection
+# the GPU holds. NCCL's tuner counts one launch per step (in its latency); with c channels, a
+# node's c exits and c entries are spread over its g GPUs, so one proxy launches 2c/g of them
+# per step, and a step ends once the last of them is launched.
+
+#: src/include/device.h: NCCL_LL_MAX_NTHREADS, NCCL_LL128_MAX_NTHREADS, NCCL_SIMPLE_MAX_NTHREADS
+MAX_NTHREADS: dict[str, int] = {"ll": 512, "ll128": 640, "simple": 512}
+#: src/include/comm.h lines 49-51: NCCL_{LL,LL128,SIMPLE}_THREAD_THRESHOLD, bytes per thread
+#: (tuning.cc line 593: the ring's LL threshold x nRanks)
+THREAD_THRESHOLD: dict[str, int] = {"ll": 8, "ll128": 8, "simple": 64}
+
+
+def ring_channels(protocol: str, nbytes: float, ranks: int) -> int:
+    """The channels NCCL gives a ring collective of ``nbytes`` (src/enqueue.cc
+    ``topoGetAlgoInfo``, lines 2092-2097): from :data:`MAX_CHANNELS`, one fewer while
+    ``nbytes < channels x threads x threshold`` (down to 1), threads
+    :data:`MAX_NTHREADS`, threshold :data:`THREAD_THRESHOLD` (x ``ranks`` for LL)."""
+    per_channel = MAX_NTHREADS[protocol] * THREAD_THRESHOLD[protocol]
+    if protocol == "ll":
+        per_channel *= ranks
+    return max(1, min(MAX_CHANNELS, int(nbytes // per_channel)))
+
+
+def proxy_floor_us(
+    nccl_algorithm: str, protocol: str, kind: str, nbytes: float, ranks: int, nodes: int
+) -> float:
+    """The time a ring across nodes spends launching network steps beyond the one per step
+    NCCL's latency already holds, µs:
+
+        s x (max(1, 2 c / g) - 1) x o_net,
+
+    s the ring's steps (2(p-1) all-reduce, p-1 all-gather and reduce-scatter), c
+    :func:`ring_channels`, g = p/N GPUs per node, o_net NCCL's network overhead per launch
+    (``getNetOverhead``, tuning.cc lines 228-233: 1 µs on x86 Intel, x 3 for Simple). The
+    proxy's launches stream with the transfers, so it is a floor on the transfer part, like
+    NVLink's; 0 with one launch per step (one channel), for one node and for any other
+    algorithm or kind."""
+    if (
+        nccl_algorithm != "ring"
+        or nodes < 2
+        or kind not in ("all_reduce", "all_gather", "reduce_scatter")
+    ):
+        return 0.0
+    steps = 2 * (ranks - 1) if kind == "all_reduce" else ranks - 1
+    launches = max(1.0, 2 * ring_channels(protocol, nbytes, ranks) / (ranks / nodes))
+    return steps * (launches - 1) * NET_OVERHEAD_US * (3 if protocol == "simple" else 1)
+
+
 def nic_efficiency(configured: float | None) -> float:
     """The topology's ``nic_efficiency``, or :data:`DEFAULT_NIC_EFFICIENCY` when unset."""
     return configured or DEFAULT_NIC_EFFICIENCY

@@ -646,3 +646,28 @@ def test_nccl_baseline_refusals(tmp_path):
     assert gain["status"] == "refused" and gain["objective"] is None
     assert "parameter_servers" in gain["refused"]
     assert "NCCL's algorithms alone: no plan" in text_report(got)
+
+
+def test_proxy_floor_is_priced_alike_by_the_milp_and_the_evaluator(tmp_path):
+    """tiny.yaml under nccl with a 256 KiB all-gather over its two servers: the ring's proxy
+    floor (nccl_cost.proxy_floor_us) binds over the network steps, and the solved plan's
+    objective is what the evaluator gives it."""
+
+    def add(d):
+        d["library"] = "nccl"
+        d["workload"]["jobs"][0]["collectives"].append(
+            {"name": "ag", "kind": "all_gather", "group": "dp", "message_bytes": 2.0**18}
+        )
+
+    path = tiny_with(tmp_path, "proxy", add)
+    inst = load_instance(path)
+    (ring,) = [o for o in all_candidates(inst)[0].collectives[1].options if o.algorithm == "ring"]
+    floor = nccl_cost.proxy_floor_us("ring", ring.protocol, "all_gather", 2.0**18, 2, 2)
+    assert floor > 0 and ring.overlap_us == pytest.approx(floor)
+    assert floor > candidates.nominal_network_us(inst, ring.groups)
+    out = tmp_path / "proxy.json"
+    res = solve(path, out, "--time-limit", "10")
+    (ag,) = [c for c in res["collectives"] if c["name"] == "ag"]
+    assert ag["algorithm"] == "ring"
+    assert ag["time_us"] == pytest.approx(ring.constant_us + floor, rel=1e-9)
+    assert math.isclose(evaluate_objective(path, out, tmp_path), res["objective"], rel_tol=1e-6)

@@ -354,3 +354,62 @@ def test_rails_are_the_servers_nics_in_parallel(tmp_path):
     assert a.input_hash != b.input_hash  # a stated field is part of the input
     # hybrid.yaml's hash from before the field existed (commit 6c11967)
     assert a.input_hash == "3d3fa7bc53001872b16167f5a1108989cf32c5a2794fef51c33ad138f6002e45"
+
+
+def _nccl_channels(protocol: str, nbytes: int, ranks: int) -> int:
+    """src/enqueue.cc topoGetAlgoInfo's ring channel loop, as written there."""
+    nc_, nt = nc.MAX_CHANNELS, nc.MAX_NTHREADS[protocol]
+    thr = nc.THREAD_THRESHOLD[protocol] * (ranks if protocol == "ll" else 1)
+    while nbytes < nc_ * nt * thr:
+        if nc_ >= 2:
+            nc_ -= 1
+        else:
+            break
+    return nc_
+
+
+@pytest.mark.parametrize("proto", nc.PROTOCOLS)
+@pytest.mark.parametrize("ranks", [8, 16, 32, 64])
+def test_ring_channels_is_ncclS_channel_loop(proto, ranks):
+    for k in range(3, 34):
+        for m in (2**k - 1, 2**k, 3 * 2 ** (k - 1)):
+            assert nc.ring_channels(proto, m, ranks) == _nccl_channels(proto, m, ranks), m
+    # LL's threshold grows with the ranks (tuning.cc: x nRanks): 16 ranks, 64 KiB -> 1 channel
+    assert nc.ring_channels("ll", 2**16, 16) == 1 and nc.ring_channels("ll", 2**20, 16) == 16
+    assert nc.ring_channels("simple", 2**20, ranks) == nc.MAX_CHANNELS
+
+
+def test_proxy_floor_counts_the_launches_of_one_proxy():
+    # 2 x 8 all_gather, LL128 at 4 MiB: 32 channels, 2 x 32 / 8 = 8 launches per step, 15 steps;
+    # NCCL's latency holds one of them
+    assert nc.proxy_floor_us("ring", "ll128", "all_gather", 2**22, 16, 2) == pytest.approx(105.0)
+    # Simple: x 3 per launch (getNetOverhead); all-reduce: 30 steps
+    assert nc.proxy_floor_us("ring", "simple", "all_reduce", 2**22, 16, 2) == pytest.approx(630.0)
+    # LL at 64 KiB runs one channel: one launch per step, NCCL's own count, nothing more
+    assert nc.proxy_floor_us("ring", "ll", "all_gather", 2**16, 16, 2) == 0.0
+    # 16 channels at 1 MiB in LL: 2 x 16 / 8 = 4 launches per step
+    assert nc.proxy_floor_us("ring", "ll", "all_gather", 2**20, 16, 2) == pytest.approx(45.0)
+    # no network, or not a ring: none
+    assert nc.proxy_floor_us("ring", "ll128", "all_gather", 2**22, 8, 1) == 0.0
+    assert nc.proxy_floor_us("tree", "ll128", "all_reduce", 2**22, 16, 2) == 0.0
+    assert nc.proxy_floor_us("ring", "ll128", "broadcast", 2**22, 16, 2) == 0.0
+
+
+def test_proxy_floor_binds_at_mid_sizes_only():
+    """The 2 x 8 B200 all_gather table's instance: at 4 MiB the ring's proxy floor is what the
+    option's transfer part costs (more than its network steps and NVLink); at 1 GiB the network
+    is, so large messages are priced as before. Every option's time is its constant plus the
+    largest of its floor and its network time."""
+    yml = TABLES / "multi-b200-2node-ibndr-allgather-clusterquality.yaml"
+    rows = fidelity.option_rows(yml)
+    assert rows
+    for r in rows:
+        assert r["time_us"] == pytest.approx(r["constant_us"] + max(r["floor_us"], r["network_us"]))
+    by_size: dict[int, dict] = {}
+    for r in rows:
+        if r["size"] not in by_size or r["time_us"] < by_size[r["size"]]["time_us"]:
+            by_size[r["size"]] = r
+    mid, big = by_size[2**22], by_size[2**30]
+    want = nc.proxy_floor_us("ring", mid["protocol"], "all_gather", 2**22, 16, 2)
+    assert mid["floor_us"] == pytest.approx(want) and want > mid["network_us"]
+    assert big["network_us"] > big["floor_us"]

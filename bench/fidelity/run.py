@@ -13,6 +13,9 @@ busbw and the error, for the ``ideal`` and the ``nccl`` profile, then a summary 
 targets of docs/fidelity.md. Measured busbw is the out-of-place column (nccl-tests' first).
 
     .venv/bin/python -m bench.fidelity.run [--library nccl] [--json out.json] [TABLE_ID ...]
+
+``--options`` prints instead, per table and size, every option the profile offers with its
+parts (:func:`option_rows`): where a prediction's time comes from.
 """
 
 from __future__ import annotations
@@ -133,6 +136,55 @@ def run_table(yml: Path, library: str, calibrated: bool = False) -> Result:
     for r, (t, alg) in zip(rows, got, strict=True):
         res.points.append(Point(r.size, r.times_us[0], t, alg))
     return res
+
+
+def option_rows(yml: Path, library: str = "nccl") -> list[dict]:
+    """Every option of every size of the table, as the model prices it at the nominal network
+    (``candidates.nominal_network_us``, what the protocol choice compares; the evaluator's
+    time on the fabric may differ): algorithm, protocol, ``constant_us`` (latency and fill),
+    ``floor_us`` (the pipelined NVLink or LL-cap floor), ``network_us`` and ``time_us`` =
+    constant + max(floor, network), next to the measured time. Empty for a skipped table."""
+    from optnet.candidates import all_candidates, nominal_network_us
+    from optnet.instance import instance_from_data
+
+    meta = yaml.safe_load(yml.read_text())
+    base = base_data(meta)
+    if base is None or meta["collective"] == "send_recv":
+        return []
+    n = meta["nodes"] * meta["gpus_per_node"]
+    txt = yml.with_suffix(".txt")
+    table = parse_nccl_tests(txt.read_text(), str(txt), kind=meta["collective"], ranks=n)
+    m = measured(meta, [r for r in table.rows if r.size > 0])
+    inst = instance_from_data(cm.measurement_data(base, m, None, library), meta["id"])
+    out = []
+    for cc, meas in zip(all_candidates(inst)[0].collectives, m.times_us, strict=True):
+        for o in cc.options:
+            net = nominal_network_us(inst, o.groups)
+            out.append(
+                {
+                    "size": int(cc.spec.message_bytes),
+                    "measured_us": meas,
+                    "algorithm": o.algorithm,
+                    "protocol": o.protocol,
+                    "constant_us": o.constant_us,
+                    "floor_us": o.overlap_us,
+                    "network_us": net,
+                    "time_us": o.time_us(net),
+                }
+            )
+    return out
+
+
+def _print_options(ymls: list[Path], library: str) -> None:
+    print(f"{'table':<46} {'size':>11} {'meas':>8}  option: const + max(floor, network) = time")
+    for yml in ymls:
+        for r in option_rows(yml, library):
+            opt = f"{r['algorithm']}/{r['protocol'] or '-'}"
+            print(
+                f"{yml.stem[:46]:<46} {r['size']:>11} {r['measured_us']:>8.1f}  {opt:<22} "
+                f"{r['constant_us']:7.1f} + max({r['floor_us']:8.1f}, {r['network_us']:8.1f})"
+                f" = {r['time_us']:8.1f}"
+            )
 
 
 def _pct(x: float) -> str:
@@ -266,11 +318,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--library", action="append", choices=["ideal", "nccl"])
     ap.add_argument("--no-calibrated", action="store_true", help="defaults only (fast)")
     ap.add_argument("--json", help="write every point here")
+    ap.add_argument("--options", action="store_true", help="every option's parts per size")
     args = ap.parse_args(argv)
     libs = args.library or ["ideal", "nccl"]
     ymls = sorted(TABLES.glob("*.yaml"))
     if args.ids:
         ymls = [y for y in ymls if y.stem in args.ids]
+    if args.options:
+        _print_options(ymls, (args.library or ["nccl"])[-1])
+        return 0
     variants = [(lib, False) for lib in libs]
     if not args.no_calibrated:
         variants += [(lib, True) for lib in libs if lib == "nccl"]

@@ -9,7 +9,6 @@ import pyomo.environ as pyo
 
 from optnet.decisions import Circuit, Decisions, Lightpath, PhasePlan, Relay, Targets
 from optnet.model.data import ModelData
-from optnet.model.lightpaths import v_var
 from optnet.model.relay import relay_tables
 
 
@@ -59,15 +58,14 @@ def decode(m: pyo.ConcreteModel, md: ModelData) -> Decisions:
         d.hybrid = frozenset(
             (min(d.placement[j][a], d.placement[j][b]), max(d.placement[j][a], d.placement[j][b]))
             for j, a, b in md.pairs
-            if any(_on(v_var(m, h, (j, a, b), q)) for h, q in _striping_index(m, md, j, a, b))
+            if any(_on(m.v[h, j, a, b, q]) for h, q in _striping_index(m, md, j, a, b))
         )
     return d.canonical()
 
 
 def _striping_index(m: pyo.ConcreteModel, md: ModelData, j: int, a: int, b: int) -> list:
     """(phase, lightpath count) of every striping variable v[h,p,q] of pair p = (j, a, b)."""
-    phases = [0] + [h for h in range(1, md.H) if (h, j, a, b) in m.PHASE_PAIRS] if md.H > 1 else [0]
-    return [(h, q) for h in phases for q in m.LP_COUNTS]
+    return [(h, q) for h in m.PHASES if (h, j, a, b) in m.PHASE_PAIRS for q in m.LP_COUNTS]
 
 
 def _placement(m: pyo.ConcreteModel, md: ModelData, prev) -> dict[int, tuple[int, ...]]:
@@ -105,19 +103,16 @@ def _placement(m: pyo.ConcreteModel, md: ModelData, prev) -> dict[int, tuple[int
 
 def _phase_plans(m: pyo.ConcreteModel, md: ModelData, placement) -> list[PhasePlan]:
     """Every phase's held circuits and lightpaths (first free transceiver and wavelength)."""
-    from optnet.model.circuits import circuit_var
-    from optnet.model.lightpaths import n_var
-
     plans = []
     for h in range(md.H):
         wanted = [
             (placement[j][a], placement[j][b], k)
             for j, a, b in md.phase_pairs[h]
             for k in md.ocs
-            for _ in range(int(round(pyo.value(n_var(m, h, (j, a, b), k)))))
+            for _ in range(int(round(pyo.value(m.n[h, j, a, b, k]))))
         ]
         lps = _assign_lightpaths(md.inst, md, wanted, None)
-        held = [Circuit(*key) for key in md.circuits if _on(circuit_var(m, h, key))]
+        held = [Circuit(*key) for key in md.circuits if _on(m.c[(h,) + key])]
         plans.append(PhasePlan(sorted(held), lps))
     return plans
 
@@ -130,18 +125,17 @@ def _static_lightpaths(m: pyo.ConcreteModel, md: ModelData, placement, prev) -> 
     for j, a, b in md.pairs:
         sa, sb = placement[j][a], placement[j][b]
         for k in md.ocs:
-            wanted.extend([(sa, sb, k)] * int(round(pyo.value(m.n[j, a, b, k]))))
+            wanted.extend([(sa, sb, k)] * int(round(pyo.value(m.n[0, j, a, b, k]))))
     return _assign_lightpaths(md.inst, md, wanted, prev)
 
 
 def _ws_schedule(m: pyo.ConcreteModel, md: ModelData, placement, h: int = 0) -> list:
     """Slot counts of phase h -> its slot-by-slot schedule (König: docs/model.md §5.7)."""
-    from optnet.model.wavelength_switching import ws_var
     from optnet.ws_schedule import build_schedule
 
     counts: dict[tuple[int, int], int] = {}
-    for j, a, b in md.phase_pairs[h] if md.H > 1 else md.pairs:
-        k = next((k for k in m.WS_COUNTS if k and _on(ws_var(m, h, (j, a, b), k))), 0)
+    for j, a, b in md.phase_pairs[h]:
+        k = next((k for k in m.WS_COUNTS if k and _on(m.h[h, j, a, b, k])), 0)
         if k:
             sa, sb = placement[j][a], placement[j][b]
             counts[(min(sa, sb), max(sa, sb))] = k
@@ -231,31 +225,8 @@ def encode(m: pyo.ConcreteModel, md: ModelData, d: Decisions) -> list[tuple]:
             values.append((m.y[j, s, r], 1.0 if rack_of.get((j, s)) == r else 0.0))
         for x in md.degraded:
             values.append((m.yd[j, s, x], 1.0 if server_at.get((j, s)) == x else 0.0))
-    if md.H > 1:
-        from optnet.model.circuits import circuit_var
-        from optnet.model.lightpaths import n_var, z_var
-
-        first = set(md.phase_pairs[0])
-        for h in range(md.H):
-            plan = d.plan(h)
-            values.extend(
-                _encode_phase(
-                    md,
-                    d,
-                    plan,
-                    md.pairs if h == 0 else md.phase_pairs[h],
-                    first if h == 0 else None,
-                    (
-                        lambda key, h=h: circuit_var(m, h, key),
-                        lambda p, k, h=h: n_var(m, h, p, k),
-                        lambda p, q, h=h: z_var(m, h, p, q),
-                    ),
-                    m.COUNTS,
-                )
-            )
-    else:
-        variables = (lambda key: m.c[key], lambda p, k: m.n[p + (k,)], lambda p, q: m.z[p + (q,)])
-        values.extend(_encode_phase(md, d, d.plan(0), md.pairs, None, variables, m.COUNTS))
+    for h in m.PHASES:
+        values.extend(_encode_phase(m, md, d, h))
     for j, ci, a in m.OPTIONS:
         alg = d.algorithms.get((j, ci))
         name = md.cands[j].collectives[ci].options[a].algorithm
@@ -270,7 +241,7 @@ def encode(m: pyo.ConcreteModel, md: ModelData, d: Decisions) -> list[tuple]:
             on = key in d.hybrid
             for h, q in _striping_index(m, md, j, a, b):
                 total = lit_of[h].get(key, 0)
-                values.append((v_var(m, h, (j, a, b), q), 1.0 if on and q == total else 0.0))
+                values.append((m.v[h, j, a, b, q], 1.0 if on and q == total else 0.0))
             if md.H > 1:
                 values.append((m.stripes[j, a, b], 1.0 if on else 0.0))
     if md.has_ws:
@@ -290,50 +261,44 @@ def encode(m: pyo.ConcreteModel, md: ModelData, d: Decisions) -> list[tuple]:
 
 
 def _encode_ws(m: pyo.ConcreteModel, md: ModelData, d: Decisions) -> list[tuple]:
-    """Values of h[h,p,k] for every phase's slot counts (a pair outside phase 0's pairs gets
-    none there: the model bounds so)."""
-    from optnet.model.wavelength_switching import ws_var
-
+    """Values of h[h,p,k] for every phase's slot counts."""
     values: list[tuple] = []
-    first = set(md.phase_pairs[0])
-    for h in range(md.H):
+    for h in m.PHASES:
         ws = d.plan(h).ws_counts()
-        for p in md.pairs if h == 0 else md.phase_pairs[h]:
+        for p in md.phase_pairs[h]:
             j, a, b = p
             servers = d.placement.get(j)
             k = 0
-            if servers is not None and (md.H == 1 or h > 0 or p in first):
+            if servers is not None:
                 k = min(ws.get((min(servers[a], servers[b]), max(servers[a], servers[b])), (0, 0)))
             for kk in m.WS_COUNTS:
-                values.append((ws_var(m, h, p, kk), 1.0 if kk == k else 0.0))
+                values.append((m.h[(h,) + p + (kk,)], 1.0 if kk == k else 0.0))
     return values
 
 
-def _encode_phase(md, d, plan, pairs, keep, variables, counts):
-    """Values of one phase's c, n and z (``variables``: their accessors) for the plan's circuits
-    and lightpaths (pairs outside ``keep``, when given, get no lightpath: the model fixes so)."""
-    c_of, n_of, z_of = variables
-    circuits, lightpaths = plan.circuits, plan.lightpaths
+def _encode_phase(m: pyo.ConcreteModel, md: ModelData, d: Decisions, h: int) -> list[tuple]:
+    """Values of phase h's c, n and z for the plan's circuits and lightpaths in that phase."""
+    plan = d.plan(h)
     values: list[tuple] = []
-    used = {(c.ocs, c.rack_a, c.rack_b) for c in circuits}
+    used = {(c.ocs, c.rack_a, c.rack_b) for c in plan.circuits}
     for key in md.circuits:
-        values.append((c_of(key), 1.0 if key in used else 0.0))
+        values.append((m.c[(h,) + key], 1.0 if key in used else 0.0))
     count: dict[tuple, int] = defaultdict(int)
-    for lp in lightpaths:
+    for lp in plan.lightpaths:
         count[(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b), lp.ocs)] += 1
-    for p in pairs:
+    for p in md.phase_pairs[h]:
         j, a, b = p
         servers = d.placement.get(j)
         total = 0
         for k in md.ocs:
             n = 0
-            if servers is not None and (keep is None or p in keep):
+            if servers is not None:
                 sa, sb = servers[a], servers[b]
                 n = count.get((min(sa, sb), max(sa, sb), k), 0)
-            values.append((n_of(p, k), float(n)))
+            values.append((m.n[(h,) + p + (k,)], float(n)))
             total += n
-        for q in counts:
-            values.append((z_of(p, q), 1.0 if q == total else 0.0))
+        for q in m.COUNTS:
+            values.append((m.z[(h,) + p + (q,)], 1.0 if q == total else 0.0))
     return values
 
 
@@ -345,8 +310,9 @@ def decode_targets(m: pyo.ConcreteModel, md: ModelData) -> dict[int, Targets]:
         if _on(m.x[j, ci, a]):
             out[j].algorithms[ci] = md.cands[j].collectives[ci].options[a].algorithm
     counts: dict[tuple[int, int, int], float] = defaultdict(float)
-    for j, a, b, k in m.n:
-        counts[(j, a, b)] += pyo.value(m.n[j, a, b, k], exception=False) or 0.0
+    for (h, j, a, b, _k), n in m.n.items():
+        if h == 0:  # the one phase of the relaxations ``auto`` decodes
+            counts[(j, a, b)] += pyo.value(n, exception=False) or 0.0
     for (j, a, b), n in counts.items():
         if round(n) > 0:
             out[j].counts[(a, b)] = round(n)

@@ -10,8 +10,8 @@ Four steps (docs/explain.md):
    integers fixed it is often tight and would absorb the duals that belong to the links. The
    dual of ``pair_bandwidth_lightpath[p]`` is then d(objective)/d(beta_p) (us per us/MB), of
    ``pair_latency_lightpath[p]`` d(objective)/d(alpha_p) (likewise the packet and
-   wavelength-switched rows; with phases a pair is (job, slots, phase) and later phases read
-   the ``*_ph`` rows), of the chosen option's ``collective_time`` rows d(objective)/d(constant)
+   wavelength-switched rows; a pair is (job, slots, phase) and every row is indexed by its
+   phase h), of the chosen option's ``collective_time`` rows d(objective)/d(constant)
    (NVLink and reduction), of ``reconfiguration_delay`` d(objective)/d(an OCS's delay).
 2. **Blockers.** For the job's pair with the largest first-order gain from one more lightpath
    (or slot-channel), each OCS is checked: a free transceiver at both servers, a circuit between
@@ -149,8 +149,8 @@ def _coef(con, var) -> float:
 
 
 def _pair_rows(m, md) -> list[tuple[str, Pair, Any, Any]]:
-    """(table, pair, row, variable) of every pair-link row explain reads: phase 0's rows over
-    all pairs, with phases the ``*_ph`` rows of each later phase's pairs (docs/model.md §5.8)."""
+    """(table, pair, row, variable) of every pair-link row explain reads: each phase's rows
+    over its pairs (``m.PHASE_PAIRS``, docs/model.md §5.8)."""
     fams = [
         ("beta", "pair_bandwidth_lightpath", "beta"),
         ("alpha", "pair_latency_lightpath", "alpha"),
@@ -162,25 +162,16 @@ def _pair_rows(m, md) -> list[tuple[str, Pair, Any, Any]]:
         fams += [("beta_ws", "pair_bandwidth_ws", "beta"), ("alpha_ws", "pair_latency_ws", "alpha")]
     rows = []
     for table, row, var in fams:
-        rows += [(table, p + (0,), getattr(m, row)[p], getattr(m, var)[p]) for p in md.pairs]
-        if md.H > 1:
-            con, v = getattr(m, row + "_ph"), getattr(m, var + "_ph")
-            rows += [(table, k[1:] + (k[0],), con[k], v[k]) for k in m.PHASE_PAIRS]
+        con, v = getattr(m, row), getattr(m, var)
+        rows += [(table, k[1:] + (k[0],), con[k], v[k]) for k in m.PHASE_PAIRS]
     if md.has_packet and md.shared:  # the packet part's latency alpha_pk (model.md §5.4)
-        rows += [("alpha_pkt", p + (0,), m.pair_latency_packet[p], m.alpha_pk[p]) for p in md.pairs]
-        if md.H > 1:
-            con = m.pair_latency_packet_ph
-            rows += [("alpha_pkt", k[1:] + (k[0],), con[k], m.alpha_pk[k[1:]]) for k in con]
-    if md.hybrid:  # beta[p] >= beta_both(q) - B (1 - v[p,q]): one row per count q
+        con = m.pair_latency_packet
+        rows += [("alpha_pkt", k[1:] + (k[0],), con[k], m.alpha_pk[k[1:]]) for k in m.PHASE_PAIRS]
+    if md.hybrid:  # beta[h,p] >= beta_both(q) - B (1 - v[h,p,q]): one row per count q
         rows += [
-            ("beta_hyb", k[:3] + (0,), m.pair_bandwidth_hybrid[k], m.beta[k[:3]])
+            ("beta_hyb", k[1:4] + (k[0],), m.pair_bandwidth_hybrid[k], m.beta[k[:4]])
             for k in m.pair_bandwidth_hybrid
         ]
-        if md.H > 1:
-            rows += [
-                ("beta_hyb", k[1:4] + (k[0],), m.pair_bandwidth_hybrid_ph[k], m.beta_ph[k[:4]])
-                for k in m.pair_bandwidth_hybrid_ph
-            ]
     return rows
 
 
@@ -191,14 +182,12 @@ PASS_THROUGH_ROWS = frozenset(
     {
         "step_time", "collective_time", "iteration_time", "overlap_excess", "max_iteration",
         "pair_rack_a", "pair_rack_b", "lightpath_on_rack_pair",
-        "lightpath_total", "circuit_set_up", "circuit_torn_down", "lightpath_on_rack_pair_ph",
-        "lightpath_total_ph",
+        "lightpath_total", "circuit_set_up", "circuit_torn_down",
         # congestion model (§2b): the lightpath part of a lockstep step (its pair rows are
         # read), the other jobs' flow counts F and the products uw, piw tied to the fixed
         # integers (the leaf rows' duals, read, carry what the other jobs' flows cost)
         "shared_step_lightpath", "cross_job_flow_count", "packet_pair_between_racks",
-        "packet_pair_between_racks_ph", "packet_share_between_racks",
-        "packet_share_between_racks_ph",
+        "packet_share_between_racks",
         # relays (§5.4): a step timed transfer by transfer and link by link from the pair
         # variables (their rows are read) and the exact load products rd, rb
         "relay_step_direct", "relay_step_link", "relay_load_direct", "relay_load_hop",
@@ -234,7 +223,7 @@ def _read_shared(inst: Instance, md, m, d: Decisions, cross: list, link, sens: f
     row's MB to ``nic[j]`` = d(objective)/d(inv_nic)."""
     import pyomo.environ as pyo
 
-    from optnet.model.collectives import pi_var, shared_steps
+    from optnet.model.collectives import shared_steps
 
     j, h = link.key[0], md.phase_of(link.key[0], link.key[1])
     leaf = link.kind in ("up", "down")
@@ -242,7 +231,7 @@ def _read_shared(inst: Instance, md, m, d: Decisions, cross: list, link, sens: f
     own = 0.0
     for flow in shared_steps(md)[link.key][2]:
         if flow[3] > 0 and _through(inst, d, link, flow):
-            mb = flow[3] * float(pyo.value(pi_var(m, md, h, flow[2])))
+            mb = flow[3] * float(pyo.value(m.pi[(h,) + flow[2]]))
             own += mb
             p = flow[2] + (h,)
             s.beta_pkt[p] = s.beta_pkt.get(p, 0.0) + sens * mb * inv / md.inv_nic

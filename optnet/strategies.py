@@ -139,15 +139,13 @@ def _stages(m, md, opt, o: SolveOptions, cross, progress, until: float, rep) -> 
     if not interrupt.requested():  # else: the placement stage's plan is complete: keep it
         for v in m.y.values():
             v.fix(round(pyo.value(v)))
-        lightpaths = sum(m.n[p + (k,)] for p in md.pairs for k in md.ocs)
-        phased = (m.c_ph, m.n_ph, m.z_ph) if md.H > 1 else ()
-        if md.H > 1:  # every phase's lightpaths, blind to the reconfiguration they cost
-            lightpaths = lightpaths + sum(m.n_ph.values())
+        # every phase's lightpaths, blind to the reconfiguration they cost
+        lightpaths = sum(m.n.values())
         if rep is not None:
             rep.phase("stage 2/3 circuits")
         _stage(m, opt, o, lightpaths, pyo.maximize, progress, (2, 3), until)
         if not interrupt.requested():
-            for comp in (m.c, m.n, m.z, *phased):
+            for comp in (m.c, m.n, m.z):
                 for v in comp.values():
                     v.fix(round(pyo.value(v)))
             if rep is not None:

@@ -1,5 +1,5 @@
 """``explain`` with communication phases (issue 17, docs/model.md §5.8): each collective's pairs
-are attributed on their own phase's matching (the ``*_ph`` rows), and the reconfiguration delay
+are attributed on their own phase's matching (the rows of phase h), and the reconfiguration delay
 every job waits for is a resource with its own unit, checked by the evaluator."""
 
 from __future__ import annotations

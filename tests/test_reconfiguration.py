@@ -459,3 +459,28 @@ def test_phases_beside_a_wavelength_switched_fabric_solve(tmp_path):
     r = CliRunner().invoke(main, ["evaluate", str(path), str(out), "-o", str(again)])
     assert r.exit_code == 0, r.output
     assert json.loads(again.read_text())["objective"] == pytest.approx(doc["objective"], rel=1e-6)
+
+
+@pytest.mark.parametrize("name", ["tiny.yaml", "reconfig.yaml", "all-features.yaml"])
+def test_phases_are_an_index_not_twin_families(name):
+    """Issue 17 step 3: every pair-link and transport family is indexed by phase from the start
+    (a static instance has the one phase 0), so no ``*_ph`` twin exists, and phase h's pairs are
+    exactly ``P_h`` (``data.phase_pairs``), in the variables and in their rows."""
+    import pyomo.environ as pyo
+
+    from optnet.candidates import all_candidates
+    from optnet.model import build_model, model_data
+
+    inst = load_instance(ROOT / "instances" / name)
+    md = model_data(inst, all_candidates(inst))
+    m, _ = build_model(md)
+    names = [c.name for c in m.component_objects((pyo.Var, pyo.Constraint, pyo.Expression))]
+    assert not [n for n in names if n.endswith("_ph")]
+    assert list(m.PHASES) == list(range(inst.n_phases))
+    want = {(h,) + p for h in range(md.H) for p in md.phase_pairs[h]}
+    for var in ("n", "z", "alpha", "beta", "h"):
+        if hasattr(m, var):
+            assert {k[:4] for k in getattr(m, var)} == want, var
+    for row in ("pair_latency_lightpath", "pair_bandwidth_lightpath", "lightpath_count_value"):
+        assert set(getattr(m, row)) == want, row
+    assert {k[0] for k in m.c} == set(range(md.H))

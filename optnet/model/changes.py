@@ -37,7 +37,10 @@ def add_change_count(m: pyo.ConcreteModel, md: ModelData) -> None:
         expr=prev.forced_moves + sum(1 - m.y[j, s, prev.rack_of_slot[(j, s)]] for j, s in slots)
     )
     m.circuit_changes = pyo.Expression(
-        expr=sum((1 - m.c[key]) if key in prev.circuits else m.c[key] for key in md.circuits)
+        expr=sum(
+            (1 - m.c[(0,) + key]) if key in prev.circuits else m.c[(0,) + key]
+            for key in md.circuits
+        )
     )
     n0 = {}
     for j, a, b in md.pairs:
@@ -52,12 +55,12 @@ def add_change_count(m: pyo.ConcreteModel, md: ModelData) -> None:
     m.lightpath_change_up = pyo.Constraint(
         m.PAIRS,
         m.OCS,
-        rule=lambda m, j, a, b, k: m.dn[j, a, b, k] >= m.n[j, a, b, k] - n0[(j, a, b, k)],
+        rule=lambda m, j, a, b, k: m.dn[j, a, b, k] >= m.n[0, j, a, b, k] - n0[(j, a, b, k)],
     )
     m.lightpath_change_down = pyo.Constraint(
         m.PAIRS,
         m.OCS,
-        rule=lambda m, j, a, b, k: m.dn[j, a, b, k] >= n0[(j, a, b, k)] - m.n[j, a, b, k],
+        rule=lambda m, j, a, b, k: m.dn[j, a, b, k] >= n0[(j, a, b, k)] - m.n[0, j, a, b, k],
     )
     m.changes = pyo.Expression(expr=m.moved + m.circuit_changes + sum(m.dn[i] for i in m.dn))
     if md.max_changes is not None:

@@ -3,13 +3,13 @@ provide.
 
 Variables
     x[c,a] in {0,1}   collective c runs algorithm a
-    alpha[p] >= 0     latency of slot pair p's link (us)
-    beta[p] >= 0      inverse bandwidth of slot pair p's link (us per MB)
-    alpha_ph[h,p], beta_ph[h,p]   the same in phase h = 1..H-1 (docs/model.md §5.8); a
-                      collective's steps read the pair variables of its own phase
+    alpha[h,p] >= 0   latency of slot pair p's link in phase h (us)
+    beta[h,p] >= 0    inverse bandwidth of slot pair p's link in phase h (us per MB); a
+                      collective's steps read the pair variables of its own phase (§5.8)
     t[c,a,g,s] >= 0   duration of one repetition of step s of group g under algorithm a
     T[c] >= 0         time of collective c (us)
-    ak[p], pk[p] >= 0 latency and inverse bandwidth of pair p if it uses the packet fabric, else 0
+    ak[h,p], pk[h,p] >= 0  latency and inverse bandwidth of pair p in phase h if it uses the
+                      packet fabric, else 0
                       (only pairs of ``shared_nic`` steps, only with a packet fabric)
 """
 
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import pyomo.environ as pyo
 
 from optnet.model.data import MB, ModelData
-from optnet.model.lightpaths import alpha_var, beta_var, odd_ring_lightpaths, v_var, z_var
+from optnet.model.lightpaths import odd_ring_lightpaths
 from optnet.model.relay import relayed
-from optnet.model.wavelength_switching import packet_only, ws_slack, ws_var
+from optnet.model.wavelength_switching import packet_only, ws_slack
 
 
 def collective_index(md: ModelData) -> list[tuple[int, int]]:
@@ -53,7 +53,7 @@ def _striping(m: pyo.ConcreteModel, md: ModelData, p, h: int = 0) -> object:
     the instance does not allow it)."""
     if not md.hybrid:
         return 0
-    return sum(v_var(m, h, p, q) for q in m.LP_COUNTS)
+    return sum(m.v[(h,) + p + (q,)] for q in m.LP_COUNTS)
 
 
 def _packet_only(m: pyo.ConcreteModel, md: ModelData, p, h: int) -> object:
@@ -129,15 +129,12 @@ def add_collective_variables(m: pyo.ConcreteModel, md: ModelData) -> None:
     m.OPTIONS = pyo.Set(initialize=option_index(md), dimen=3, ordered=True)
     m.STEPS = pyo.Set(initialize=sorted(step_tables(md)), dimen=5, ordered=True)
     m.x = pyo.Var(m.OPTIONS, within=pyo.Binary)
-    m.alpha = pyo.Var(m.PAIRS, bounds=(0, md.alpha_max))
-    m.beta = pyo.Var(m.PAIRS, bounds=(0, md.beta_max))
+    m.alpha = pyo.Var(m.PHASE_PAIRS, bounds=(0, md.alpha_max))
+    m.beta = pyo.Var(m.PHASE_PAIRS, bounds=(0, md.beta_max))
     m.t = pyo.Var(m.STEPS, within=pyo.NonNegativeReals)
     m.T = pyo.Var(m.COLLECTIVES, within=pyo.NonNegativeReals)
-    if md.shared:
+    if md.shared:  # the packet latency of a pair depends on its racks only, not the phase
         m.alpha_pk = pyo.Var(m.PAIRS, bounds=(0, md.alpha_max))
-    if md.H > 1:
-        m.alpha_ph = pyo.Var(m.PHASE_PAIRS, bounds=(0, md.alpha_max))
-        m.beta_ph = pyo.Var(m.PHASE_PAIRS, bounds=(0, md.beta_max))
 
 
 def add_algorithm_choice(m: pyo.ConcreteModel, md: ModelData) -> None:
@@ -161,137 +158,77 @@ def _ws_slack(m, md: ModelData, big: float, j: int, a: int, b: int, h: int = 0):
 
 
 def add_pair_latency(m: pyo.ConcreteModel, md: ModelData) -> None:
-    """alpha[p] >= sum_{r,s} w[p,r,s] alpha_lp(r,s) - A z[p,0]             (lightpaths)
-    alpha[p] >= sum_{r,s} w[p,r,s] alpha_pkt(r,s) - A (1 - z[p,0])      (packet fabric)
-                 [- A (1 - h[p,0]) with a wavelength-switched fabric: wavelength_switching.py]
+    """alpha[h,p] >= sum_{r,s} w[p,r,s] alpha_lp(r,s) - A z[h,p,0]                  (lightpaths)
+    alpha[h,p] >= sum_{r,s} w[p,r,s] alpha_pkt(r,s) - A (1 - u[h,p])         (packet fabric)
 
+    for every (h, p) of ``m.PHASE_PAIRS``; u[h,p] = ``uses_packet`` (z[h,p,0], less 1 - h[h,p,0]
+    with a wavelength-switched fabric, plus the striping indicator with hybrid pairs, which
+    wait for the slower of their two paths); with a congestion model the packet part has its
+    own latency alpha_pk[p] (docs/model.md §5.4) on the left of the packet row.
     alpha_lp = overhead + 2 transceiver + FEC + OCS + propagation(r,s); A = max alpha.
     alpha only appears on the right of lower bounds, so at the optimum it equals the active term.
     """
     A = md.alpha_max
     m.pair_latency_lightpath = pyo.Constraint(
-        m.PAIRS,
-        rule=lambda m, j, a, b: (
-            m.alpha[j, a, b] >= _by_racks(m, md, md.alpha_lp, j, a, b) - A * m.z[j, a, b, 0]
+        m.PHASE_PAIRS,
+        rule=lambda m, h, j, a, b: (
+            m.alpha[h, j, a, b] >= _by_racks(m, md, md.alpha_lp, j, a, b) - A * m.z[h, j, a, b, 0]
         ),
     )
-    if md.has_packet and not (md.hybrid or md.shared):
-        m.pair_latency_packet = pyo.Constraint(
-            m.PAIRS,
-            rule=lambda m, j, a, b: (
-                m.alpha[j, a, b]
-                >= _by_racks(m, md, md.alpha_pkt, j, a, b)
-                - A * (1 - m.z[j, a, b, 0])
-                - _ws_slack(m, md, A, j, a, b)
-            ),
-        )
-    elif md.has_packet:
-        # striped pairs wait for the slower of their two paths; with a congestion model the
-        # packet part has its own latency alpha_pk (docs/model.md §5.4)
-        target = m.alpha_pk if md.shared else m.alpha
-        m.pair_latency_packet = pyo.Constraint(
-            m.PAIRS,
-            rule=lambda m, j, a, b: (
-                target[j, a, b]
-                >= _by_racks(m, md, md.alpha_pkt, j, a, b) - A * (1 - uses_packet(m, md, (j, a, b)))
-            ),
-        )
-    if md.H > 1:
-        m.pair_latency_lightpath_ph = pyo.Constraint(
-            m.PHASE_PAIRS,
-            rule=lambda m, h, j, a, b: (
-                m.alpha_ph[h, j, a, b]
-                >= _by_racks(m, md, md.alpha_lp, j, a, b) - A * m.z_ph[h, j, a, b, 0]
-            ),
-        )
-        if md.has_packet:  # with a congestion model the packet part's latency is alpha_pk
-            target = m.alpha_pk if md.shared else m.alpha_ph
-            m.pair_latency_packet_ph = pyo.Constraint(
-                m.PHASE_PAIRS,
-                rule=lambda m, h, j, a, b: (
-                    target[(j, a, b) if md.shared else (h, j, a, b)]
-                    >= _by_racks(m, md, md.alpha_pkt, j, a, b)
-                    - A * (1 - uses_packet(m, md, (j, a, b), h))
-                ),
-            )
+    if not md.has_packet:
+        return
+
+    def packet(m, h, j, a, b):
+        target = m.alpha_pk[j, a, b] if md.shared else m.alpha[h, j, a, b]
+        used = uses_packet(m, md, (j, a, b), h)
+        return target >= _by_racks(m, md, md.alpha_pkt, j, a, b) - A * (1 - used)
+
+    m.pair_latency_packet = pyo.Constraint(m.PHASE_PAIRS, rule=packet)
 
 
 def add_pair_bandwidth(m: pyo.ConcreteModel, md: ModelData) -> None:
-    """beta[p] >= sum_{q>=1} z[p,q] / (q rate)                             (lightpaths)
-    beta[p] >= sum_{r,s} w[p,r,s] beta_pkt(r,s) - B (1 - z[p,0])        (packet fabric)
+    """beta[h,p] >= sum_{q>=1} (z[h,p,q] - v[h,p,q]) / (q rate)                    (lightpaths)
+    beta[h,p] >= sum_{r,s} w[p,r,s] beta_both(q,r,s) - B (1 - v[h,p,q])   (striped, each q)
+    beta[h,p] >= sum_{r,s} w[p,r,s] beta_pkt(r,s) - B (1 - z[h,p,0])       (packet fabric)
+                  [- B (1 - h[h,p,0]) with a wavelength-switched fabric]
 
+    for every (h, p) of ``m.PHASE_PAIRS`` (v = 0 without hybrid pairs; with a congestion model
+    the packet part is timed by ``add_shared_step_time`` instead of the packet row).
     beta_pkt = 1 / (NIC rate / oversubscription between racks); B = max beta.
     """
     B = md.beta_max
-    if md.hybrid:  # q lightpaths alone: z[p,q] - v[p,q]
-        m.pair_bandwidth_lightpath = pyo.Constraint(
-            m.PAIRS,
-            rule=lambda m, j, a, b: (
-                m.beta[j, a, b]
-                >= sum(md.beta_lp[q] * (m.z[j, a, b, q] - m.v[j, a, b, q]) for q in m.LP_COUNTS)
-            ),
-        )
+
+    def alone(m, h, j, a, b, q):  # q lightpaths alone: z[h,p,q] - v[h,p,q]
+        z = m.z[h, j, a, b, q]
+        return z - m.v[h, j, a, b, q] if md.hybrid else z
+
+    m.pair_bandwidth_lightpath = pyo.Constraint(
+        m.PHASE_PAIRS,
+        rule=lambda m, h, j, a, b: (
+            m.beta[h, j, a, b]
+            >= sum(md.beta_lp[q] * alone(m, h, j, a, b, q) for q in m.COUNTS if q >= 1)
+        ),
+    )
+    if md.hybrid:
         m.pair_bandwidth_hybrid = pyo.Constraint(
-            m.PAIRS,
+            m.PHASE_PAIRS,
             m.LP_COUNTS,
-            rule=lambda m, j, a, b, q: (
-                m.beta[j, a, b]
+            rule=lambda m, h, j, a, b, q: (
+                m.beta[h, j, a, b]
                 >= sum(md.beta_both[(q,) + rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
-                - B * (1 - m.v[j, a, b, q])
-            ),
-        )
-    else:
-        m.pair_bandwidth_lightpath = pyo.Constraint(
-            m.PAIRS,
-            rule=lambda m, j, a, b: (
-                m.beta[j, a, b] >= sum(md.beta_lp[q] * m.z[j, a, b, q] for q in m.COUNTS if q >= 1)
+                - B * (1 - m.v[h, j, a, b, q])
             ),
         )
     if md.has_packet and not md.shared:
         m.pair_bandwidth_packet = pyo.Constraint(
-            m.PAIRS,
-            rule=lambda m, j, a, b: (
-                m.beta[j, a, b]
-                >= _by_racks(m, md, md.beta_pkt, j, a, b)
-                - B * (1 - m.z[j, a, b, 0])
-                - _ws_slack(m, md, B, j, a, b)
-            ),
-        )
-    if md.H > 1:  # q lightpaths alone: z[h,p,q] - v[h,p,q]; striped: as above
-        m.pair_bandwidth_lightpath_ph = pyo.Constraint(
             m.PHASE_PAIRS,
             rule=lambda m, h, j, a, b: (
-                m.beta_ph[h, j, a, b]
-                >= sum(
-                    md.beta_lp[q]
-                    * (m.z_ph[h, j, a, b, q] - (m.v_ph[h, j, a, b, q] if md.hybrid else 0))
-                    for q in m.COUNTS
-                    if q >= 1
-                )
+                m.beta[h, j, a, b]
+                >= _by_racks(m, md, md.beta_pkt, j, a, b)
+                - B * (1 - m.z[h, j, a, b, 0])
+                - _ws_slack(m, md, B, j, a, b, h)
             ),
         )
-        if md.hybrid:
-            m.pair_bandwidth_hybrid_ph = pyo.Constraint(
-                m.PHASE_PAIRS,
-                m.LP_COUNTS,
-                rule=lambda m, h, j, a, b, q: (
-                    m.beta_ph[h, j, a, b]
-                    >= sum(
-                        md.beta_both[(q,) + rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs
-                    )
-                    - B * (1 - m.v_ph[h, j, a, b, q])
-                ),
-            )
-        if md.has_packet and not md.shared:
-            m.pair_bandwidth_packet_ph = pyo.Constraint(
-                m.PHASE_PAIRS,
-                rule=lambda m, h, j, a, b: (
-                    m.beta_ph[h, j, a, b]
-                    >= _by_racks(m, md, md.beta_pkt, j, a, b)
-                    - B * (1 - m.z_ph[h, j, a, b, 0])
-                    - _ws_slack(m, md, B, j, a, b, h)
-                ),
-            )
 
 
 def add_connectivity(m: pyo.ConcreteModel, md: ModelData) -> None:
@@ -308,14 +245,14 @@ def add_connectivity(m: pyo.ConcreteModel, md: ModelData) -> None:
 
         def either(m, j, ci, a, pj, pa, pb):
             h, p = md.phase_of(j, ci), (pj, pa, pb)
-            return m.x[j, ci, a] + z_var(m, h, p, 0) + ws_var(m, h, p, 0) <= 2
+            return m.x[j, ci, a] + m.z[(h,) + p + (0,)] + m.h[(h,) + p + (0,)] <= 2
 
         m.connectivity = pyo.Constraint(m.CONNECT, rule=either)
         return
     m.connectivity = pyo.Constraint(
         m.CONNECT,
         rule=lambda m, j, ci, a, pj, pa, pb: (
-            m.x[j, ci, a] + z_var(m, md.phase_of(j, ci), (pj, pa, pb), 0) <= 1
+            m.x[j, ci, a] + m.z[md.phase_of(j, ci), pj, pa, pb, 0] <= 1
         ),
     )
 
@@ -333,7 +270,8 @@ def add_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
     def rule(m, j, ci, a, g, s, i):
         pair, mult, nbytes = step_tables(md)[(j, ci, a, g, s)][i]
         h = md.phase_of(j, ci)
-        return m.t[j, ci, a, g, s] >= mult * alpha_var(m, h, pair) + nbytes * beta_var(m, h, pair)
+        hp = (h,) + pair
+        return m.t[j, ci, a, g, s] >= mult * m.alpha[hp] + nbytes * m.beta[hp]
 
     m.step_time = pyo.Constraint(m.STEP_TERMS, rule=rule)
 
@@ -342,63 +280,41 @@ def add_shared_nic(m: pyo.ConcreteModel, md: ModelData) -> None:
     """Transfers of one member in one direction of a ``shared_nic`` step (parameter-server
     push/pull) share its NIC when they use the packet fabric (docs/model.md §5.4):
 
-    ak[p] >= sum_{r,s} alpha_pkt(r,s) w[p,r,s] - A (1 - z[p,0])
-    pk[p] >= sum_{r,s} beta_pkt(r,s) w[p,r,s]  - B (1 - z[p,0])
+    ak[h,p] >= sum_{r,s} alpha_pkt(r,s) w[p,r,s] - A (1 - z[h,p,0])
+    pk[h,p] >= sum_{r,s} beta_pkt(r,s) w[p,r,s]  - B (1 - z[h,p,0])
     t[c,a,g,s] >= mult ak[p_f] + sum_{f' at v} MB_f' pk[p_f']    for every transfer f at v
 
     so the step lasts at least the largest packet latency plus all of v's packet bytes through
-    its NIC; a pair with lightpaths (or wavelength-switched slots: - A (1 - h[p,0]) and
-    - B (1 - h[p,0]), as in add_pair_latency) has ak = pk = 0 (those links are its own). Only with
-    a packet fabric (without one every transfer has its own lightpaths)."""
+    its NIC (h: the step's phase); a pair with lightpaths (or wavelength-switched slots:
+    - A (1 - h[h,p,0]) and - B (1 - h[h,p,0]), as in add_pair_latency) has ak = pk = 0 (those
+    links are its own). Only with a packet fabric (without one every transfer has its own
+    lightpaths)."""
     nic = nic_tables(md)
     if not nic or md.shared:  # a congestion model shares every NIC (add_shared_step_time)
         return
-    at = {(md.phase_of(key[0], key[1]), t[0]) for key, g in nic.items() for ts in g for t in ts}
-    m.NIC_PAIRS = pyo.Set(initialize=sorted(p for h, p in at if h == 0), dimen=3, ordered=True)
+    at = {(md.phase_of(key[0], key[1]),) + t[0] for key, g in nic.items() for ts in g for t in ts}
+    m.NIC_PAIRS = pyo.Set(initialize=sorted(at), dimen=4, ordered=True)
     A, B = md.alpha_max, md.beta_max
     m.ak = pyo.Var(m.NIC_PAIRS, bounds=(0, A))
     m.pk = pyo.Var(m.NIC_PAIRS, bounds=(0, B))
     m.nic_latency = pyo.Constraint(
         m.NIC_PAIRS,
-        rule=lambda m, j, a, b: (
-            m.ak[j, a, b]
+        rule=lambda m, h, j, a, b: (
+            m.ak[h, j, a, b]
             >= _by_racks(m, md, md.alpha_pkt, j, a, b)
-            - A * (1 - m.z[j, a, b, 0])
-            - _ws_slack(m, md, A, j, a, b)
+            - A * (1 - m.z[h, j, a, b, 0])
+            - _ws_slack(m, md, A, j, a, b, h)
         ),
     )
     m.nic_bandwidth = pyo.Constraint(
         m.NIC_PAIRS,
-        rule=lambda m, j, a, b: (
-            m.pk[j, a, b]
+        rule=lambda m, h, j, a, b: (
+            m.pk[h, j, a, b]
             >= _by_racks(m, md, md.beta_pkt, j, a, b)
-            - B * (1 - m.z[j, a, b, 0])
-            - _ws_slack(m, md, B, j, a, b)
+            - B * (1 - m.z[h, j, a, b, 0])
+            - _ws_slack(m, md, B, j, a, b, h)
         ),
     )
-    if md.H > 1:  # a push/pull step of a later phase reads that phase's pair links (§5.8)
-        later = sorted((h,) + p for h, p in at if h > 0)
-        m.NIC_PAIRS_PH = pyo.Set(initialize=later, dimen=4, ordered=True)
-        m.ak_ph = pyo.Var(m.NIC_PAIRS_PH, bounds=(0, A))
-        m.pk_ph = pyo.Var(m.NIC_PAIRS_PH, bounds=(0, B))
-        m.nic_latency_ph = pyo.Constraint(
-            m.NIC_PAIRS_PH,
-            rule=lambda m, h, j, a, b: (
-                m.ak_ph[h, j, a, b]
-                >= _by_racks(m, md, md.alpha_pkt, j, a, b)
-                - A * (1 - m.z_ph[h, j, a, b, 0])
-                - _ws_slack(m, md, A, j, a, b, h)
-            ),
-        )
-        m.nic_bandwidth_ph = pyo.Constraint(
-            m.NIC_PAIRS_PH,
-            rule=lambda m, h, j, a, b: (
-                m.pk_ph[h, j, a, b]
-                >= _by_racks(m, md, md.beta_pkt, j, a, b)
-                - B * (1 - m.z_ph[h, j, a, b, 0])
-                - _ws_slack(m, md, B, j, a, b, h)
-            ),
-        )
 
     rows = [
         key + (gi, fi)
@@ -418,19 +334,10 @@ def add_shared_nic(m: pyo.ConcreteModel, md: ModelData) -> None:
         if md.relay:
             return m.t[key] >= mult * m.akf[key + (i,)] + sum(m.pkf[key + (f[3],)] for f in ts)
         h = md.phase_of(j, ci)
-        return m.t[key] >= mult * _ak(m, h, pair) + sum(mb * _pk(m, h, p) for p, _m, mb, _i in ts)
+        latency = mult * m.ak[(h,) + pair]
+        return m.t[key] >= latency + sum(mb * m.pk[(h,) + p] for p, _m, mb, _i in ts)
 
     m.shared_nic_time = pyo.Constraint(m.NIC_ROWS, rule=rule)
-
-
-def _ak(m: pyo.ConcreteModel, h: int, p: tuple) -> object:
-    """ak[h,p]: pair p's packet latency through a shared NIC in phase h."""
-    return m.ak[p] if h == 0 else m.ak_ph[(h,) + p]
-
-
-def _pk(m: pyo.ConcreteModel, h: int, p: tuple) -> object:
-    """pk[h,p]: pair p's packet inverse bandwidth through a shared NIC in phase h."""
-    return m.pk[p] if h == 0 else m.pk_ph[(h,) + p]
 
 
 def _add_relayed_nic_terms(m: pyo.ConcreteModel, md: ModelData, nic: dict) -> None:
@@ -450,7 +357,8 @@ def _add_relayed_nic_terms(m: pyo.ConcreteModel, md: ModelData, nic: dict) -> No
     m.nic_latency_relayed = pyo.Constraint(
         m.NIC_TRANSFERS,
         rule=lambda m, *k: (
-            m.akf[k] >= _ak(m, md.phase_of(k[0], k[1]), of[k][0]) - A * relayed(m, md, k[:5], k[5])
+            m.akf[k]
+            >= m.ak[(md.phase_of(k[0], k[1]),) + of[k][0]] - A * relayed(m, md, k[:5], k[5])
         ),
     )
     m.nic_bandwidth_relayed = pyo.Constraint(
@@ -458,7 +366,7 @@ def _add_relayed_nic_terms(m: pyo.ConcreteModel, md: ModelData, nic: dict) -> No
         rule=lambda m, *k: (
             m.pkf[k]
             >= of[k][2]
-            * (_pk(m, md.phase_of(k[0], k[1]), of[k][0]) - B * relayed(m, md, k[:5], k[5]))
+            * (m.pk[(md.phase_of(k[0], k[1]),) + of[k][0]] - B * relayed(m, md, k[:5], k[5]))
         ),
     )
 
@@ -766,51 +674,36 @@ def oriented(p, src: int, r_src: int, r_dst: int) -> tuple[int, int]:
 def add_packet_share(m: pyo.ConcreteModel, md: ModelData) -> None:
     """With a congestion model: the fraction of pair p's bytes on the packet fabric
 
-        pi[p] = packet_only[p] + sum_{q>=1} phi_q v[p,q],   phi_q = U B / (q rate + U B)
+        pi[h,p] = packet_only[h,p] + sum_{q>=1} phi_q v[h,p,q],   phi_q = U B / (q rate + U B)
 
     (proportional striping; docs/model.md §2b), and its product with the rack pair,
-    piw[p,r,s] = pi[p] w[p,r,s] for r != s:  piw >= pi + w - 1, piw >= 0  (exact for binary w,
-    since piw only appears on the right of lower bounds on step times). A later phase h has
-    pi[h,p] with z[h,p,0], v[h,p,q] and piw_ph[h,p,r,s] likewise (§5.8)."""
+    piw[h,p,r,s] = pi[h,p] w[p,r,s] for r != s:  piw >= pi + w - 1, piw >= 0  (exact for binary
+    w, since piw only appears on the right of lower bounds on step times), for every (h, p) of
+    ``m.PHASE_PAIRS`` (§5.8)."""
     if not md.shared:
         return
-    m.pi = pyo.Expression(m.PAIRS, rule=lambda m, j, a, b: _packet_share(m, md, (j, a, b), 0))
+    m.pi = pyo.Expression(
+        m.PHASE_PAIRS, rule=lambda m, h, j, a, b: _packet_share(m, md, (j, a, b), h)
+    )
     cross = [(r, s) for r, s in md.rack_pairs if r != s]
     m.CROSS_RACKS = pyo.Set(initialize=cross, dimen=2, ordered=True)
-    add_rack_pair_product(
-        m, md, "piw", "packet_share_between_racks", lambda h, p: pi_var(m, md, h, p)
-    )
+    add_rack_pair_product(m, md, "piw", "packet_share_between_racks", lambda h, p: m.pi[(h,) + p])
 
 
 def add_rack_pair_product(m: pyo.ConcreteModel, md: ModelData, var: str, rows: str, ind) -> None:
-    """var[p,r,s] >= ind(0,p) + w[p,r,s] - 1 over pairs and rack pairs r != s, and
-    var_ph[h,p,r,s] >= ind(h,p) + w[p,r,s] - 1 in a later phase h (§5.8); var >= 0: the product
-    ind w for binary w, exact where it only bounds step times from below."""
-    setattr(m, var, pyo.Var(m.PAIRS, m.CROSS_RACKS, within=pyo.NonNegativeReals))
+    """var[h,p,r,s] >= ind(h,p) + w[p,r,s] - 1 over ``m.PHASE_PAIRS`` and rack pairs r != s;
+    var >= 0: the product ind w for binary w, exact where it only bounds step times from
+    below."""
+    setattr(m, var, pyo.Var(m.PHASE_PAIRS, m.CROSS_RACKS, within=pyo.NonNegativeReals))
     x = getattr(m, var)
     setattr(
         m,
         rows,
         pyo.Constraint(
-            m.PAIRS,
-            m.CROSS_RACKS,
-            rule=lambda m, j, a, b, r, s: (
-                x[j, a, b, r, s] >= ind(0, (j, a, b)) + m.w[j, a, b, r, s] - 1
-            ),
-        ),
-    )
-    if md.H <= 1:
-        return
-    setattr(m, var + "_ph", pyo.Var(m.PHASE_PAIRS, m.CROSS_RACKS, within=pyo.NonNegativeReals))
-    x_ph = getattr(m, var + "_ph")
-    setattr(
-        m,
-        rows + "_ph",
-        pyo.Constraint(
             m.PHASE_PAIRS,
             m.CROSS_RACKS,
             rule=lambda m, h, j, a, b, r, s: (
-                x_ph[h, j, a, b, r, s] >= ind(h, (j, a, b)) + m.w[j, a, b, r, s] - 1
+                x[h, j, a, b, r, s] >= ind(h, (j, a, b)) + m.w[j, a, b, r, s] - 1
             ),
         ),
     )
@@ -819,16 +712,6 @@ def add_rack_pair_product(m: pyo.ConcreteModel, md: ModelData, var: str, rows: s
 def _packet_share(m: pyo.ConcreteModel, md: ModelData, p, h: int) -> object:
     """pi[h,p] = packet_only[h,p] + sum_q phi_q v[h,p,q]."""
     return sum(ind * phi for ind, phi in _packet_modes(m, md, p, h))
-
-
-def pi_var(m: pyo.ConcreteModel, md: ModelData, h: int, p: tuple) -> object:
-    """pi[h,p]: the share of pair p's bytes on the packet fabric in phase h."""
-    return m.pi[p] if h == 0 else _packet_share(m, md, p, h)
-
-
-def piw_var(m: pyo.ConcreteModel, h: int, p: tuple, r: int, s: int) -> object:
-    """piw[h,p,r,s] = pi[h,p] w[p,r,s]."""
-    return m.piw[p + (r, s)] if h == 0 else m.piw_ph[(h,) + p + (r, s)]
 
 
 def shared_step_big_m(md: ModelData, mult: float, flows, j: int = 0) -> float:
@@ -845,16 +728,17 @@ def add_shared_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
     """With a congestion model, step s of option a (all its group instances in lockstep) lasts
     tau[c,a,s] >= every transfer's lightpath part and every packet flow's drain (§2b):
 
-        tau >= mult alpha[p] + MB beta[p]                                 (lightpath part)
-        tau >= mult alpha_pk[p] + inv_nic  NIC_out(src) - M (1 - u[p])    (sender's NIC)
-        tau >= mult alpha_pk[p] + inv_nic  NIC_in(dst)  - M (1 - u[p])    (receiver's NIC)
-        tau >= mult alpha_pk[p] + inv_up_r UP(r)   - M (2 - u[p] - sum_{r'!=r} w[p, src in r])
-        tau >= mult alpha_pk[p] + inv_up_r DOWN(r) - M (2 - u[p] - sum_{r'!=r} w[p, dst in r])
+        tau >= mult alpha[h,p] + MB beta[h,p]                             (lightpath part)
+        tau >= mult alpha_pk[p] + inv_nic  NIC_out(src) - M (1 - u[h,p])  (sender's NIC)
+        tau >= mult alpha_pk[p] + inv_nic  NIC_in(dst)  - M (1 - u[h,p])  (receiver's NIC)
+        tau >= mult alpha_pk[p] + inv_up_r UP(r)   - M (2 - u[h,p] - sum_{r'!=r} w[p, src in r])
+        tau >= mult alpha_pk[p] + inv_up_r DOWN(r) - M (2 - u[h,p] - sum_{r'!=r} w[p, dst in r])
 
-    NIC_out(v) = sum of MB pi[p'] over the step's flows sent by slot v (NIC_in: received);
-    UP(r) = sum of MB piw[p', r -> r'] over the step's flows leaving rack r (DOWN: entering);
-    u[p] = z[p,0] + h[p]; M = ``shared_step_big_m`` (every term is at most M). With other jobs
-    on the leaf links (model/cross_job.py) the leaf rows are :func:`_leaf_rows`."""
+    NIC_out(v) = sum of MB pi[h,p'] over the step's flows sent by slot v (NIC_in: received);
+    UP(r) = sum of MB piw[h,p', r -> r'] over the step's flows leaving rack r (DOWN: entering);
+    h: the step's phase; u[h,p] = ``uses_packet``; M = ``shared_step_big_m`` (every term is at
+    most M). With other jobs on the leaf links (model/cross_job.py) the leaf rows are
+    :func:`_leaf_rows`."""
     if not md.shared:
         return
     steps = shared_steps(md)
@@ -867,14 +751,15 @@ def add_shared_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
         nic_out: dict[int, object] = {}
         nic_in: dict[int, object] = {}
         for src, dst, p, mb, _k in flows:
-            load = mb * pi_var(m, md, h, p)
+            load = mb * m.pi[(h,) + p]
             nic_out[src] = nic_out.get(src, 0) + load
             nic_in[dst] = nic_in.get(dst, 0) + load
         seen_lp, seen_pk = set(), set()
         for src, dst, p, mb, _k in flows:
             if (p, mb) not in seen_lp:
                 seen_lp.add((p, mb))
-                lp_rows.append((key, mult * alpha_var(m, h, p) + mb * beta_var(m, h, p)))
+                hp = (h,) + p
+                lp_rows.append((key, mult * m.alpha[hp] + mb * m.beta[hp]))
             lat = mult * m.alpha_pk[p]
             used = uses_packet(m, md, p, h)
             for tag, load in (("out", nic_out[src]), ("in", nic_in[dst])):
@@ -902,7 +787,7 @@ def _packet_modes(m: pyo.ConcreteModel, md: ModelData, p, h: int) -> list[tuple[
     only (z[h,p,0], all bytes) and, striped, q lightpaths beside it (v[h,p,q], phi_q)."""
     modes = [(_packet_only(m, md, p, h), 1.0)]
     if md.hybrid:
-        modes += [(v_var(m, h, p, q), md.packet_share[q]) for q in m.LP_COUNTS]
+        modes += [(m.v[(h,) + p + (q,)], md.packet_share[q]) for q in m.LP_COUNTS]
     return modes
 
 
@@ -931,7 +816,7 @@ def _leaf_rows(m: pyo.ConcreteModel, md: ModelData, key, mult: float, flows, big
     for every flow of pair p leaving rack r (DOWN(r), N[j, down r] and ``enters`` for a flow
     entering r), one row per packet mode (ind, phi) of p (:func:`_packet_modes`). Without other
     jobs on the leaf links (no ``m.N_other``) the modes collapse into one row with ind = u[p].
-    A collective of a later phase h reads that phase's links (``piw_var``, §5.8)."""
+    A collective of phase h reads that phase's links (piw[h, ...], §5.8)."""
     if len(md.racks) < 2:
         return []
     h = md.phase_of(key[0], key[1])
@@ -939,7 +824,7 @@ def _leaf_rows(m: pyo.ConcreteModel, md: ModelData, key, mult: float, flows, big
     load: dict[tuple[str, int], object] = {}
     for src, _dst, p, mb, _k in flows:
         for r, s in cross:
-            term = mb * piw_var(m, h, p, *oriented(p, src, r, s))
+            term = mb * m.piw[(h,) + p + oriented(p, src, r, s)]
             load[("up", r)] = load.get(("up", r), 0) + term
             load[("down", s)] = load.get(("down", s), 0) + term
     shared = hasattr(m, "N_other")

@@ -26,25 +26,20 @@ from optnet.model.data import ModelData
 Leaf = tuple[str, int]
 
 
-def _uw(m: pyo.ConcreteModel, h: int, p, rs: tuple[int, int]) -> object:
-    """uw[h,p,r,s] = u[h,p] w[p,r,s]: pair p on the packet fabric between racks r -> s."""
-    return m.uw[p + rs] if h == 0 else m.uw_ph[(h,) + p + rs]
-
-
 def _crossing(m: pyo.ConcreteModel, md: ModelData, p, src: int, leaf: Leaf, h: int) -> object:
     """1 if the transfer src -> the other slot of pair p crosses ``leaf`` on the packet fabric
     in phase h: sum over the rack pairs leaving (entering) its rack of uw[h, p, r, s]."""
     tag, r = leaf
     if tag == "up":
-        return sum(_uw(m, h, p, oriented(p, src, r, s)) for s in md.racks if s != r)
-    return sum(_uw(m, h, p, oriented(p, src, s, r)) for s in md.racks if s != r)
+        return sum(m.uw[(h,) + p + oriented(p, src, r, s)] for s in md.racks if s != r)
+    return sum(m.uw[(h,) + p + oriented(p, src, s, r)] for s in md.racks if s != r)
 
 
 def add_cross_job_flows(m: pyo.ConcreteModel, md: ModelData) -> None:
     """The most packet flows a chosen step of job k sends through leaf link l:
 
-        uw[p,r,s] >= u[p] + w[p,r,s] - 1                   (pair p on the packet fabric, r -> s;
-                                                            uw_ph[h,p,r,s] in a later phase h)
+        uw[h,p,r,s] >= u[h,p] + w[p,r,s] - 1       (pair p on the packet fabric in phase h,
+                                                    r -> s)
         F[k,l]    >= sum_{transfers f of step s} k_f cross(f, l) - n_s (1 - x[k,c,a])
         N[j,l]     = sum_{k != j} F[k,l]
 

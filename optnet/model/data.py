@@ -169,9 +169,7 @@ def model_data(
     md.phase_pairs = (
         [md.pairs] if inst.n_phases == 1 else phase_pairs(cands, inst.n_phases, inst.relay)
     )
-    md.phase_pairs_of_slot = [md.pairs_of_slot] + [
-        _pairs_of_slot(md.slots, md.phase_pairs[h]) for h in range(1, inst.n_phases)
-    ]
+    md.phase_pairs_of_slot = [_pairs_of_slot(md.slots, ps) for ps in md.phase_pairs]
     md.max_lightpaths = sum(md.trx_per_ocs.values())
     _link_tables(md)
     return md

@@ -1,9 +1,9 @@
 """Energy and carbon objectives (docs/energy.md), linear in the model's variables.
 
     E = sum_j gpus_j (P_busy compute_j + P_wait (iter[j] - compute_j))
-      + sum_{p of job j} 2 P_trx sum_{q>=1} q u[p,q]            u[p,q] = z[p,q] iter[j]
+      + sum_{p of job j} 2 P_trx sum_{q>=1} q u[p,q]            u[p,q] = z[0,p,q] iter[j]
       + P_static Zmax,  Zmax >= iter[j]
-    u[p,q] >= iter[j] - M (1 - z[p,q]),  u >= 0,  M = an upper bound on iter[j]
+    u[p,q] >= iter[j] - M (1 - z[0,p,q]),  u >= 0,  M = an upper bound on iter[j]
 
 With phases (docs/model.md §5.8) a job keeps lit the most lightpaths it has in any phase, and
 the lightpath term becomes 2 P_trx sum_b 2^b v[j,b] over a binary expansion of that count
@@ -62,8 +62,8 @@ def add_energy_objective(m: pyo.ConcreteModel, md: ModelData) -> None:
 
 
 def _lit_static(m: pyo.ConcreteModel, md: ModelData, big: dict[int, float]):
-    """sum_{p of job j} sum_{q>=1} q u[p,q],  u[p,q] >= iter[j] - M (1 - z[p,q]):  lightpaths x
-    iteration, summed over the jobs' pairs."""
+    """sum_{p of job j} sum_{q>=1} q u[p,q],  u[p,q] >= iter[j] - M (1 - z[0,p,q]):  lightpaths
+    x iteration, summed over the jobs' pairs (one phase)."""
     m.LIT = pyo.Set(
         initialize=[pr + (q,) for pr in md.pairs for q in m.COUNTS if q >= 1],
         dimen=4,
@@ -72,7 +72,7 @@ def _lit_static(m: pyo.ConcreteModel, md: ModelData, big: dict[int, float]):
     m.u = pyo.Var(m.LIT, within=pyo.NonNegativeReals)
     m.lit_time = pyo.Constraint(
         m.LIT,
-        rule=lambda m, j, a, b, q: m.u[j, a, b, q] >= m.iter[j] - big[j] * (1 - m.z[j, a, b, q]),
+        rule=lambda m, j, a, b, q: m.u[j, a, b, q] >= m.iter[j] - big[j] * (1 - m.z[0, j, a, b, q]),
     )
     return sum(q * m.u[j, a, b, q] for j, a, b, q in m.LIT)
 
@@ -100,17 +100,11 @@ def _lit_phased(m: pyo.ConcreteModel, md: ModelData, big: dict[int, float]):
         rule=lambda m, j, b: m.lit_bit_time[j, b] >= m.iter[j] - big[j] * (1 - m.lit_bit[j, b]),
     )
     lit = {j: sum(2**b * m.lit_bit[j, b] for jj, b in m.LIT_BITS if jj == j) for j in m.JOBS}
-    phase_pairs = [(0, p) for p in md.pairs] + [(h, p) for h, *p in m.PHASE_PAIRS]
-
-    def count(h: int, pair: tuple) -> object:
-        if h == 0:
-            return sum(m.n[pair + (k,)] for k in m.OCS)
-        return sum(m.n_ph[(h,) + pair + (k,)] for k in m.OCS)
-
     m.lit_per_phase = pyo.Constraint(
-        [(h, j) for h in range(md.H) for j in m.JOBS],
+        m.PHASES,
+        m.JOBS,
         rule=lambda m, h, j: (
-            lit[j] >= sum(count(hh, tuple(p)) for hh, p in phase_pairs if hh == h and p[0] == j)
+            lit[j] >= sum(m.n[hp + (k,)] for hp in m.PHASE_PAIRS if hp[:2] == (h, j) for k in m.OCS)
         ),
     )
     return sum(2**b * m.lit_bit_time[j, b] for j, b in m.LIT_BITS)

@@ -8,14 +8,14 @@ trunk go to the same rack, and first-fit wavelength assignment succeeds exactly 
 circuit carries at most W lightpaths (W/2 for a loopback, which uses the trunk twice per
 direction). The decoder assigns the wavelength indices (docs/model.md §5.3).
 
-With phases (docs/model.md §5.8) each phase h has its own lightpaths over its own matching, for
-the pairs P_h its collectives may use: phase 0 is ``n``/``l``/``z`` (pairs outside P_0 fixed to
-no lightpath), later phases ``n_ph``/``l_ph``/``z_ph`` indexed by (h, pair).
+Everything is indexed by phase h in ``m.PHASES`` (H = 1 without phases, docs/model.md §5.8):
+each phase has its own lightpaths over its own matching, for the pairs P_h its collectives may
+use; ``m.PHASE_PAIRS`` holds (h, pair) for every h and pair in P_h (every pair when H = 1).
 
 Variables
-    n[p,k] in {0..T_k}         lightpaths of pair p on OCS k
-    l[p,k,r,s] >= 0            the same, counted on the rack pair (r,s) where p sits
-    z[p,q] in {0,1}            pair p has q = sum_k n[p,k] lightpaths in total (q = 0..Q)
+    n[h,p,k] in {0..T_k}       lightpaths of pair p on OCS k in phase h
+    l[h,p,k,r,s] >= 0          the same, counted on the rack pair (r,s) where p sits
+    z[h,p,q] in {0,1}          pair p has q = sum_k n[h,p,k] lightpaths in phase h (q = 0..Q)
 """
 
 from __future__ import annotations
@@ -25,93 +25,39 @@ import pyomo.environ as pyo
 from optnet.model.data import ModelData
 
 
-def n_var(m: pyo.ConcreteModel, h: int, p: tuple, k: int):
-    """n[h,p,k]: lightpaths of pair p on OCS k in phase h."""
-    return m.n[p + (k,)] if h == 0 else m.n_ph[(h,) + p + (k,)]
-
-
-def l_var(m: pyo.ConcreteModel, h: int, p: tuple, k: int, r: int, s: int):
-    """l[h,p,k,r,s]: the same on rack pair (r,s)."""
-    return m.l[p + (k, r, s)] if h == 0 else m.l_ph[(h,) + p + (k, r, s)]
-
-
-def alpha_var(m: pyo.ConcreteModel, h: int, p: tuple):
-    """alpha[h,p]: latency of pair p's link in phase h."""
-    return m.alpha[p] if h == 0 else m.alpha_ph[(h,) + p]
-
-
-def beta_var(m: pyo.ConcreteModel, h: int, p: tuple):
-    """beta[h,p]: inverse bandwidth of pair p's link in phase h."""
-    return m.beta[p] if h == 0 else m.beta_ph[(h,) + p]
-
-
-def z_var(m: pyo.ConcreteModel, h: int, p: tuple, q: int):
-    """z[h,p,q]: pair p has q lightpaths in phase h."""
-    return m.z[p + (q,)] if h == 0 else m.z_ph[(h,) + p + (q,)]
-
-
 def add_lightpath_variables(m: pyo.ConcreteModel, md: ModelData) -> None:
+    """(h, pair) for every phase h and pair of P_h; n, l and z over them."""
     m.OCS = pyo.Set(initialize=md.ocs, ordered=True)
     m.COUNTS = pyo.Set(initialize=list(range(md.max_lightpaths + 1)), ordered=True)
+    pairs = [(h,) + p for h in range(md.H) for p in md.phase_pairs[h]]
+    m.PHASE_PAIRS = pyo.Set(initialize=pairs, dimen=4, ordered=True)
     m.n = pyo.Var(
-        m.PAIRS,
+        m.PHASE_PAIRS,
         m.OCS,
         within=pyo.NonNegativeIntegers,
-        bounds=lambda m, j, a, b, k: (0, md.trx_per_ocs[k]),
+        bounds=lambda m, h, j, a, b, k: (0, md.trx_per_ocs[k]),
     )
-    m.l = pyo.Var(m.PAIRS, m.OCS, m.RACK_PAIRS, within=pyo.NonNegativeReals)
-    m.z = pyo.Var(m.PAIRS, m.COUNTS, within=pyo.Binary)
-    if md.H > 1:
-        first = set(md.phase_pairs[0])
-        for p in md.pairs:  # pairs no collective of phase 0 uses get no lightpath there
-            if p not in first:
-                for k in md.ocs:
-                    m.n[p + (k,)].setub(0)  # a bound: fixed variables void warm starts
-        later = [(h,) + p for h in range(1, md.H) for p in md.phase_pairs[h]]
-        m.PHASE_PAIRS = pyo.Set(initialize=later, dimen=4, ordered=True)
-        m.n_ph = pyo.Var(
-            m.PHASE_PAIRS,
-            m.OCS,
-            within=pyo.NonNegativeIntegers,
-            bounds=lambda m, h, j, a, b, k: (0, md.trx_per_ocs[k]),
-        )
-        m.l_ph = pyo.Var(m.PHASE_PAIRS, m.OCS, m.RACK_PAIRS, within=pyo.NonNegativeReals)
-        m.z_ph = pyo.Var(m.PHASE_PAIRS, m.COUNTS, within=pyo.Binary)
+    m.l = pyo.Var(m.PHASE_PAIRS, m.OCS, m.RACK_PAIRS, within=pyo.NonNegativeReals)
+    m.z = pyo.Var(m.PHASE_PAIRS, m.COUNTS, within=pyo.Binary)
 
 
 def add_lightpath_rack_pair(m: pyo.ConcreteModel, md: ModelData) -> None:
     """l[h,p,k,r,s] <= T_k * w[p,r,s]  and  sum_{r,s} l[h,p,k,r,s] = n[h,p,k]."""
     m.lightpath_on_rack_pair = pyo.Constraint(
-        m.PAIRS,
+        m.PHASE_PAIRS,
         m.OCS,
         m.RACK_PAIRS,
-        rule=lambda m, j, a, b, k, r, s: (
-            m.l[j, a, b, k, r, s] <= md.trx_per_ocs[k] * m.w[j, a, b, r, s]
+        rule=lambda m, h, j, a, b, k, r, s: (
+            m.l[h, j, a, b, k, r, s] <= md.trx_per_ocs[k] * m.w[j, a, b, r, s]
         ),
     )
     m.lightpath_total = pyo.Constraint(
-        m.PAIRS,
+        m.PHASE_PAIRS,
         m.OCS,
-        rule=lambda m, j, a, b, k: (
-            sum(m.l[j, a, b, k, r, s] for r, s in m.RACK_PAIRS) == m.n[j, a, b, k]
+        rule=lambda m, h, j, a, b, k: (
+            sum(m.l[h, j, a, b, k, r, s] for r, s in m.RACK_PAIRS) == m.n[h, j, a, b, k]
         ),
     )
-    if md.H > 1:
-        m.lightpath_on_rack_pair_ph = pyo.Constraint(
-            m.PHASE_PAIRS,
-            m.OCS,
-            m.RACK_PAIRS,
-            rule=lambda m, h, j, a, b, k, r, s: (
-                m.l_ph[h, j, a, b, k, r, s] <= md.trx_per_ocs[k] * m.w[j, a, b, r, s]
-            ),
-        )
-        m.lightpath_total_ph = pyo.Constraint(
-            m.PHASE_PAIRS,
-            m.OCS,
-            rule=lambda m, h, j, a, b, k: (
-                sum(m.l_ph[h, j, a, b, k, r, s] for r, s in m.RACK_PAIRS) == m.n_ph[h, j, a, b, k]
-            ),
-        )
 
 
 def add_transceiver_limit(m: pyo.ConcreteModel, md: ModelData) -> None:
@@ -125,21 +71,13 @@ def add_transceiver_limit(m: pyo.ConcreteModel, md: ModelData) -> None:
     def rhs(j, s, k):
         return md.trx_per_ocs[k] - sum(n * m.yd[j, s, x] for x, kk, n in lost if kk == k)
 
-    def limit(m, j, s, k):
-        if not md.pairs_of_slot[(j, s)]:
+    def limit(m, h, j, s, k):
+        pairs = md.phase_pairs_of_slot[h][(j, s)]
+        if not pairs:
             return pyo.Constraint.Skip
-        return sum(m.n[p + (k,)] for p in md.pairs_of_slot[(j, s)]) <= rhs(j, s, k)
+        return sum(m.n[(h,) + p + (k,)] for p in pairs) <= rhs(j, s, k)
 
-    m.transceiver_limit = pyo.Constraint(m.SLOTS, m.OCS, rule=limit)
-    if md.H > 1:
-
-        def rule(m, h, j, s, k):
-            pairs = md.phase_pairs_of_slot[h][(j, s)]
-            if not pairs:
-                return pyo.Constraint.Skip
-            return sum(m.n_ph[(h,) + p + (k,)] for p in pairs) <= rhs(j, s, k)
-
-        m.transceiver_limit_ph = pyo.Constraint(m.LATER_PHASES, m.SLOTS, m.OCS, rule=rule)
+    m.transceiver_limit = pyo.Constraint(m.PHASES, m.SLOTS, m.OCS, rule=limit)
 
 
 def odd_sets(md: ModelData) -> list[tuple[int, tuple[int, ...]]]:
@@ -210,7 +148,7 @@ def add_matching_cut(m: pyo.ConcreteModel, md: ModelData) -> None:
     m.matching_cut = pyo.Constraint(
         m.MATCHING_CUTS,
         rule=lambda m, i: (
-            sum(n_var(m, rows[i][0], p, rows[i][2]) for p in rows[i][1]) <= rows[i][3]
+            sum(m.n[(rows[i][0],) + p + (rows[i][2],)] for p in rows[i][1]) <= rows[i][3]
         ),
     )
 
@@ -223,12 +161,14 @@ def add_wavelength_capacity(m: pyo.ConcreteModel, md: ModelData) -> None:
     W = len(md.inst.usable_wavelengths) if "wavelengths" not in md.relax else 10**6
     circuits = set(md.circuits)
 
-    def cap(m, k, r, s):
+    def cap(m, h, k, r, s):
+        pairs = md.phase_pairs[h]
         if r == s:
-            return 2 * sum(m.l[p + (k, r, r)] for p in md.pairs) <= W * m.c[k, r, s]
-        return sum(m.l[p + (k, r, s)] + m.l[p + (k, s, r)] for p in md.pairs) <= W * m.c[k, r, s]
+            return 2 * sum(m.l[(h,) + p + (k, r, r)] for p in pairs) <= W * m.c[h, k, r, s]
+        lhs = sum(m.l[(h,) + p + (k, r, s)] + m.l[(h,) + p + (k, s, r)] for p in pairs)
+        return lhs <= W * m.c[h, k, r, s]
 
-    m.wavelength_capacity = pyo.Constraint(m.CIRCUITS, rule=cap)
+    m.wavelength_capacity = pyo.Constraint(m.PHASES, m.CIRCUITS, rule=cap)
     missing = [
         (k, r, s)
         for k in md.ocs
@@ -237,102 +177,64 @@ def add_wavelength_capacity(m: pyo.ConcreteModel, md: ModelData) -> None:
     ]
     m.NO_CIRCUIT = pyo.Set(initialize=missing, dimen=3, ordered=True)
     m.no_lightpath_without_circuit = pyo.Constraint(
-        m.PAIRS, m.NO_CIRCUIT, rule=lambda m, j, a, b, k, r, s: m.l[j, a, b, k, r, s] == 0
+        m.PHASE_PAIRS,
+        m.NO_CIRCUIT,
+        rule=lambda m, h, j, a, b, k, r, s: m.l[h, j, a, b, k, r, s] == 0,
     )
-    if md.H > 1:
-
-        def cap_ph(m, h, k, r, s):
-            pairs = md.phase_pairs[h]
-            if r == s:
-                lhs = 2 * sum(m.l_ph[(h,) + p + (k, r, r)] for p in pairs)
-            else:
-                lhs = sum(
-                    m.l_ph[(h,) + p + (k, r, s)] + m.l_ph[(h,) + p + (k, s, r)] for p in pairs
-                )
-            return lhs <= W * m.c_ph[h, k, r, s]
-
-        m.wavelength_capacity_ph = pyo.Constraint(m.LATER_PHASES, m.CIRCUITS, rule=cap_ph)
-        m.no_lightpath_without_circuit_ph = pyo.Constraint(
-            m.PHASE_PAIRS,
-            m.NO_CIRCUIT,
-            rule=lambda m, h, j, a, b, k, r, s: m.l_ph[h, j, a, b, k, r, s] == 0,
-        )
 
 
 def add_lightpath_count(m: pyo.ConcreteModel, md: ModelData) -> None:
     """sum_q z[h,p,q] = 1  and  sum_q q z[h,p,q] = sum_k n[h,p,k]   (the count as a one-hot
     choice, which makes the pair's bandwidth q * rate linear: docs/model.md §5.3)."""
     m.lightpath_count_choice = pyo.Constraint(
-        m.PAIRS, rule=lambda m, j, a, b: sum(m.z[j, a, b, q] for q in m.COUNTS) == 1
+        m.PHASE_PAIRS, rule=lambda m, h, j, a, b: sum(m.z[h, j, a, b, q] for q in m.COUNTS) == 1
     )
     m.lightpath_count_value = pyo.Constraint(
-        m.PAIRS,
-        rule=lambda m, j, a, b: (
-            sum(q * m.z[j, a, b, q] for q in m.COUNTS) == sum(m.n[j, a, b, k] for k in m.OCS)
+        m.PHASE_PAIRS,
+        rule=lambda m, h, j, a, b: (
+            sum(q * m.z[h, j, a, b, q] for q in m.COUNTS) == sum(m.n[h, j, a, b, k] for k in m.OCS)
         ),
     )
-    if md.H > 1:
-        m.lightpath_count_choice_ph = pyo.Constraint(
-            m.PHASE_PAIRS,
-            rule=lambda m, h, j, a, b: sum(m.z_ph[h, j, a, b, q] for q in m.COUNTS) == 1,
-        )
-        m.lightpath_count_value_ph = pyo.Constraint(
-            m.PHASE_PAIRS,
-            rule=lambda m, h, j, a, b: (
-                sum(q * m.z_ph[h, j, a, b, q] for q in m.COUNTS)
-                == sum(m.n_ph[h, j, a, b, k] for k in m.OCS)
-            ),
-        )
 
 
 def add_hybrid_choice(m: pyo.ConcreteModel, md: ModelData) -> None:
-    """With ``packet_fabric.hybrid``: v[p,q] in {0,1} (q >= 1), pair p has q lightpaths and also
-    stripes over the packet fabric;  v[p,q] <= z[p,q]  (so at most one v per pair, and only with
-    lightpaths). h[p] = sum_q v[p,q] is the pair's striping indicator (docs/model.md §5.4)."""
+    """With ``packet_fabric.hybrid``: v[h,p,q] (q >= 1), pair p has q lightpaths in phase h and
+    also stripes over the packet fabric;  v[h,p,q] <= z[h,p,q]  (so at most one v per pair and
+    phase, and only with lightpaths). sum_q v[h,p,q] is the pair's striping indicator
+    (docs/model.md §5.4). v is binary with one phase; with phases ``add_hybrid_choice_per_phase``
+    makes it binary at integer z and y, so it is continuous there."""
     if not md.hybrid:
         return
     m.LP_COUNTS = pyo.Set(initialize=[q for q in m.COUNTS if q >= 1], ordered=True)
-    m.v = pyo.Var(m.PAIRS, m.LP_COUNTS, within=pyo.Binary)
-    m.hybrid_needs_lightpaths = pyo.Constraint(
-        m.PAIRS, m.LP_COUNTS, rule=lambda m, j, a, b, q: m.v[j, a, b, q] <= m.z[j, a, b, q]
+    m.v = pyo.Var(
+        m.PHASE_PAIRS, m.LP_COUNTS, within=pyo.Binary if md.H == 1 else pyo.NonNegativeReals
     )
-
-
-def v_var(m: pyo.ConcreteModel, h: int, p: tuple, q: int):
-    """v[h,p,q]: pair p has q lightpaths in phase h and stripes."""
-    return m.v[p + (q,)] if h == 0 else m.v_ph[(h,) + p + (q,)]
+    m.hybrid_needs_lightpaths = pyo.Constraint(
+        m.PHASE_PAIRS,
+        m.LP_COUNTS,
+        rule=lambda m, h, j, a, b, q: m.v[h, j, a, b, q] <= m.z[h, j, a, b, q],
+    )
 
 
 def add_hybrid_choice_per_phase(m: pyo.ConcreteModel, md: ModelData) -> None:
     """With phases (docs/model.md §5.8): striping is one choice per pair for the run, y[p] in
     {0,1}, and a striped pair stripes in every phase in which it has lightpaths:
 
-        v[h,p,q] <= z[h,p,q],   v[h,p,q] <= y[p],   v[h,p,q] >= z[h,p,q] + y[p] - 1
+        v[h,p,q] <= y[p],   v[h,p,q] >= z[h,p,q] + y[p] - 1
 
-    (v_ph >= 0 continuous: the rows make it binary at integer z and y)."""
+    (with ``hybrid_needs_lightpaths`` v[h,p,q] <= z[h,p,q], these make v binary at integer z
+    and y)."""
     if not md.hybrid or md.H <= 1:
         return
-    m.v_ph = pyo.Var(m.PHASE_PAIRS, m.LP_COUNTS, within=pyo.NonNegativeReals)
     m.stripes = pyo.Var(m.PAIRS, within=pyo.Binary)
-    rows = [(0, *p) for p in m.PAIRS] + list(m.PHASE_PAIRS)
-    m.HYBRID_PHASE_PAIRS = pyo.Set(initialize=rows, dimen=4, ordered=True)
-    idx = (m.HYBRID_PHASE_PAIRS, m.LP_COUNTS)
-
-    def _v(m, h, j, a, b, q):
-        return v_var(m, h, (j, a, b), q)
-
-    m.hybrid_needs_lightpaths_ph = pyo.Constraint(  # phase 0: hybrid_needs_lightpaths
-        m.PHASE_PAIRS,
-        m.LP_COUNTS,
-        rule=lambda m, h, j, a, b, q: m.v_ph[h, j, a, b, q] <= m.z_ph[h, j, a, b, q],
-    )
+    idx = (m.PHASE_PAIRS, m.LP_COUNTS)
     m.hybrid_is_the_pair_choice = pyo.Constraint(
-        *idx, rule=lambda m, h, j, a, b, q: _v(m, h, j, a, b, q) <= m.stripes[j, a, b]
+        *idx, rule=lambda m, h, j, a, b, q: m.v[h, j, a, b, q] <= m.stripes[j, a, b]
     )
     m.hybrid_stripes_every_phase = pyo.Constraint(
         *idx,
         rule=lambda m, h, j, a, b, q: (
-            _v(m, h, j, a, b, q) >= z_var(m, h, (j, a, b), q) + m.stripes[j, a, b] - 1
+            m.v[h, j, a, b, q] >= m.z[h, j, a, b, q] + m.stripes[j, a, b] - 1
         ),
     )
 

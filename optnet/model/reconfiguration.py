@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import pyomo.environ as pyo
 
-from optnet.model.circuits import circuit_var
 from optnet.model.data import ModelData
-from optnet.model.lightpaths import l_var
 
 
 def add_reconfiguration(m: pyo.ConcreteModel, md: ModelData) -> None:
@@ -43,15 +41,11 @@ def add_reconfiguration(m: pyo.ConcreteModel, md: ModelData) -> None:
     m.CHANGE_ROWS = pyo.Set(initialize=[(h,) + key for h, key in rows], dimen=4, ordered=True)
     m.circuit_set_up = pyo.Constraint(
         m.CHANGE_ROWS,
-        rule=lambda m, h, k, r, s: (
-            m.d[h, k] >= circuit_var(m, h, (k, r, s)) - circuit_var(m, (h - 1) % H, (k, r, s))
-        ),
+        rule=lambda m, h, k, r, s: m.d[h, k] >= m.c[h, k, r, s] - m.c[(h - 1) % H, k, r, s],
     )
     m.circuit_torn_down = pyo.Constraint(
         m.CHANGE_ROWS,
-        rule=lambda m, h, k, r, s: (
-            m.d[h, k] >= circuit_var(m, (h - 1) % H, (k, r, s)) - circuit_var(m, h, (k, r, s))
-        ),
+        rule=lambda m, h, k, r, s: m.d[h, k] >= m.c[(h - 1) % H, k, r, s] - m.c[h, k, r, s],
     )
     m.reconfiguration_delay = pyo.Constraint(
         m.PHASES, m.RECONF_OCS, rule=lambda m, h, k: m.R[h] >= delay[k] * m.d[h, k]
@@ -61,19 +55,19 @@ def add_reconfiguration(m: pyo.ConcreteModel, md: ModelData) -> None:
         lit = []
         for hh in range(H):
             for p in md.phase_pairs[hh]:
-                lit.append(l_var(m, hh, p, k, r, s))
+                lit.append(m.l[(hh,) + p + (k, r, s)])
                 if r != s:
-                    lit.append(l_var(m, hh, p, k, s, r))
+                    lit.append(m.l[(hh,) + p + (k, s, r)])
         if not lit:
-            return circuit_var(m, h, (k, r, s)) == 0
-        return circuit_var(m, h, (k, r, s)) <= sum(lit)
+            return m.c[h, k, r, s] == 0
+        return m.c[h, k, r, s] <= sum(lit)
 
     m.circuit_use = pyo.Constraint(m.CHANGE_ROWS, rule=use)
     static = {k for k in md.ocs if not md.inst.ocses[k].reconfigurable}
     fixed = [(h,) + key for h in range(1, H) for key in md.circuits if key[0] in static]
     m.STATIC_ROWS = pyo.Set(initialize=fixed, dimen=4, ordered=True)
     m.static_matching = pyo.Constraint(
-        m.STATIC_ROWS, rule=lambda m, h, k, r, s: m.c_ph[h, k, r, s] == m.c[k, r, s]
+        m.STATIC_ROWS, rule=lambda m, h, k, r, s: m.c[h, k, r, s] == m.c[0, k, r, s]
     )
 
 

@@ -37,7 +37,6 @@ import pyomo.environ as pyo
 
 from optnet.candidates import relay_slots
 from optnet.model.data import MB, ModelData
-from optnet.model.lightpaths import alpha_var, beta_var, z_var
 from optnet.model.wavelength_switching import packet_only
 
 
@@ -144,9 +143,8 @@ def add_relay_choice(m: pyo.ConcreteModel, md: ModelData) -> None:
         def rule(m, j, ci, a, g, s, i, c):
             src, dst = transfers[(j, ci, a, g, s)][i][:2]
             x, y = (src, c) if which == 0 else (c, dst)
-            return m.relay_u[j, ci, a, g, s, i, c] <= 1 - z_var(
-                m, md.phase_of(j, ci), _pair(j, x, y), 0
-            )
+            hp = (md.phase_of(j, ci),) + _pair(j, x, y)
+            return m.relay_u[j, ci, a, g, s, i, c] <= 1 - m.z[hp + (0,)]
 
         return rule
 
@@ -190,20 +188,21 @@ def add_relay_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
     def direct(m, j, ci, a, g, s, i):
         key = (j, ci, a, g, s)
         src, dst, mult, mb, _vias = transfers[key][i]
-        h, p = md.phase_of(j, ci), _pair(j, src, dst)
-        return m.t[key] >= mult * alpha_var(m, h, p) + mb * beta_var(m, h, p) - (
-            mult * A + mb * B
-        ) * relayed(m, md, key, i)
+        hp = (md.phase_of(j, ci),) + _pair(j, src, dst)
+        return m.t[key] >= mult * m.alpha[hp] + mb * m.beta[hp] - (mult * A + mb * B) * relayed(
+            m, md, key, i
+        )
 
     m.relay_step_direct = pyo.Constraint(m.RELAY_TRANSFERS, rule=direct)
 
     def via(m, j, ci, a, g, s, i, c):
         key = (j, ci, a, g, s)
         src, dst, mult, mb, _vias = transfers[key][i]
-        p1, p2, ph = _pair(j, src, c), _pair(j, c, dst), md.phase_of(j, ci)
+        ph = (md.phase_of(j, ci),)
+        p1, p2 = ph + _pair(j, src, c), ph + _pair(j, c, dst)
         big = 2 * mult * A + h + 2 * mb * B
-        return m.t[key] >= mult * (alpha_var(m, ph, p1) + alpha_var(m, ph, p2)) + h + mb * (
-            beta_var(m, ph, p1) + beta_var(m, ph, p2)
+        return m.t[key] >= mult * (m.alpha[p1] + m.alpha[p2]) + h + mb * (
+            m.beta[p1] + m.beta[p2]
         ) - big * (1 - m.relay_u[key + (i, c)])
 
     m.relay_step_relayed = pyo.Constraint(m.RELAYS, rule=via)
@@ -211,7 +210,7 @@ def add_relay_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
     def load_direct(m, j, ci, a, g, s, i):
         key = (j, ci, a, g, s)
         src, dst, _mult, mb, _vias = transfers[key][i]
-        beta = beta_var(m, md.phase_of(j, ci), _pair(j, src, dst))
+        beta = m.beta[(md.phase_of(j, ci),) + _pair(j, src, dst)]
         return m.rd[key + (i,)] >= mb * beta - mb * B * relayed(m, md, key, i)
 
     m.relay_load_direct = pyo.Constraint(m.RELAY_DIRECT_LOADS, rule=load_direct)
@@ -220,7 +219,7 @@ def add_relay_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
         key = (j, ci, a, g, s)
         src, dst, _mult, mb, _vias = transfers[key][i]
         x, y = (src, c) if hop == 0 else (c, dst)
-        beta = beta_var(m, md.phase_of(j, ci), _pair(j, x, y))
+        beta = m.beta[(md.phase_of(j, ci),) + _pair(j, x, y)]
         return m.rb[key + (i, c, hop)] >= mb * beta - mb * B * (1 - m.relay_u[key + (i, c)])
 
     m.relay_load_hop = pyo.Constraint(m.RELAY_HOP_LOADS, rule=load_hop)
@@ -244,7 +243,7 @@ def add_relay_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
         flows = relay_tables(md)[1][key][(x, y)]
         mult = transfers[key][0][2]
         load = sum(flow_load(m, key, f) for f in flows)
-        alpha = alpha_var(m, md.phase_of(j, ci), _pair(j, x, y))
+        alpha = m.alpha[(md.phase_of(j, ci),) + _pair(j, x, y)]
         return m.t[key] >= mult * alpha + load - mult * A * (1 - flow_on(m, key, flows[n]))
 
     m.relay_step_link = pyo.Constraint(m.RELAY_LINK_ROWS, rule=link)

@@ -24,14 +24,15 @@ def add_tenant_guarantees(m: pyo.ConcreteModel, md: ModelData) -> None:
     if not tenants:
         return
     names = [t.name for t in tenants]
-    pairs_of = {t.name: [p for p in md.pairs if inst.jobs[p[0]].tenant == t.name] for t in tenants}
+    first = md.phase_pairs[0]  # the guarantees count phase 0's lightpaths (every pair's at H = 1)
+    pairs_of = {t.name: [p for p in first if inst.jobs[p[0]].tenant == t.name] for t in tenants}
     hcf = {r for r in md.racks if inst.racks[r].fibre_type == "hcf"}
     m.TENANTS = pyo.Set(initialize=names, ordered=True)
     spec = {t.name: t for t in tenants}
     m.tenant_lightpaths = pyo.Constraint(
         m.TENANTS,
         rule=lambda m, t: _at_least(
-            [m.n[p + (k,)] for p in pairs_of[t] for k in md.ocs],
+            [m.n[(0,) + p + (k,)] for p in pairs_of[t] for k in md.ocs],
             spec[t].min_lightpaths,
             f"tenant {t}: min_lightpaths",
         ),
@@ -40,7 +41,7 @@ def add_tenant_guarantees(m: pyo.ConcreteModel, md: ModelData) -> None:
         m.TENANTS,
         rule=lambda m, t: _at_least(
             [
-                m.l[p + (k, r, s)]
+                m.l[(0,) + p + (k, r, s)]
                 for p in pairs_of[t]
                 for k in md.ocs
                 for r, s in md.rack_pairs
@@ -60,7 +61,11 @@ def add_tenant_guarantees(m: pyo.ConcreteModel, md: ModelData) -> None:
         m.TENANT_PORTS,
         rule=lambda m, t, k, r: (
             m.v[t, k, r]
-            <= sum(m.l[p + (k, r, s)] + m.l[p + (k, s, r)] for p in pairs_of[t] for s in md.racks)
+            <= sum(
+                m.l[(0,) + p + (k, r, s)] + m.l[(0,) + p + (k, s, r)]
+                for p in pairs_of[t]
+                for s in md.racks
+            )
         ),
     )
     m.tenant_ports = pyo.Constraint(

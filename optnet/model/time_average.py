@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pyomo.environ as pyo
 
-from optnet.model.collectives import oriented, piw_var
+from optnet.model.collectives import oriented
 from optnet.model.data import MB, ModelData
 
 #: A leaf link: ("up", rack) carries the packet bytes leaving the rack, ("down", rack) entering.
@@ -44,7 +44,7 @@ def _through(m: pyo.ConcreteModel, md: ModelData, src: int, p: tuple, leaf: Leaf
     phase h: sum over the rack pairs leaving (entering) its rack of piw[h, p, r, s]."""
     tag, r = leaf
     pairs = [(r, s) if tag == "up" else (s, r) for s in md.racks if s != r]
-    return sum(piw_var(m, h, p, *oriented(p, src, *rs)) for rs in pairs)
+    return sum(m.piw[(h,) + p + oriented(p, src, *rs)] for rs in pairs)
 
 
 def add_time_average_links(m: pyo.ConcreteModel, md: ModelData) -> None:

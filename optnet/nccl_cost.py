@@ -67,6 +67,15 @@ LL_MAX_BUSBW_ONE_NODE: dict[str, float] = {
 }
 LL_MAX_BUSBW_TWO_NODES = 39.0
 LL_MAX_BUSBW_MORE_NODES = 20.4
+#: tuning.cc lines 205-211 ``perChMaxNVLSTreeBws`` (GB/s of bus bandwidth per NVLS channel),
+#: by GPU architecture, (one node, two nodes, more than two nodes); NVLS-tree's bandwidth per
+#: channel is at most this (lines 319-322)
+PER_CH_MAX_NVLS_TREE_BUSBW: dict[str, tuple[float, float, float]] = {
+    "volta": (26.5, 18.5, 10.0),
+    "ampere": (24.0, 23.6, 17.8),
+    "hopper": (0.0, 57.7, 45.5),
+    "blackwell": (0.0, 96.0, 80.0),
+}
 #: tuning.cc ``getNetOverhead``: x86 Intel (and other CPUs) 1 µs per network step, x 3 for Simple
 NET_OVERHEAD_US = 1.0
 
@@ -188,6 +197,19 @@ def ll_max_busbw(protocol: str, nccl_algorithm: str, nodes: int, gpu_arch: str |
     if nodes == 1:
         return LL_MAX_BUSBW_ONE_NODE.get(gpu_arch or "", math.inf)
     return LL_MAX_BUSBW_TWO_NODES if nodes == 2 else LL_MAX_BUSBW_MORE_NODES
+
+
+def nvls_tree_max_busbw(nccl_algorithm: str, nodes: int, heads: int, gpu_arch: str | None) -> float:
+    """NCCL's cap on NVLS-tree's bus bandwidth across nodes, GB/s (tuning.cc lines 319-323):
+    ``nChannels x perChMaxNVLSTreeBw``, the NVLS graph's channels being its heads (one per
+    NIC, at most one per GPU: src/graph/search.cc lines 1125-1128, 754-770; the NVLS graph is
+    not duplicated, line 1038) and :data:`PER_CH_MAX_NVLS_TREE_BUSBW` the per-channel cap for
+    two or more than two nodes; inf for any other algorithm, one node or an unknown
+    architecture."""
+    caps = PER_CH_MAX_NVLS_TREE_BUSBW.get(gpu_arch or "")
+    if nccl_algorithm != "nvls_tree" or nodes < 2 or caps is None:
+        return math.inf
+    return heads * caps[1 if nodes == 2 else 2]
 
 
 def size_factor(

@@ -332,13 +332,16 @@ def test_rails_are_the_servers_nics_in_parallel(tmp_path):
         **base,
         "topology": {**topo, "packet_fabric": {"rate_gbps": 3200}, "nic_efficiency": eff},
     }
-    # the ring and the tree have no per-NIC structure; NVLS-tree has one head per NIC, and the
-    # heads set its pipeline's loop (nccl_cost.loop_bytes), so fewer NICs fill it sooner
+    # the ring and the tree have no per-NIC structure; NVLS-tree has one head per NIC: the heads
+    # set its pipeline's loop (nccl_cost.loop_bytes) and NCCL's cap (heads x 45.5 GB/s on 4
+    # nodes, nccl_cost.nvls_tree_max_busbw), so one NIC's single head makes the ring faster
     for alg in ("ring", "double_binary_tree"):
         only = dataclasses.replace(m, allowed=frozenset({alg}))
         assert cm.predict(base, only) == cm.predict(one, only)
-    (t8, a8), (t1, a1) = cm.predict(base, m)[1], cm.predict(one, m)[1]
-    assert a8 == a1 == "nvls_tree" and t8 > t1
+    (_t8, a8), (_t1, a1) = cm.predict(base, m)[1], cm.predict(one, m)[1]
+    assert a8 == "nvls_tree" and a1 == "ring"
+    nvls = dataclasses.replace(m, allowed=frozenset({"nvls_tree"}))
+    assert cm.predict(one, nvls)[1][0] >= 2 * 31 / 32 * 2**30 / 45.5e3
     hybrid = Path(__file__).resolve().parent.parent / "instances" / "hybrid.yaml"
     text = hybrid.read_text()
     assert "nics" not in text
@@ -413,3 +416,39 @@ def test_proxy_floor_binds_at_mid_sizes_only():
     want = nc.proxy_floor_us("ring", mid["protocol"], "all_gather", 2**22, 16, 2)
     assert mid["floor_us"] == pytest.approx(want) and want > mid["network_us"]
     assert big["network_us"] > big["floor_us"]
+
+
+def test_nvls_tree_cap_is_ncclS_per_channel_cap():
+    """tuning.cc: NVLS-tree's bandwidth is at most nChannels x perChMaxNVLSTreeBw, the NVLS
+    graph's channels being its heads (one per NIC, at most one per GPU)."""
+    assert nc.nvls_tree_max_busbw("nvls_tree", 2, 8, "hopper") == pytest.approx(8 * 57.7)
+    assert nc.nvls_tree_max_busbw("nvls_tree", 4, 8, "hopper") == pytest.approx(8 * 45.5)
+    assert nc.nvls_tree_max_busbw("nvls_tree", 8, 4, "blackwell") == pytest.approx(4 * 80.0)
+    assert nc.nvls_tree_max_busbw("nvls_tree", 1, 8, "hopper") == math.inf
+    assert nc.nvls_tree_max_busbw("tree", 2, 8, "hopper") == math.inf
+    assert nc.nvls_tree_max_busbw("nvls_tree", 2, 8, None) == math.inf
+
+
+def test_nvls_tree_cap_binds_on_two_h100_nodes(monkeypatch):
+    """The 2 x 8 H100 NDR table's instance at 4 GiB: NVLS-tree's floor is NCCL's cap,
+    busbw_factor x n / (8 heads x 57.7 GB/s), above its NVLink time, so the prediction is
+    slower than without the cap; on 2 x 8 B200 (8 x 96 GB/s) the network binds."""
+    n = 2**32
+    yml = TABLES / "multi-h100-2node-ibndr-allreduce-ncclt309.yaml"
+    (row,) = [
+        r for r in fidelity.option_rows(yml) if r["size"] == n and r["algorithm"] == "nvls_tree"
+    ]
+    cap_us = 2 * 15 / 16 * n / (8 * 57.7e3)
+    assert row["floor_us"] == pytest.approx(cap_us, rel=1e-9)
+    assert row["time_us"] == pytest.approx(row["constant_us"] + max(cap_us, row["network_us"]))
+    monkeypatch.setattr(nc, "nvls_tree_max_busbw", lambda *a: math.inf)
+    (free,) = [
+        r for r in fidelity.option_rows(yml) if r["size"] == n and r["algorithm"] == "nvls_tree"
+    ]
+    assert free["floor_us"] < cap_us and free["time_us"] < row["time_us"]
+    monkeypatch.undo()
+    yml = TABLES / "multi-b200-2node-ibndr-allreduce-clusterquality.yaml"
+    rows = [r for r in fidelity.option_rows(yml) if r["algorithm"] == "nvls_tree"]
+    big = [r for r in rows if r["size"] >= 2**30]
+    # the cap is a floor there (8 x 96 GB/s), but the network steps bind, as before it
+    assert big and all(r["network_us"] > r["floor_us"] for r in big)

@@ -481,7 +481,7 @@ def _nccl_option(
 
     L NCCL's latency, NVLink_P the intra-server bytes over f_P B_nvlink (a flat ring's
     busbw-factor x n, a tree's 2n, NVLS's n (1 + 1/g) at the NVLS efficiency), LLcap_P
-    NCCL's bus-bandwidth cap of LL and of NVLS-tree (heads x ``perChMaxNVLSTreeBw``), proxy_P
+    NCCL's bus-bandwidth caps of LL and NVLS-tree (``nccl_cost.cap_floor_us``), proxy_P
     the time a ring's proxies take to launch its network steps (``nccl_cost.proxy_floor_us``),
     w_P = flat-ring volume x pipeline fill / (f_P x NIC efficiency) (``nccl_cost.pipeline_fill``:
     a tree's chunks cross its network hops one after another). The protocol is the one of
@@ -499,12 +499,11 @@ def _nccl_option(
         if not hops:  # the fill takes the place of NCCL's tree correction (nccl_cost.size_factor)
             f *= nc.size_factor(nccl_alg, proto, kind, n, inst.gpu_arch)
         nvlink = _nccl_nvlink_us(inst, nccl_alg, kind, n, g, p, f)
-        cap = min(
-            nc.ll_max_busbw(proto, nccl_alg, N, inst.gpu_arch),
-            nc.nvls_tree_max_busbw(nccl_alg, N, heads, inst.gpu_arch),
+        floor = max(
+            nvlink,
+            nc.cap_floor_us(nccl_alg, proto, kind, n, p, N, heads, inst.gpu_arch),
+            nc.proxy_floor_us(nccl_alg, proto, kind, n, p, N),
         )
-        floor = max(nvlink, coll.busbw_factor(kind, p) * n / (cap * 1e3) if cap < 1e300 else 0)
-        floor = max(floor, nc.proxy_floor_us(nccl_alg, proto, kind, n, p, N))
         lat = nc.latency_us(nccl_alg, proto, kind, p, N, inst.constants.message_overhead_us)
         lat *= nc.plateau(nccl_alg, proto, kind, p, N, n, inst.gpu_arch)
         fill, fill_us = nc.fill_terms(hops, phi, nvlink)

@@ -190,9 +190,9 @@ def bandwidth_factor(nccl_algorithm: str, protocol: str, kind: str, nodes: int) 
 
 
 def ll_max_busbw(protocol: str, nccl_algorithm: str, nodes: int, gpu_arch: str | None) -> float:
-    """NCCL's cap on an LL ring's bus bandwidth, GB/s (tuning.cc line 327); inf otherwise or
-    when the architecture is unknown."""
-    if protocol != "ll" or nccl_algorithm != "ring":
+    """NCCL's cap on LL's bus bandwidth, GB/s, for the ring (tuning.cc line 327) and the tree
+    (line 331); inf otherwise or when the architecture is unknown."""
+    if protocol != "ll" or nccl_algorithm not in ("ring", "tree"):
         return math.inf
     if nodes == 1:
         return LL_MAX_BUSBW_ONE_NODE.get(gpu_arch or "", math.inf)
@@ -210,6 +210,39 @@ def nvls_tree_max_busbw(nccl_algorithm: str, nodes: int, heads: int, gpu_arch: s
     if nccl_algorithm != "nvls_tree" or nodes < 2 or caps is None:
         return math.inf
     return heads * caps[1 if nodes == 2 else 2]
+
+
+def cap_floor_us(
+    nccl_algorithm: str,
+    protocol: str,
+    kind: str,
+    nbytes: float,
+    ranks: int,
+    nodes: int,
+    heads: int,
+    gpu_arch: str | None,
+) -> float:
+    """The least time NCCL's caps on an option's bus bandwidth allow, µs:
+
+        n / (cap x r),
+
+    cap the least of :func:`ll_max_busbw` and :func:`nvls_tree_max_busbw` (GB/s of NCCL's bus
+    bandwidth), r NCCL's conversion of it to algorithm bandwidth (tuning.cc lines 376-382):
+    p / nsteps for the ring and NVLS-tree (nsteps 2(p-1) for all-reduce, p-1 for all-gather
+    and reduce-scatter, p otherwise), 1/2 for the tree. 0 without a cap."""
+    cap = min(
+        ll_max_busbw(protocol, nccl_algorithm, nodes, gpu_arch),
+        nvls_tree_max_busbw(nccl_algorithm, nodes, heads, gpu_arch),
+    )
+    if math.isinf(cap):
+        return 0.0
+    if nccl_algorithm == "tree":
+        ratio = 0.5
+    else:
+        steps = {"all_reduce": 2 * (ranks - 1), "all_gather": ranks - 1}.get(kind, ranks)
+        steps = ranks - 1 if kind == "reduce_scatter" else steps
+        ratio = ranks / steps
+    return nbytes / (cap * ratio * 1e3)
 
 
 def size_factor(

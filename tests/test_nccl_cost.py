@@ -48,6 +48,26 @@ def test_protocol_factors_and_caps():
     assert nc.ll_max_busbw("ll", "ring", 1, None) == math.inf
     assert nc.ll_max_busbw("simple", "ring", 1, "hopper") == math.inf
     assert nc.ll_max_busbw("ll", "ring", 4, None) == 20.4
+    # tuning.cc line 331: the tree's LL is capped too; LL128 and Simple are not
+    assert nc.ll_max_busbw("ll", "tree", 2, "hopper") == 39.0
+    assert nc.ll_max_busbw("ll128", "tree", 2, "hopper") == math.inf
+
+
+def test_cap_floor_is_ncclS_bus_to_algorithm_conversion():
+    """n / (cap x r): r = p / nsteps for the ring and NVLS-tree, 1/2 for the tree (tuning.cc
+    lines 376-382), so a capped option's busbw (nccl-tests' factor) is the cap, or (p-1)/p of
+    it for the tree."""
+    m = 2**20
+    ring = nc.cap_floor_us("ring", "ll", "all_reduce", m, 16, 2, 8, "hopper")
+    assert ring == pytest.approx(2 * 15 / 16 * m / 39e3)
+    ag = nc.cap_floor_us("ring", "ll", "all_gather", m, 16, 2, 8, "hopper")
+    assert ag == pytest.approx(15 / 16 * m / 39e3)
+    tree = nc.cap_floor_us("tree", "ll", "all_reduce", m, 32, 4, 8, "hopper")
+    assert tree == pytest.approx(2 * m / 20.4e3)
+    nvls = nc.cap_floor_us("nvls_tree", "simple", "all_reduce", m, 16, 2, 4, "hopper")
+    assert nvls == pytest.approx(2 * 15 / 16 * m / (4 * 57.7e3))
+    assert nc.cap_floor_us("tree", "ll128", "all_reduce", m, 16, 2, 8, "hopper") == 0.0
+    assert nc.cap_floor_us("ring", "simple", "all_reduce", m, 16, 2, 8, "hopper") == 0.0
 
 
 @pytest.mark.parametrize("p,N", [(16, 2), (32, 4), (64, 8), (8, 8)])

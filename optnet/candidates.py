@@ -481,16 +481,17 @@ def _nccl_option(
 
     L NCCL's latency, NVLink_P the intra-server bytes over f_P B_nvlink (a flat ring's
     busbw-factor x n, a tree's 2n, NVLS's n (1 + 1/g) at the NVLS efficiency), LLcap_P
-    NCCL's bus-bandwidth cap of LL, proxy_P the time a ring's proxies take to launch its
-    network steps (``nccl_cost.proxy_floor_us``), w_P = flat-ring volume x pipeline fill /
-    (f_P x NIC efficiency) (``nccl_cost.pipeline_fill``: a tree's chunks cross its network
-    hops one after another). The protocol is the one of least t_P at the nominal network
-    (``nominal_network_us``): NCCL's own choice, independent of the plan. ``only``: these
-    protocols (tests)."""
+    NCCL's bus-bandwidth caps of LL, the tree and NVLS-tree (``nccl_cost.cap_floor_us``), proxy_P
+    the time a ring's proxies take to launch its network steps (``nccl_cost.proxy_floor_us``),
+    w_P = flat-ring volume x pipeline fill / (f_P x NIC efficiency) (``nccl_cost.pipeline_fill``:
+    a tree's chunks cross its network hops one after another). The protocol is the one of
+    least t_P at the nominal network (``nominal_network_us``): NCCL's own choice, independent
+    of the plan. ``only``: these protocols (tests)."""
     kind, n = spec.kind, spec.message_bytes
     nccl_alg = {"nvlink_ring": "ring", "double_binary_tree": "tree"}.get(algorithm, algorithm)
     eff = nc.nic_efficiency(inst.nic_efficiency)
     heads, nic_gbps = _nccl_nics(inst, g)
+    nics = _nccl_rails(inst)[0]
     volume = nc.flat_ring_volume(kind, p, N) if nccl_alg == "ring" else 1.0
     best: tuple[float, Option] | None = None
     for proto in only or nc.protocols(nccl_alg):
@@ -499,9 +500,11 @@ def _nccl_option(
         if not hops:  # the fill takes the place of NCCL's tree correction (nccl_cost.size_factor)
             f *= nc.size_factor(nccl_alg, proto, kind, n, inst.gpu_arch)
         nvlink = _nccl_nvlink_us(inst, nccl_alg, kind, n, g, p, f)
-        cap = nc.ll_max_busbw(proto, nccl_alg, N, inst.gpu_arch)
-        floor = max(nvlink, coll.busbw_factor(kind, p) * n / (cap * 1e3) if cap < 1e300 else 0)
-        floor = max(floor, nc.proxy_floor_us(nccl_alg, proto, kind, n, p, N))
+        floor = max(
+            nvlink,
+            nc.cap_floor_us(nccl_alg, proto, kind, n, p, N, (heads, nics), inst.gpu_arch),
+            nc.proxy_floor_us(nccl_alg, proto, kind, n, p, N),
+        )
         lat = nc.latency_us(nccl_alg, proto, kind, p, N, inst.constants.message_overhead_us)
         lat *= nc.plateau(nccl_alg, proto, kind, p, N, n, inst.gpu_arch)
         fill, fill_us = nc.fill_terms(hops, phi, nvlink)
@@ -522,15 +525,19 @@ def _nccl_option(
     return best[1]
 
 
+def _nccl_rails(inst: Instance) -> tuple[int, float]:
+    """(NICs, NIC rate in Gb/s) of a server: the packet fabric's rails, else the live
+    transceivers. Instance data only, so the MILP and the evaluator price the same option."""
+    if inst.packet is not None:
+        return max(1, inst.packet.nics or 1), inst.packet.rate_gbps
+    return max(1, inst.live_transceivers), inst.transceiver_rate_gbps
+
+
 def _nccl_nics(inst: Instance, g: int) -> tuple[int, float]:
     """(NVLS heads, NIC rate in Gb/s) of a server as NCCL's NVLS search sees them: one head per
-    NIC, at most one per GPU (src/graph/search.cc: "NVLS and COLLNET_DIRECT search must have
-    ngpus heads at most"); the NICs are the packet fabric's rails, else the live transceivers.
-    Instance data only, so the MILP and the evaluator price the same fill."""
-    if inst.packet is not None:
-        nics, rate = inst.packet.nics or 1, inst.packet.rate_gbps
-    else:
-        nics, rate = inst.live_transceivers, inst.transceiver_rate_gbps
+    NIC (:func:`_nccl_rails`), at most one per GPU (src/graph/search.cc: "NVLS and
+    COLLNET_DIRECT search must have ngpus heads at most")."""
+    nics, rate = _nccl_rails(inst)
     return max(1, min(g, nics)), rate
 
 

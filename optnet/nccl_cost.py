@@ -67,6 +67,29 @@ LL_MAX_BUSBW_ONE_NODE: dict[str, float] = {
 }
 LL_MAX_BUSBW_TWO_NODES = 39.0
 LL_MAX_BUSBW_MORE_NODES = 20.4
+#: tuning.cc lines 205-211 ``perChMaxNVLSTreeBws`` (GB/s of bus bandwidth per NVLS channel),
+#: by GPU architecture, (one node, two nodes, more than two nodes); NVLS-tree's bandwidth per
+#: channel is at most this (lines 319-322)
+PER_CH_MAX_NVLS_TREE_BUSBW: dict[str, tuple[float, float, float]] = {
+    "volta": (26.5, 18.5, 10.0),
+    "ampere": (24.0, 23.6, 17.8),
+    "hopper": (0.0, 57.7, 45.5),
+    "blackwell": (0.0, 96.0, 80.0),
+}
+#: tuning.cc lines 191-204 ``perChMaxTreeLL128Bws`` and ``perChMaxTreeBws`` (GB/s of bus
+#: bandwidth per tree channel), by GPU architecture, (one node, two nodes, more than two)
+PER_CH_MAX_TREE_LL128_BUSBW: dict[str, tuple[float, float, float]] = {
+    "volta": (20.0, 20.0, 20.0),
+    "ampere": (20.0, 20.0, 20.0),
+    "hopper": (36.7, 36.7, 29.0),
+    "blackwell": (55.6, 31.67, 20.0),
+}
+PER_CH_MAX_TREE_BUSBW: dict[str, tuple[float, float, float]] = {
+    "volta": (26.5, 18.5, 10.0),
+    "ampere": (24.0, 23.6, 17.8),
+    "hopper": (38.7, 41.4, 36.0),
+    "blackwell": (70.0, 42.8, 24.0),
+}
 #: tuning.cc ``getNetOverhead``: x86 Intel (and other CPUs) 1 µs per network step, x 3 for Simple
 NET_OVERHEAD_US = 1.0
 
@@ -181,13 +204,83 @@ def bandwidth_factor(nccl_algorithm: str, protocol: str, kind: str, nodes: int) 
 
 
 def ll_max_busbw(protocol: str, nccl_algorithm: str, nodes: int, gpu_arch: str | None) -> float:
-    """NCCL's cap on an LL ring's bus bandwidth, GB/s (tuning.cc line 327); inf otherwise or
-    when the architecture is unknown."""
-    if protocol != "ll" or nccl_algorithm != "ring":
+    """NCCL's cap on LL's bus bandwidth, GB/s, for the ring (tuning.cc line 327) and the tree
+    (line 332); inf otherwise or when the architecture is unknown."""
+    if protocol != "ll" or nccl_algorithm not in ("ring", "tree"):
         return math.inf
     if nodes == 1:
         return LL_MAX_BUSBW_ONE_NODE.get(gpu_arch or "", math.inf)
     return LL_MAX_BUSBW_TWO_NODES if nodes == 2 else LL_MAX_BUSBW_MORE_NODES
+
+
+def nvls_tree_max_busbw(nccl_algorithm: str, nodes: int, heads: int, gpu_arch: str | None) -> float:
+    """NCCL's cap on NVLS-tree's bus bandwidth across nodes, GB/s (tuning.cc lines 319-323):
+    ``nChannels x perChMaxNVLSTreeBw``, the NVLS graph's channels being its heads (one per
+    NIC, at most one per GPU: src/graph/search.cc lines 1125-1128, 754-770; the NVLS graph is
+    not duplicated, line 1038) and :data:`PER_CH_MAX_NVLS_TREE_BUSBW` the per-channel cap for
+    two or more than two nodes; inf for any other algorithm, one node or an unknown
+    architecture."""
+    caps = PER_CH_MAX_NVLS_TREE_BUSBW.get(gpu_arch or "")
+    if nccl_algorithm != "nvls_tree" or nodes < 2 or caps is None:
+        return math.inf
+    return heads * caps[1 if nodes == 2 else 2]
+
+
+def tree_max_busbw(protocol: str, kind: str, nodes: int, nics: int, gpu_arch: str | None) -> float:
+    """NCCL's cap on a tree all-reduce's bus bandwidth across nodes, GB/s (tuning.cc lines
+    330-335): ``nChannels x perChMaxTreeBw``, then for LL128 the least of that x 120/128 and
+    ``nChannels x perChMaxTreeLL128Bw``, for LL that / 3.8 (and :func:`ll_max_busbw`). The
+    tree graph's channels are taken as the server's NICs, one channel per NIC: NCCL's search
+    gives each channel a NIC it can carry at the channel's speed (src/graph/search.cc lines
+    732-752: a NIC's bandwidth is spent by each channel through it; speeds of at most 48 GB/s
+    on Hopper, lines 1057-1058), and does not duplicate the channels of fast NICs (line 1040:
+    ``bwIntra < 50`` with more than 4 channels). inf for any other kind, one node or an unknown
+    architecture."""
+    simple = PER_CH_MAX_TREE_BUSBW.get(gpu_arch or "")
+    if kind != "all_reduce" or nodes < 2 or simple is None:
+        return math.inf
+    i = 1 if nodes == 2 else 2
+    cap = nics * simple[i]
+    if protocol == "ll128":
+        return min(cap * 120.0 / 128.0, nics * PER_CH_MAX_TREE_LL128_BUSBW[gpu_arch or ""][i])
+    return cap / 3.8 if protocol == "ll" else cap
+
+
+def cap_floor_us(
+    nccl_algorithm: str,
+    protocol: str,
+    kind: str,
+    nbytes: float,
+    ranks: int,
+    nodes: int,
+    heads_nics: tuple[int, int],
+    gpu_arch: str | None,
+) -> float:
+    """The least time NCCL's caps on an option's bus bandwidth allow, µs:
+
+        n / (cap x r),
+
+    cap the least of :func:`ll_max_busbw`, :func:`tree_max_busbw` (the tree, over the NICs)
+    and :func:`nvls_tree_max_busbw` (over the NVLS heads) (GB/s of NCCL's bus bandwidth), r
+    NCCL's conversion of it to algorithm bandwidth (tuning.cc lines 376-382): p / nsteps for
+    the ring and NVLS-tree (nsteps 2(p-1) for all-reduce, p-1 for all-gather and
+    reduce-scatter, p otherwise), 1/2 for the tree. 0 without a cap."""
+    heads, nics = heads_nics
+    cap = min(
+        ll_max_busbw(protocol, nccl_algorithm, nodes, gpu_arch),
+        nvls_tree_max_busbw(nccl_algorithm, nodes, heads, gpu_arch),
+    )
+    if nccl_algorithm == "tree":
+        cap = min(cap, tree_max_busbw(protocol, kind, nodes, nics, gpu_arch))
+    if math.isinf(cap):
+        return 0.0
+    if nccl_algorithm == "tree":
+        ratio = 0.5
+    else:
+        steps = {"all_reduce": 2 * (ranks - 1), "all_gather": ranks - 1}.get(kind, ranks)
+        steps = ranks - 1 if kind == "reduce_scatter" else steps
+        ratio = ranks / steps
+    return nbytes / (cap * ratio * 1e3)
 
 
 def size_factor(

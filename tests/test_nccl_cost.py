@@ -48,6 +48,28 @@ def test_protocol_factors_and_caps():
     assert nc.ll_max_busbw("ll", "ring", 1, None) == math.inf
     assert nc.ll_max_busbw("simple", "ring", 1, "hopper") == math.inf
     assert nc.ll_max_busbw("ll", "ring", 4, None) == 20.4
+    # tuning.cc line 332: the tree's LL is capped too; LL128 and Simple are not
+    assert nc.ll_max_busbw("ll", "tree", 2, "hopper") == 39.0
+    assert nc.ll_max_busbw("ll128", "tree", 2, "hopper") == math.inf
+
+
+def test_cap_floor_is_ncclS_bus_to_algorithm_conversion():
+    """n / (cap x r): r = p / nsteps for the ring and NVLS-tree, 1/2 for the tree (tuning.cc
+    lines 376-382), so a capped option's busbw (nccl-tests' factor) is the cap, or (p-1)/p of
+    it for the tree."""
+    m = 2**20
+    ring = nc.cap_floor_us("ring", "ll", "all_reduce", m, 16, 2, (8, 8), "hopper")
+    assert ring == pytest.approx(2 * 15 / 16 * m / 39e3)
+    ag = nc.cap_floor_us("ring", "ll", "all_gather", m, 16, 2, (8, 8), "hopper")
+    assert ag == pytest.approx(15 / 16 * m / 39e3)
+    tree = nc.cap_floor_us("tree", "ll", "all_reduce", m, 32, 4, (8, 8), "hopper")
+    assert tree == pytest.approx(2 * m / 20.4e3)  # llMaxBw, below 8 x 36.0 / 3.8
+    tree = nc.cap_floor_us("tree", "simple", "all_reduce", m, 32, 4, (8, 8), "hopper")
+    assert tree == pytest.approx(2 * m / (8 * 36.0e3))
+    nvls = nc.cap_floor_us("nvls_tree", "simple", "all_reduce", m, 16, 2, (4, 4), "hopper")
+    assert nvls == pytest.approx(2 * 15 / 16 * m / (4 * 57.7e3))
+    assert nc.cap_floor_us("tree", "ll128", "all_reduce", m, 16, 2, (8, 8), None) == 0.0
+    assert nc.cap_floor_us("ring", "simple", "all_reduce", m, 16, 2, (8, 8), "hopper") == 0.0
 
 
 @pytest.mark.parametrize("p,N", [(16, 2), (32, 4), (64, 8), (8, 8)])
@@ -332,13 +354,18 @@ def test_rails_are_the_servers_nics_in_parallel(tmp_path):
         **base,
         "topology": {**topo, "packet_fabric": {"rate_gbps": 3200}, "nic_efficiency": eff},
     }
-    # the ring and the tree have no per-NIC structure; NVLS-tree has one head per NIC, and the
-    # heads set its pipeline's loop (nccl_cost.loop_bytes), so fewer NICs fill it sooner
-    for alg in ("ring", "double_binary_tree"):
-        only = dataclasses.replace(m, allowed=frozenset({alg}))
-        assert cm.predict(base, only) == cm.predict(one, only)
-    (t8, a8), (t1, a1) = cm.predict(base, m)[1], cm.predict(one, m)[1]
-    assert a8 == a1 == "nvls_tree" and t8 > t1
+    # the ring has no per-NIC structure; the tree's NCCL cap counts one channel per NIC
+    # (nccl_cost.tree_max_busbw) and NVLS-tree has one head per NIC: the heads set its
+    # pipeline's loop (nccl_cost.loop_bytes) and NCCL's cap (heads x 45.5 GB/s on 4 nodes,
+    # nccl_cost.nvls_tree_max_busbw), so one NIC's single head makes the ring faster
+    only = dataclasses.replace(m, allowed=frozenset({"ring"}))
+    assert cm.predict(base, only) == cm.predict(one, only)
+    tree = dataclasses.replace(m, allowed=frozenset({"double_binary_tree"}))
+    assert cm.predict(one, tree)[1][0] > cm.predict(base, tree)[1][0]
+    (_t8, a8), (_t1, a1) = cm.predict(base, m)[1], cm.predict(one, m)[1]
+    assert a8 == "nvls_tree" and a1 == "ring"
+    nvls = dataclasses.replace(m, allowed=frozenset({"nvls_tree"}))
+    assert cm.predict(one, nvls)[1][0] >= 2 * 31 / 32 * 2**30 / 45.5e3
     hybrid = Path(__file__).resolve().parent.parent / "instances" / "hybrid.yaml"
     text = hybrid.read_text()
     assert "nics" not in text
@@ -413,3 +440,71 @@ def test_proxy_floor_binds_at_mid_sizes_only():
     want = nc.proxy_floor_us("ring", mid["protocol"], "all_gather", 2**22, 16, 2)
     assert mid["floor_us"] == pytest.approx(want) and want > mid["network_us"]
     assert big["network_us"] > big["floor_us"]
+
+
+def test_nvls_tree_cap_is_ncclS_per_channel_cap():
+    """tuning.cc: NVLS-tree's bandwidth is at most nChannels x perChMaxNVLSTreeBw, the NVLS
+    graph's channels being its heads (one per NIC, at most one per GPU)."""
+    assert nc.nvls_tree_max_busbw("nvls_tree", 2, 8, "hopper") == pytest.approx(8 * 57.7)
+    assert nc.nvls_tree_max_busbw("nvls_tree", 4, 8, "hopper") == pytest.approx(8 * 45.5)
+    assert nc.nvls_tree_max_busbw("nvls_tree", 8, 4, "blackwell") == pytest.approx(4 * 80.0)
+    assert nc.nvls_tree_max_busbw("nvls_tree", 1, 8, "hopper") == math.inf
+    assert nc.nvls_tree_max_busbw("tree", 2, 8, "hopper") == math.inf
+    assert nc.nvls_tree_max_busbw("nvls_tree", 2, 8, None) == math.inf
+
+
+def test_nvls_tree_cap_binds_on_two_h100_nodes(monkeypatch):
+    """The 2 x 8 H100 NDR table's instance at 4 GiB: NVLS-tree's floor is NCCL's cap,
+    busbw_factor x n / (8 heads x 57.7 GB/s), above its NVLink time, so the prediction is
+    slower than without the cap; on 2 x 8 B200 (8 x 96 GB/s) the network binds."""
+    n = 2**32
+    yml = TABLES / "multi-h100-2node-ibndr-allreduce-ncclt309.yaml"
+    (row,) = [
+        r for r in fidelity.option_rows(yml) if r["size"] == n and r["algorithm"] == "nvls_tree"
+    ]
+    cap_us = 2 * 15 / 16 * n / (8 * 57.7e3)
+    assert row["floor_us"] == pytest.approx(cap_us, rel=1e-9)
+    assert row["time_us"] == pytest.approx(row["constant_us"] + max(cap_us, row["network_us"]))
+    monkeypatch.setattr(nc, "nvls_tree_max_busbw", lambda *a: math.inf)
+    (free,) = [
+        r for r in fidelity.option_rows(yml) if r["size"] == n and r["algorithm"] == "nvls_tree"
+    ]
+    assert free["floor_us"] < cap_us and free["time_us"] < row["time_us"]
+    monkeypatch.undo()
+    yml = TABLES / "multi-b200-2node-ibndr-allreduce-clusterquality.yaml"
+    rows = [r for r in fidelity.option_rows(yml) if r["algorithm"] == "nvls_tree"]
+    big = [r for r in rows if r["size"] >= 2**30]
+    # the cap is a floor there (8 x 96 GB/s), but the network steps bind, as before it
+    assert big and all(r["network_us"] > r["floor_us"] for r in big)
+
+
+def test_tree_cap_is_ncclS_per_channel_caps():
+    """tuning.cc lines 330-335: nChannels x perChMaxTreeBw, then LL128 the least of that x
+    120/128 and nChannels x perChMaxTreeLL128Bw, LL that / 3.8; one tree channel per NIC."""
+    assert nc.tree_max_busbw("simple", "all_reduce", 2, 8, "hopper") == pytest.approx(8 * 41.4)
+    assert nc.tree_max_busbw("ll128", "all_reduce", 2, 8, "hopper") == pytest.approx(8 * 36.7)
+    assert nc.tree_max_busbw("ll128", "all_reduce", 4, 8, "hopper") == pytest.approx(8 * 29.0)
+    assert nc.tree_max_busbw("ll128", "all_reduce", 2, 8, "ampere") == pytest.approx(8 * 20.0)
+    # Blackwell on two nodes: 42.8 x 120/128 = 40.1 is above 31.67, so the LL128 cap is 31.67
+    assert nc.tree_max_busbw("ll128", "all_reduce", 2, 8, "blackwell") == pytest.approx(8 * 31.67)
+    assert nc.tree_max_busbw("ll", "all_reduce", 2, 8, "hopper") == pytest.approx(8 * 41.4 / 3.8)
+    assert nc.tree_max_busbw("simple", "all_reduce", 1, 8, "hopper") == math.inf
+    assert nc.tree_max_busbw("simple", "all_gather", 2, 8, "hopper") == math.inf
+    assert nc.tree_max_busbw("simple", "all_reduce", 2, 8, None) == math.inf
+
+
+def test_tree_cap_binds_at_mid_sizes_on_two_b200_nodes():
+    """The 2 x 8 B200 NDR table's instance: at 16 MiB the tree's LL128 floor is NCCL's cap,
+    8 NICs x 31.67 GB/s of NCCL's bus bandwidth at NCCL's tree ratio 1/2, above its network
+    and NVLink times."""
+    yml = TABLES / "multi-b200-2node-ibndr-allreduce-clusterquality.yaml"
+    n = 2**24
+    (row,) = [
+        r
+        for r in fidelity.option_rows(yml)
+        if r["size"] == n and r["algorithm"] == "double_binary_tree"
+    ]
+    assert row["protocol"] == "ll128"
+    cap_us = n / (8 * 31.67e3 * 0.5)
+    assert row["floor_us"] == pytest.approx(cap_us, rel=1e-9)
+    assert row["floor_us"] > row["network_us"]

@@ -207,7 +207,7 @@ def fit(base: dict[str, Any], tables: list[Measured]) -> ModelFit:
         names = " or ".join(k for k, _g in knobs)
         warnings.append(f"{names}: no table has two rows of 1 MiB or more; kept the default")
         knobs = [("", [None])]
-    best: tuple[float, dict, list[np.ndarray]] | None = None
+    tried: list[tuple[float, dict, list[np.ndarray]]] = []
     for name, value in ((k, v) for k, grid in knobs for v in grid):
         params = {} if value is None else {name: value}
         preds = [np.array([t for t, _a in predict(base, m, params)]) for m in fitted]
@@ -216,10 +216,8 @@ def fit(base: dict[str, Any], tables: list[Measured]) -> ModelFit:
             for m, t in zip(fitted, preds)
             if m in ident
         )
-        if best is None or miss < best[0] - 1e-12:
-            best = (miss, params, preds)
-    assert best is not None
-    _miss, params, preds = best
+        tried.append((miss, params, preds))
+    _miss, params, preds = _nearest_default(base, fitted[0], tried, warnings)
     measured = np.concatenate([np.array(m.times_us) for m in fitted])
     model = np.concatenate(preds)
     floors = np.array([0.0, *sorted({round(float(x), 3) for x in measured})])[:, None, None]
@@ -232,6 +230,43 @@ def fit(base: dict[str, Any], tables: list[Measured]) -> ModelFit:
         "launch_overhead_us": float(floors[i, 0, 0]),
     }
     return ModelFit(params, warnings)
+
+
+#: slopes that differ by less than this (summed relative slope error) are not told apart
+SLOPE_TIE = 0.01
+
+
+def _nearest_default(
+    base: dict[str, Any], m: Measured, tried: list[tuple[float, dict, list]], warnings: list[str]
+) -> tuple[float, dict, list]:
+    """The tried parameter of least slope miss; among those within :data:`SLOPE_TIE` of it (the
+    fitted rows cannot tell them apart: the option priced at those sizes is bound by something
+    else, e.g. a cap of NCCL's), the one nearest its default, with a warning when that tie
+    spans more than a quarter of the parameter's grid."""
+    from optnet.instance import instance_from_data
+    from optnet.nccl_cost import nic_efficiency
+
+    inst = instance_from_data(measurement_data(base, m), "base")
+    default = {
+        "nic_efficiency": nic_efficiency(inst.nic_efficiency),
+        "nvlink_rate_gbps": inst.nvlink_rate_gbps,
+    }
+    least = min(t[0] for t in tried)
+    ties = [t for t in tried if t[0] <= least + SLOPE_TIE]
+
+    def distance(t) -> float:
+        (name, value), *_ = list(t[1].items()) or [("", None)]
+        return 0.0 if value is None else abs(value / default[name] - 1)
+
+    pick = min(ties, key=lambda t: (distance(t), t[0]))
+    for name in {k for t in ties for k in t[1]}:
+        grid = sum(1 for t in tried if name in t[1])
+        if sum(1 for t in ties if name in t[1]) * 4 > grid:
+            warnings.append(
+                f"{name}: the rows of at most 64 MiB do not identify it (the option priced "
+                "there is not bound by it); kept the value nearest its default"
+            )
+    return pick
 
 
 def band_errors(m: Measured, predicted: list[tuple[float, str]]) -> list[dict[str, Any]]:

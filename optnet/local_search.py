@@ -221,18 +221,29 @@ def improve_circuits(
     (at most ``pairs_per_round`` of each, default all) in bottleneck order; returns the best
     plan and the number of moves kept. ``d`` itself when it has phases, relays or
     wavelength-switched slots, or when the evaluator does not accept it."""
+    cands = cands if cands is not None else all_candidates(inst)
+    return _descend(
+        inst, d, objective, until, cands,
+        lambda d, best: _improving_move(inst, d, objective, cands, best, until, pairs_per_round),
+    )  # fmt: skip
+
+
+def _descend(inst: Instance, d: Decisions, objective: str, until: float, cands, step):
+    """First-improvement descent shared by both kinds of move: ``step(d, best)`` returns an
+    improving (plan, score) or None; stops then, at ``until`` or on interrupt. Returns the
+    last plan and the number of moves kept; ``d`` itself when it has phases, relays or
+    wavelength-switched slots, or when the evaluator does not accept it."""
     if d.phases or d.relays or d.ws_slots:
         return d, 0
-    cands = cands if cands is not None else all_candidates(inst)
     best = score(inst, d, objective, cands)
     if best is None:
         return d, 0
     kept = 0
     while time.perf_counter() < until and not interrupt.requested():
-        step = _improving_move(inst, d, objective, cands, best, until, pairs_per_round)
-        if step is None:
+        nxt = step(d, best)
+        if nxt is None:
             break
-        d, best = step
+        d, best = nxt
         kept += 1
     return d, kept
 
@@ -288,21 +299,14 @@ def improve_placement(
     and the number of moves kept; ``d`` itself when it has phases, relays or wavelength-switched
     slots, or the evaluator does not accept it. Deterministic for a given ``seed`` (it orders
     racks of equal rank)."""
-    if d.phases or d.relays or d.ws_slots:
-        return d, 0
     cands = cands if cands is not None else all_candidates(inst)
-    best = score(inst, d, objective, cands)
-    if best is None:
-        return d, 0
     rng = random.Random(seed)
-    kept = 0
-    while time.perf_counter() < until and not interrupt.requested():
-        step = _improving_placement(inst, d, objective, cands, best, until, rng, slots_per_round)
-        if step is None:
-            break
-        d, best = step
-        kept += 1
-    return d, kept
+    return _descend(
+        inst, d, objective, until, cands,
+        lambda d, best: _improving_placement(
+            inst, d, objective, cands, best, until, rng, slots_per_round
+        ),
+    )  # fmt: skip
 
 
 def _improving_placement(

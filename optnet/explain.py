@@ -1618,8 +1618,6 @@ def explain_plan(
     check_scope(inst, source)
     ex = Explainer(inst, d, objective)
     t_lp = time.perf_counter() - t0
-    all_jobs = set(range(len(inst.jobs)))
-    jobs_out = []
     per_job: list[tuple[dict, list[Evaluated]]] = []
     for j in range(len(inst.jobs)):
         bind = ex.binding(j)
@@ -1636,140 +1634,19 @@ def explain_plan(
     baseline: dict[str, Any] | None = None
     n_solves = skipped = 0
     if to_confirm:
-        # every re-solve is independent of the others: the baseline (the plan's instance) and
-        # one per distinct unit (up to identical OCSes) run together on the executor; only the
-        # savings, computed afterwards, need the baseline's objective
-        need_base = not (proven_gap is not None and proven_gap <= o.mip_gap)
-        globs: dict[str, Evaluated] = {}
-        firsts: dict[tuple, str] = {}  # canonical unit -> the first key that has it
-        modified: dict[tuple, tuple] = {}
-        for key, u in to_confirm.items():
-            if u.kind in ("reconfiguration", "unused"):
-                continue
-            globs[key] = ex.evaluate_unit(u, all_jobs)
-            canon = _canonical(inst, u)
-            if canon not in firsts:
-                firsts[canon] = key
-                modified[canon] = ex.modified(u)
-        canons = list(firsts)
-        tasks = [(inst, objective, o, d)] if need_base else []
-        tasks += [(modified[c][0], objective, o, globs[firsts[c]].decisions or d) for c in canons]
-        runner = executor if executor is not None else LocalExecutor(1)
-        rep = current()
-        finished = 0
-
-        def counted(_i: int, _res: Any) -> None:
-            nonlocal finished
-            finished += 1
-            if not runner.in_process:  # in this process each solve shows as it starts
-                rep.phase(f"confirming re-solve {finished}/{len(tasks)}")
-
-        out_res = runner.run(_solve_task, tasks, counted) if tasks else []
-        n_solves = sum(1 for r in out_res if r is not NOT_RUN)
-        if need_base:
-            res0 = out_res.pop(0)
-            if res0 is NOT_RUN:  # a stop request came first: the plan itself, at once
-                res0 = _solve(inst, objective, o, d)
-                n_solves += 1
-            if res0.objective is None:
-                raise errors.SolverError(f"re-solving the plan's instance ended {res0.status}")
-            base_obj, base_status, base_iter = ex.plan_objective, res0.status, ex.iteration
-            if res0.objective < ex.plan_objective:
-                base_obj = res0.objective
-                ev0 = evaluate(inst, res0.decisions, objective, ex.cands)
-                base_iter = [float(x["iteration_time_us"]) for x in ev0.jobs]
-            baseline = {"objective_us": base_obj, "status": res0.status, "source": "re-solve"}
-        else:
-            base_obj, base_status, base_iter = ex.plan_objective, "optimal", ex.iteration
-            baseline = {"objective_us": base_obj, "status": "optimal", "source": "results"}
-        solved: dict[tuple, dict[str, Any]] = {}  # by unit up to identical OCSes
-        for canon, res in zip(canons, out_res):
-            if res is NOT_RUN:  # a stop request: not started
-                solved[canon] = {"saving_us": None, "status": "interrupted", "same_as": None}
-                skipped += 1
-            elif res.objective is None:
-                solved[canon] = {"saving_us": None, "status": res.status, "same_as": None}
-            else:
-                inst2, cands2 = modified[canon]
-                ev2 = evaluate(inst2, res.decisions, objective, cands2)
-                solved[canon] = {
-                    "saving_us": base_obj - res.objective,
-                    "objective_us": res.objective,
-                    "status": res.status,
-                    "iteration_us": [float(x["iteration_time_us"]) for x in ev2.jobs],
-                    "same_as": None,
-                }
-            solved[canon]["_first"] = firsts[canon]
-        for key, u in to_confirm.items():
-            if u.kind == "reconfiguration":
-                confirmed[key] = {"saving_us": 0.0, "status": "not solved (nothing to change)"}
-                continue
-            if u.kind == "unused":  # nothing bought: the re-solve of the instance itself
-                confirmed[key] = {
-                    "saving_us": ex.plan_objective - base_obj,
-                    "objective_us": base_obj,
-                    "status": base_status,
-                    "iteration_us": base_iter,
-                }
-                continue
-            glob = globs[key]
-            first = solved[_canonical(inst, u)]
-            confirmed[key] = {k: v for k, v in first.items() if k != "_first"}
-            if first["_first"] != key:  # an identical OCS: the same MILP up to relabelling
-                confirmed[key]["same_as"] = first["_first"]
-            confirmed[key]["global_predicted_us"] = glob.predicted_us
-            confirmed[key]["global_plan_us"] = glob.plan_us
+        confirmed, baseline, n_solves, skipped = _confirm(
+            ex, to_confirm, objective, o, d, proven_gap, executor
+        )
     t_confirm = time.perf_counter() - t1
     tol = max(1e-6, o.mip_gap * (baseline or {}).get("objective_us", ex.plan_objective) * 2)
+    jobs_out = []
     resources: dict[str, dict[str, Any]] = {}
-    for j, job in enumerate(inst.jobs):
-        bind, evs = per_job[j]
-        entries = [_entry(e, confirmed.get(e.unit.key), j, tol) for e in evs]
-        seen: dict[tuple, str] = {}
-        for e, entry in zip(evs, entries):  # identical OCSes give identical rows
-            sig = (
-                _canonical(inst, e.unit),
-                round(e.predicted_job_us, 6),
-                None if e.plan_job_us is None else round(e.plan_job_us, 6),
-            )
-            first = seen.setdefault(sig, e.unit.key)
-            entry["equivalent_to"] = None if first == e.unit.key else first
-        best = entries[0] if entries and evs[0].predicted_job_us > EPS else None
-        weight = ex.obj.job.get(j, 0.0)
-        item = {
-            "job": job.name,
-            "iteration_time_us": ex.iteration[j],
-            "compute_time_us": job.compute_time_us,
-            "objective_weight": weight,
-            "critical": weight > EPS,
-            "binding": _binding_json(ex, j, bind, best),
-            "best": best,
-            "candidates": entries,
-            "sensitive_pairs": _pairs_json(ex, j),
-            "nvlink_share_us": ex.nvlink_share(j),
-        }
-        if inst.relay_overhead_us is not None:  # hand-off time on its critical steps
-            item["relay_handoff_us"] = ex.job.relay.get(j, 0.0) * inst.relay_overhead_us
-        item["sentence"] = _sentence(item, objective, baseline)
+    for j in range(len(inst.jobs)):
+        item = _job_item(ex, j, per_job[j], confirmed, tol, objective, baseline)
         jobs_out.append(item)
-        for e in entries:
+        for e in item["candidates"]:
             if e["confirmed_saving_us"] is not None:
-                resources.setdefault(
-                    e["key"],
-                    {
-                        "key": e["key"],
-                        "resource": e["resource"],
-                        "unit": e["unit"],
-                        "label": e["label"],
-                        "predicted_saving_us": confirmed[e["key"]].get("global_predicted_us"),
-                        "plan_saving_us": confirmed[e["key"]].get("global_plan_us"),
-                        "confirmed_saving_us": e["confirmed_saving_us"],
-                        "confirmed_objective_us": e["confirmed_objective_us"],
-                        "confirmed_status": e["confirmed_status"],
-                        "confirmed_same_as": e["confirmed_same_as"],
-                        "idle": e["idle"],
-                    },
-                )
+                resources.setdefault(e["key"], _resource_row(e, confirmed[e["key"]]))
     out = {
         "explain_version": EXPLAIN_VERSION,
         "results": source,
@@ -1791,6 +1668,180 @@ def explain_plan(
         },
     }
     return clean_json(out)
+
+
+def _confirm(
+    ex: Explainer,
+    to_confirm: dict[str, Unit],
+    objective: str,
+    o: ExplainOptions,
+    d: Decisions,
+    proven_gap: float | None,
+    executor: Executor | None,
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any], int, int]:
+    """Re-solve the joint MILP with each unit of ``to_confirm`` (once per unit up to identical
+    OCSes) and, unless the results prove the plan optimal within the MIP gap, without any:
+    every re-solve is independent, so they run together on the executor; only the savings,
+    computed afterwards, need the baseline's objective. Returns (confirmed rows by unit key,
+    baseline, solves run, solves not started)."""
+    inst = ex.inst
+    need_base = not (proven_gap is not None and proven_gap <= o.mip_gap)
+    globs: dict[str, Evaluated] = {}
+    firsts: dict[tuple, str] = {}  # canonical unit -> the first key that has it
+    modified: dict[tuple, tuple] = {}
+    all_jobs = set(range(len(inst.jobs)))
+    for key, u in to_confirm.items():
+        if u.kind in ("reconfiguration", "unused"):
+            continue
+        globs[key] = ex.evaluate_unit(u, all_jobs)
+        canon = _canonical(inst, u)
+        if canon not in firsts:
+            firsts[canon] = key
+            modified[canon] = ex.modified(u)
+    canons = list(firsts)
+    tasks = [(inst, objective, o, d)] if need_base else []
+    tasks += [(modified[c][0], objective, o, globs[firsts[c]].decisions or d) for c in canons]
+    runner = executor if executor is not None else LocalExecutor(1)
+    rep = current()
+    finished = 0
+
+    def counted(_i: int, _res: Any) -> None:
+        nonlocal finished
+        finished += 1
+        if not runner.in_process:  # in this process each solve shows as it starts
+            rep.phase(f"confirming re-solve {finished}/{len(tasks)}")
+
+    out_res = runner.run(_solve_task, tasks, counted) if tasks else []
+    n_solves = sum(1 for r in out_res if r is not NOT_RUN)
+    if need_base:
+        res0 = out_res.pop(0)
+        if res0 is NOT_RUN:  # a stop request came first: the plan itself, at once
+            res0 = _solve(inst, objective, o, d)
+            n_solves += 1
+        base = _baseline(ex, objective, res0)
+    else:
+        base = (ex.plan_objective, "optimal", ex.iteration)
+    solved = _solved(modified, firsts, canons, out_res, objective, base[0])
+    skipped = sum(1 for r in out_res if r is NOT_RUN)
+    confirmed = _confirmed_rows(ex, to_confirm, globs, solved, base)
+    source = "re-solve" if need_base else "results"
+    baseline = {"objective_us": base[0], "status": base[1], "source": source}
+    return confirmed, baseline, n_solves, skipped
+
+
+def _baseline(ex: Explainer, objective: str, res0) -> tuple[float, str, list[float]]:
+    """(objective, status, iteration times) of the plan's instance re-solved: the plan's own
+    unless the re-solve found better."""
+    if res0.objective is None:
+        raise errors.SolverError(f"re-solving the plan's instance ended {res0.status}")
+    if res0.objective < ex.plan_objective:
+        ev0 = evaluate(ex.inst, res0.decisions, objective, ex.cands)
+        return res0.objective, res0.status, [float(x["iteration_time_us"]) for x in ev0.jobs]
+    return ex.plan_objective, res0.status, ex.iteration
+
+
+def _solved(modified, firsts, canons, out_res, objective: str, base_obj: float) -> dict:
+    """Each canonical unit's re-solve: saving against the baseline, status, iteration times
+    (scored by the evaluator on the modified instance), and the first unit key that has it."""
+    solved: dict[tuple, dict[str, Any]] = {}  # by unit up to identical OCSes
+    for canon, res in zip(canons, out_res):
+        if res is NOT_RUN:  # a stop request: not started
+            solved[canon] = {"saving_us": None, "status": "interrupted", "same_as": None}
+        elif res.objective is None:
+            solved[canon] = {"saving_us": None, "status": res.status, "same_as": None}
+        else:
+            inst2, cands2 = modified[canon]
+            ev2 = evaluate(inst2, res.decisions, objective, cands2)
+            solved[canon] = {
+                "saving_us": base_obj - res.objective,
+                "objective_us": res.objective,
+                "status": res.status,
+                "iteration_us": [float(x["iteration_time_us"]) for x in ev2.jobs],
+                "same_as": None,
+            }
+        solved[canon]["_first"] = firsts[canon]
+    return solved
+
+
+def _confirmed_rows(ex: Explainer, to_confirm, globs, solved, base) -> dict[str, dict[str, Any]]:
+    """The confirmation of every unit key: its canonical unit's re-solve (``same_as`` the
+    first key with it), with the unit's global first-order and kept-plan savings."""
+    base_obj, base_status, base_iter = base
+    confirmed: dict[str, dict[str, Any]] = {}
+    for key, u in to_confirm.items():
+        if u.kind == "reconfiguration":
+            confirmed[key] = {"saving_us": 0.0, "status": "not solved (nothing to change)"}
+            continue
+        if u.kind == "unused":  # nothing bought: the re-solve of the instance itself
+            confirmed[key] = {
+                "saving_us": ex.plan_objective - base_obj,
+                "objective_us": base_obj,
+                "status": base_status,
+                "iteration_us": base_iter,
+            }
+            continue
+        glob = globs[key]
+        first = solved[_canonical(ex.inst, u)]
+        confirmed[key] = {k: v for k, v in first.items() if k != "_first"}
+        if first["_first"] != key:  # an identical OCS: the same MILP up to relabelling
+            confirmed[key]["same_as"] = first["_first"]
+        confirmed[key]["global_predicted_us"] = glob.predicted_us
+        confirmed[key]["global_plan_us"] = glob.plan_us
+    return confirmed
+
+
+def _job_item(
+    ex: Explainer, j: int, units, confirmed: dict, tol: float, objective: str, baseline
+) -> dict[str, Any]:
+    """Job j's explanation: what binds it, its units ranked (identical OCSes marked
+    ``equivalent_to``), its sensitive pairs and its one-sentence summary."""
+    inst, job = ex.inst, ex.inst.jobs[j]
+    bind, evs = units
+    entries = [_entry(e, confirmed.get(e.unit.key), j, tol) for e in evs]
+    seen: dict[tuple, str] = {}
+    for e, entry in zip(evs, entries):  # identical OCSes give identical rows
+        sig = (
+            _canonical(inst, e.unit),
+            round(e.predicted_job_us, 6),
+            None if e.plan_job_us is None else round(e.plan_job_us, 6),
+        )
+        first = seen.setdefault(sig, e.unit.key)
+        entry["equivalent_to"] = None if first == e.unit.key else first
+    best = entries[0] if entries and evs[0].predicted_job_us > EPS else None
+    weight = ex.obj.job.get(j, 0.0)
+    item = {
+        "job": job.name,
+        "iteration_time_us": ex.iteration[j],
+        "compute_time_us": job.compute_time_us,
+        "objective_weight": weight,
+        "critical": weight > EPS,
+        "binding": _binding_json(ex, j, bind, best),
+        "best": best,
+        "candidates": entries,
+        "sensitive_pairs": _pairs_json(ex, j),
+        "nvlink_share_us": ex.nvlink_share(j),
+    }
+    if inst.relay_overhead_us is not None:  # hand-off time on its critical steps
+        item["relay_handoff_us"] = ex.job.relay.get(j, 0.0) * inst.relay_overhead_us
+    item["sentence"] = _sentence(item, objective, baseline)
+    return item
+
+
+def _resource_row(e: dict[str, Any], conf: dict[str, Any]) -> dict[str, Any]:
+    """One confirmed unit in the cluster-wide ``resources`` table."""
+    return {
+        "key": e["key"],
+        "resource": e["resource"],
+        "unit": e["unit"],
+        "label": e["label"],
+        "predicted_saving_us": conf.get("global_predicted_us"),
+        "plan_saving_us": conf.get("global_plan_us"),
+        "confirmed_saving_us": e["confirmed_saving_us"],
+        "confirmed_objective_us": e["confirmed_objective_us"],
+        "confirmed_status": e["confirmed_status"],
+        "confirmed_same_as": e["confirmed_same_as"],
+        "idle": e["idle"],
+    }
 
 
 def _entry(e: Evaluated, conf: dict | None, j: int, tol: float) -> dict[str, Any]:

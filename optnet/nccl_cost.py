@@ -137,6 +137,20 @@ MAX_NTHREADS: dict[str, int] = {"ll": 512, "ll128": 640, "simple": 512}
 THREAD_THRESHOLD: dict[str, int] = {"ll": 8, "ll128": 8, "simple": 64}
 
 
+def nsteps(kind: str, ranks: int) -> int:
+    """NCCL's steps of a collective over ``ranks`` (tuning.cc ``nsteps``): 2(p-1) for
+    all-reduce, p-1 for all-gather and reduce-scatter, p otherwise."""
+    if kind == "all_reduce":
+        return 2 * (ranks - 1)
+    return ranks - 1 if kind in ("all_gather", "reduce_scatter") else ranks
+
+
+def net_overhead_us(protocol: str) -> float:
+    """NCCL's time to launch one network step (``getNetOverhead``, tuning.cc lines 228-233 and
+    404-410): :data:`NET_OVERHEAD_US`, x 3 for Simple."""
+    return NET_OVERHEAD_US * (3 if protocol == "simple" else 1)
+
+
 def ring_channels(protocol: str, nbytes: float, ranks: int) -> int:
     """The channels NCCL gives a ring collective of ``nbytes`` (src/enqueue.cc
     ``topoGetAlgoInfo``, lines 2092-2097): from :data:`MAX_CHANNELS`, one fewer while
@@ -168,9 +182,8 @@ def proxy_floor_us(
         or kind not in ("all_reduce", "all_gather", "reduce_scatter")
     ):
         return 0.0
-    steps = 2 * (ranks - 1) if kind == "all_reduce" else ranks - 1
     launches = max(1.0, 2 * ring_channels(protocol, nbytes, ranks) / (ranks / nodes))
-    return steps * (launches - 1) * NET_OVERHEAD_US * (3 if protocol == "simple" else 1)
+    return nsteps(kind, ranks) * (launches - 1) * net_overhead_us(protocol)
 
 
 def nic_efficiency(configured: float | None) -> float:
@@ -274,12 +287,7 @@ def cap_floor_us(
         cap = min(cap, tree_max_busbw(protocol, kind, nodes, nics, gpu_arch))
     if math.isinf(cap):
         return 0.0
-    if nccl_algorithm == "tree":
-        ratio = 0.5
-    else:
-        steps = {"all_reduce": 2 * (ranks - 1), "all_gather": ranks - 1}.get(kind, ranks)
-        steps = ranks - 1 if kind == "reduce_scatter" else steps
-        ratio = ranks / steps
+    ratio = 0.5 if nccl_algorithm == "tree" else ranks / nsteps(kind, ranks)
     return nbytes / (cap * ratio * 1e3)
 
 
@@ -355,7 +363,7 @@ def latency_us(
             return base + (lat_nvl if nodes == 1 else net_step)
         steps = 2 * (ranks - 1) if kind == "all_reduce" else ranks - 1
         net_steps = 0 if nodes == 1 else (2 * (nodes - 1) if kind == "all_reduce" else nodes - 1)
-        o_net = 0.0 if nodes == 1 else NET_OVERHEAD_US * (3 if protocol == "simple" else 1)
+        o_net = 0.0 if nodes == 1 else net_overhead_us(protocol)
         return base + (steps - net_steps) * max(lat_nvl, o_net) + net_steps * net_step
     if nccl_algorithm == "tree":
         return base + 2 * ((ppn - 1) * lat_nvl + _log2i(nodes) * net_step)

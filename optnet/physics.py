@@ -176,10 +176,8 @@ def uplink_rate_gbps(inst: Instance, rack: int) -> float:
     pf = inst.packet
     assert pf is not None
     rk = inst.racks[rack]
-    gbps = max(1, len(rk.servers)) * server_packet_rate_gbps(inst) / pf.oversubscription
-    if rk.extra_uplinks:
-        gbps += rk.extra_uplinks * server_packet_rate_gbps(inst)
-    return gbps
+    rate = server_packet_rate_gbps(inst)
+    return max(1, len(rk.servers)) * rate / pf.oversubscription + rk.extra_uplinks * rate
 
 
 def hybrid_inverse_rate(inst: Instance, q: int, rack_a: int, rack_b: int) -> float:

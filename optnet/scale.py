@@ -35,6 +35,7 @@ from optnet.bounds import (
     merged_cluster,
     relaxed_cluster,
 )
+from optnet.candidates import all_candidates
 from optnet.construct import constructive_plan
 from optnet.decisions import Circuit, Decisions, Lightpath, Targets
 from optnet.errors import InfeasibleError, NoIncumbentError
@@ -1063,12 +1064,13 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
     first_us = evaluate(inst, first, o.objective).objective_us if first is not None else None
     rep.offer(inst, incumbent=first_us)  # _greedy_incumbent keeps only feasible plans
     moves = placed = 0
+    cands = None if small else all_candidates(inst)  # what every move scores plans with
     if first is not None and o.objective == "max-iteration" and not small:
         first, moves = improve_circuits(
-            inst, first, o.objective, t0 + TIME_PLAN.first_moves * deadline
+            inst, first, o.objective, t0 + TIME_PLAN.first_moves * deadline, cands
         )
         first, placed = improve_placement(
-            inst, first, o.objective, t0 + TIME_PLAN.first_placement * deadline, seed=o.seed
+            inst, first, o.objective, t0 + TIME_PLAN.first_placement * deadline, cands, o.seed
         )
         if moves or placed:
             rep.offer(inst, incumbent=evaluate(inst, first, o.objective).objective_us)
@@ -1130,13 +1132,13 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
         moves_until = time.perf_counter() + TIME_PLAN.circuit_moves * (
             improve_until - time.perf_counter()
         )
-        decisions, more = improve_circuits(inst, decisions, o.objective, moves_until)
+        decisions, more = improve_circuits(inst, decisions, o.objective, moves_until, cands)
         moves += more
         placed_until = time.perf_counter() + TIME_PLAN.placement_moves * (
             improve_until - time.perf_counter()
         )
         decisions, again = improve_placement(
-            inst, decisions, o.objective, placed_until, seed=o.seed
+            inst, decisions, o.objective, placed_until, cands, o.seed
         )
         placed += again
         if more or again:

@@ -368,8 +368,9 @@ def placement_moves(
     rng.shuffle(racks)
     to_free = sorted((r for r in racks if free[r]), key=lambda r: (r not in mine, -len(free[r])))
     to_swap = [r for r in racks if r in mine]
-    rank = {jj: {m: i for i, m in enumerate(slot_pressure(cands, d, jj))} for jj in d.placement}
-    for m in slot_pressure(cands, d, j)[:n]:
+    pressure = {jj: slot_pressure(cands, d, jj) for jj in d.placement}
+    rank = {jj: {m: i for i, m in enumerate(order)} for jj, order in pressure.items()}
+    for m in pressure[j][:n]:
         s = d.placement[j][m]
         ra = inst.servers[s].rack
         for rb in [r for r in to_free if r != ra][:RACKS_PER_SLOT]:

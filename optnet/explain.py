@@ -284,9 +284,14 @@ def _slowest_reconfiguring(inst: Instance, d: Decisions) -> dict[int, float]:
 
 
 def fixed_lp_sensitivities(
-    inst: Instance, cands: tuple[JobCandidates, ...], d: Decisions, objective: str
+    inst: Instance,
+    cands: tuple[JobCandidates, ...],
+    d: Decisions,
+    objective: str,
+    cross: list[dict[tuple[str, int], int]] | None = None,
 ) -> tuple[Sensitivities, Sensitivities]:
-    """Fix the plan's integer decisions, solve the LP, turn duals into sensitivities.
+    """Fix the plan's integer decisions, solve the LP, turn duals into sensitivities
+    (``cross``: ``evaluate.plan_leaf_flows`` of the plan, when the caller has it).
 
     Returns (objective-level, job-level). The job-level LP minimises ``sum_j iter[j]``: with the
     integers fixed the jobs share no variable, so each job's rows carry d(iter_j)/d(parameter).
@@ -332,7 +337,8 @@ def fixed_lp_sensitivities(
     if md.objective not in ("weighted-sum",):
         rows.extend(("job", j, m.max_iteration[j], m.Z) for j in m.JOBS)
     coef = [_coef(con, var) for _t, _k, con, var in rows]
-    cross = plan_leaf_flows(inst, d, cands) if md.shared else []
+    if md.shared and cross is None:
+        cross = plan_leaf_flows(inst, d, cands)
     opt = SolverFactory("highs")
     out = []
     for per_job in (False, True):
@@ -1021,14 +1027,16 @@ class Explainer:
             )
         self.plan_objective = float(ev.objective_us)
         self.iteration = [float(j["iteration_time_us"]) for j in ev.jobs]
-        self.obj, self.job = fixed_lp_sensitivities(inst, self.cands, d, objective)
+        self.cross = plan_leaf_flows(inst, d, self.cands) if physics.congestion_model(inst) else []
+        self.obj, self.job = fixed_lp_sensitivities(
+            inst, self.cands, d, objective, self.cross or None
+        )
         if abs(self.obj.objective - self.plan_objective) > 1e-6 * max(1.0, self.plan_objective):
             raise errors.SolverError(
                 f"internal error: the fixed LP gives {self.obj.objective} but the evaluator "
                 f"{self.plan_objective}; the model cannot represent these decisions"
             )
         self.state0 = PlanState(inst, self.cands, d)
-        self.cross = plan_leaf_flows(inst, d, self.cands) if physics.congestion_model(inst) else []
         self._cands_cache: dict[str, tuple[Instance, tuple[JobCandidates, ...]]] = {}
 
     # -- helpers

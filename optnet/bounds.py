@@ -23,6 +23,7 @@ import math
 from collections import defaultdict
 from dataclasses import replace
 
+from optnet import transports
 from optnet.decisions import Targets
 from optnet.instance import Instance, Ocs, Rack, Server
 
@@ -84,6 +85,9 @@ def ideal_bound(inst: Instance, objective: str = "max-iteration") -> float:
         from optnet.physics import ws_inverse_rate
 
         beta = min(beta, ws_inverse_rate(inst, inst.ws.channels))
+    for t, part in transports.active(inst):  # or own every unit of a plug-in transport
+        cap, per_byte = t.slot_capacity(inst, part)
+        beta = min(beta, per_byte[cap])
     iters = []
     for jc in all_candidates(inst):
         exposed = overl = 0.0
@@ -188,7 +192,7 @@ def _shared_transceivers(md) -> tuple[float, Targets | None]:
     uses what rounding leaves)."""
     import itertools
 
-    if md.has_packet or md.has_ws or md.hybrid or md.relay or md.H > 1:
+    if md.has_packet or md.has_ws or md.plugins or md.hybrid or md.relay or md.H > 1:
         return 0.0, None
     colls = md.cands[0].collectives
     choices = [range(len(cc.options)) for cc in colls]

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from optnet import transports
+
 if TYPE_CHECKING:
     from optnet.instance import Instance
 
@@ -135,6 +137,12 @@ FEATURES: dict[Feature, FeatureInfo] = {
 }
 
 
+for _t in transports.TRANSPORTS:  # each plug-in transport is a feature (optnet.transports)
+    FEATURES[_t.feature] = FeatureInfo(
+        f"topology.{_t.key}", _t.feature, lambda i, k=_t.key: k in i.transports
+    )
+
+
 @dataclass(frozen=True)
 class Refusal:
     features: tuple[Feature, ...]
@@ -170,6 +178,11 @@ REFUSED_PAIRS: tuple[Refusal, ...] = (
         (_F.RELAYS, _F.DIRECT),
         "a direct-connect fabric is priced by traffic x hops, not by step schedules (§7b)",
         remedy="remove topology.relay",
+    ),
+    *(
+        Refusal((other, t.feature), why, remedy=f"remove topology.{t.key}")
+        for t in transports.TRANSPORTS
+        for other, why in t.refused_with.items()
     ),
 )
 
@@ -223,6 +236,11 @@ REFUSED: tuple[Refusal, ...] = (
             ),
         )
     ),  # fmt: skip
+    *(
+        Refusal((t.feature,), why, Consumer(c), f"remove topology.{t.key}")
+        for t in transports.TRANSPORTS
+        for c, why in t.refused.items()
+    ),
 )
 
 #: Features ``auto`` leaves to the whole joint model (its bound, blocks and constructive plan do
@@ -232,6 +250,7 @@ DELEGATED: dict[Feature, str] = {
     Feature.PHASES: "communication phases (a reconfiguration delays every job)",
     Feature.RELAYS: "relays through a third server",
     Feature.TENANTS: "tenant guarantees tie jobs in different blocks together",
+    **{t.feature: t.delegated for t in transports.TRANSPORTS if t.delegated},
 }
 
 
@@ -317,7 +336,7 @@ def markdown() -> str:
         _row(["---"] * (len(consumers) + 2)),
     ]
     for f, info in FEATURES.items():
-        lines.append(_row([f.value, f"`{info.field}`", *(supports(c, f) for c in consumers)]))
+        lines.append(_row([str(f), f"`{info.field}`", *(supports(c, f) for c in consumers)]))
     lines += ["", "Refused by a consumer:", ""]
     lines += [f"- {r.consumer}, {' with '.join(r.features)}: {r.reason}." for r in REFUSED]
     lines += ["", f"Pairs refused at input ({len(REFUSED_PAIRS)}):", ""]

@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from optnet import transports
 from optnet.errors import InputError, Problem
 
 if TYPE_CHECKING:
@@ -118,6 +119,9 @@ class Decisions:
     in every phase (static)."""
     relays: list[Relay] = field(default_factory=list)
     """Transfers relayed through a third server (``topology.relay``; docs/model.md §5.4)."""
+    transports: dict[str, tuple] = field(default_factory=dict)
+    """Plug-in transport key -> its part of the plan, a tuple of orderable records
+    (``optnet.transports``; the same in every phase)."""
 
     def plan(self, h: int) -> PhasePlan:
         """Circuits, lightpaths and slot schedule of phase h (the static ones when there are no
@@ -143,6 +147,7 @@ class Decisions:
             frozenset((min(a, b), max(a, b)) for a, b in self.hybrid),
             phases,
             sorted(self.relays),
+            {k: tuple(sorted(v)) for k, v in sorted(self.transports.items())},
         )
 
     def relays_of(self, job: int, collective: int) -> list[Relay]:
@@ -226,6 +231,11 @@ def to_json(inst: Instance, d: Decisions) -> dict[str, Any]:
         out["hybrid_pairs"] = [
             [inst.servers[a].name, inst.servers[b].name] for a, b in sorted(d.hybrid)
         ]
+    plugged = transports.active(inst)
+    if plugged:
+        out["transports"] = {
+            t.key: t.to_json(inst, d.transports.get(t.key, ())) for t, _ in plugged
+        }
     return out
 
 
@@ -422,6 +432,7 @@ def from_json(inst: Instance, data: Any, file: str = "solution") -> Decisions:
                 "expected {job, collective, step: INTEGER >= 0, from: SERVER, via: SERVER, "
                 "to: SERVER} with known job, collective and server names",
             )
+    d.transports = _transports_of(inst, data.get("transports"), bad)
     algs = data.get("algorithms", {})
     if not isinstance(algs, dict):
         bad("algorithms", "expected an object job -> {collective: algorithm}")
@@ -455,6 +466,25 @@ class PlanError(InputError):
 
 class Fractional(ValueError):
     """A number where a whole one is needed."""
+
+
+def _transports_of(inst: Instance, data: Any, bad) -> dict[str, tuple]:
+    """The plug-in transports' parts of a results file's ``transports`` object."""
+    if data is None:
+        return {}
+    known = {t.key: t for t, _ in transports.active(inst)}
+    if not isinstance(data, dict):
+        bad("transports", f"expected an object with keys among {sorted(known)}")
+        return {}
+    out = {}
+    for key, part in data.items():
+        if key not in known:
+            bad(f"transports.{key}", f"the instance has no such transport; it has {sorted(known)}")
+            continue
+        out[key] = known[key].from_json(
+            inst, part, lambda f, msg, k=key: bad(f"transports.{k}{f}", msg)
+        )
+    return out
 
 
 def whole(x: Any) -> int:

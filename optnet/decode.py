@@ -60,6 +60,7 @@ def decode(m: pyo.ConcreteModel, md: ModelData) -> Decisions:
             for j, a, b in md.pairs
             if any(_on(m.v[h, j, a, b, q]) for h, q in _striping_index(m, md, j, a, b))
         )
+    d.transports = {t.key: t.decode(m, md, data, d.placement) for t, data in md.plugins}
     return d.canonical()
 
 
@@ -246,6 +247,8 @@ def encode(m: pyo.ConcreteModel, md: ModelData, d: Decisions) -> list[tuple]:
                 values.append((m.stripes[j, a, b], 1.0 if on else 0.0))
     if md.has_ws:
         values.extend(_encode_ws(m, md, d))
+    for t, data in md.plugins:
+        values.extend(t.encode(m, md, data, d.placement, d.transports.get(t.key, ())))
     if md.relay:
         wanted = set(d.relays)
         for j, ci, a, g, s, i, c in m.RELAYS:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 
+from optnet import transports
 from optnet.decisions import Decisions
 from optnet.instance import Instance
 
@@ -87,6 +88,16 @@ def jain(xs: list[float]) -> float | None:
     return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
 
 
+def plugin_w(inst: Instance, d: Decisions, j: int) -> float:
+    """Watts the plug-in transports' units between job j's servers draw (``Transport.lit_watts``,
+    docs/model.md §5.9)."""
+    servers = set(d.placement.get(j, ()))
+    return sum(
+        t.lit_watts(inst, part, d.transports.get(t.key, ()), servers)
+        for t, part in transports.active(inst)
+    )
+
+
 def energy_per_iteration_j(inst: Instance, d: Decisions, iterations_us: list[float]) -> float:
     """Total energy of one iteration (the MILP's energy objective), in joules."""
     lps = lightpaths_per_job(inst, d)
@@ -98,7 +109,7 @@ def energy_per_iteration_j(inst: Instance, d: Decisions, iterations_us: list[flo
             inst.power.gpu_busy_w * job.compute_time_us
             + inst.power.gpu_wait_w * (it - job.compute_time_us)
         )
-        total += 2 * lps[j] * p_trx * it
+        total += (2 * lps[j] * p_trx + plugin_w(inst, d, j)) * it
     total += static_power_w(inst) * max(iterations_us, default=0.0)
     return total / UJ_PER_J
 
@@ -120,7 +131,7 @@ def energy_report(
         gpu = job.gpus * (
             inst.power.gpu_busy_w * job.compute_time_us + inst.power.gpu_wait_w * wait
         )
-        trx = 2 * lps[j] * p_trx * it
+        trx = (2 * lps[j] * p_trx + plugin_w(inst, d, j)) * it
         per_iter = (gpu + trx) / UJ_PER_J
         per_run = per_iter * job.iterations
         run_energy += per_run

@@ -19,6 +19,8 @@ from optnet.collectives import busbw_factor
 from optnet.decisions import Decisions, Lightpath
 from optnet.energy import check_tenants, energy_per_iteration_j, energy_report
 from optnet.instance import Instance
+from optnet.transports import PairLink, active
+from optnet.transports import link as transport_link
 
 OBJECTIVES = ("max-iteration", "weighted-sum", "max-slowdown", "energy", "carbon")
 UNITS = {
@@ -263,44 +265,19 @@ def _lp_name(inst: Instance, lp: Lightpath) -> str:
 # --------------------------------------------------------------------------- metrics
 
 
-@dataclass(frozen=True)
-class PairLink:
-    """The connection a slot pair actually has.
-
-    ``fixed_us``, ``propagation_us`` and ``inverse_rate`` describe the pair as one link (alpha and
-    beta of docs/model.md §2; for a striped ``hybrid`` pair the larger of the two latencies and
-    1 / (q rate + packet rate)). With a congestion model the two parts are costed apart: the
-    lightpath part (``lp_*``, per byte of the whole transfer) and the packet part (``pkt_*``,
-    carrying ``packet_share`` of the bytes through NICs and uplinks shared with other flows).
-    """
-
-    kind: str  # "lightpath", "wavelength_switched", "packet", "hybrid" or "none"
-    lightpaths: int
-    fixed_us: float
-    propagation_us: float
-    inverse_rate: float  # us per byte
-    switching_us: float = 0.0
-    """Wavelength-switched fabric: guard + worst-case wait for the pair's next slot."""
-    channels: int = 0
-    """Wavelength-switched fabric: slot-channels per cycle each way."""
-    packet_share: float = 0.0
-    lp_fixed_us: float = 0.0
-    lp_propagation_us: float = 0.0
-    lp_inverse_rate: float = 0.0
-    pkt_fixed_us: float = 0.0
-    pkt_propagation_us: float = 0.0
-
-    @property
-    def alpha_us(self) -> float:
-        return self.fixed_us + self.propagation_us + self.switching_us
-
-
 def pair_link(
-    inst: Instance, sa: int, sb: int, q: int, k: int = 0, hybrid: bool = False
+    inst: Instance,
+    sa: int,
+    sb: int,
+    q: int,
+    k: int = 0,
+    hybrid: bool = False,
+    plugged: dict[str, tuple] | None = None,
 ) -> PairLink:
     """Link of servers sa, sb given q lightpaths, k wavelength-switched slot-channels per cycle
-    between them (a pair uses one of those transports, ``check_ws``) and whether the pair also
-    stripes over the packet fabric (docs/model.md §2, §5.7)."""
+    between them, the plug-in transports' parts of the plan ``plugged`` (a pair uses one of
+    those transports, ``check_transports``) and whether the pair also stripes over the packet
+    fabric (docs/model.md §2, §5.7, §5.9)."""
     ra, rb = inst.servers[sa].rack, inst.servers[sb].rack
     striped = hybrid and q >= 1 and physics.hybrid_enabled(inst)
     if q >= 1:
@@ -347,6 +324,9 @@ def pair_link(
             physics.ws_switching_us(inst, k),
             k,
         )
+    own = transport_link(inst, plugged, sa, sb) if plugged else None
+    if own is not None and own.kind != "none":
+        return own
     if inst.packet is not None:
         pk_fixed = physics.packet_fixed_latency_us(inst, ra, rb)
         pk_prop = physics.packet_propagation_us(inst, ra, rb)
@@ -619,7 +599,7 @@ def _option_time_shared(
         worst, worst_bd = 0.0, (0.0, 0.0, 0.0, 0.0)
         for mult, sa, sb, nbytes, link in flows:
             cands = []
-            if link.kind == "wavelength_switched":  # its own slot-channels: shares no link
+            if link.own_path:  # slot-channels or a plug-in's links of its own: shares nothing
                 cands.append(
                     (
                         mult * link.fixed_us,
@@ -737,14 +717,16 @@ def time_average_iterations(
     return times
 
 
-def _job_links(inst: Instance, jc: JobCandidates, servers, q, ws_k, hybrid) -> dict:
+def _job_links(inst: Instance, jc: JobCandidates, servers, q, ws_k, d: Decisions) -> dict:
     """Server pair (a < b) -> its PairLink for every slot pair job ``jc`` may use, given the
-    lightpath counts ``q``, slot-channels ``ws_k`` and striped pairs ``hybrid``."""
+    lightpath counts ``q``, slot-channels ``ws_k``, and the plan's striped pairs and plug-in
+    transports."""
     links = {}
     for a, b in jc.pairs:
         sa, sb = servers[a], servers[b]
         key = (min(sa, sb), max(sa, sb))
-        links[key] = pair_link(inst, sa, sb, q[key], ws_k.get(key, 0), key in hybrid)
+        ws = ws_k.get(key, 0)
+        links[key] = pair_link(inst, sa, sb, q[key], ws, key in d.hybrid, d.transports)
     return links
 
 
@@ -761,7 +743,7 @@ def _plan_links(inst: Instance, d: Decisions, cands) -> tuple[list[dict], list[l
         for h in range(len(qs))
     ]
     return qs, [
-        [_job_links(inst, jc, d.placement[ji], qh, wk, d.hybrid) for qh, wk in zip(qs, ws_ks)]
+        [_job_links(inst, jc, d.placement[ji], qh, wk, d) for qh, wk in zip(qs, ws_ks)]
         for ji, jc in enumerate(cands)
     ]
 
@@ -1013,13 +995,36 @@ def _violations(inst: Instance, d: Decisions) -> list[str]:
             + check_ws(inst, d)
             + check_hybrid(inst, d)
             + check_relays(inst, d)
+            + check_transports(inst, d)
         )
     return (
         check_placement(inst, d)
         + check_phases(inst, d)
         + check_tenants(inst, d)
         + check_hybrid(inst, d)
+        + check_transports(inst, d)
     )
+
+
+def check_transports(inst: Instance, d: Decisions) -> list[str]:
+    """Each plug-in transport's own check (``Transport.check``), parts of transports the
+    instance does not define, and a pair on a plug-in that also has lightpaths or slot-channels
+    in some phase (one transport per pair, docs/model.md §5.9)."""
+    plugged = active(inst)
+    keys = {t.key for t, _ in plugged}
+    out = [f"transport {k!r}: the instance defines none" for k in d.transports if k not in keys]
+    phases = range(len(d.phases)) if d.phases is not None else range(1)
+    taken = set()
+    for h in phases:
+        taken |= set(d.plan(h).pair_counts()) | set(d.plan(h).ws_counts())
+    for t, part in plugged:
+        mine = d.transports.get(t.key, ())
+        out += t.check(inst, part, mine)
+        for sa, sb in sorted(taken):
+            if t.link(inst, part, mine, sa, sb).kind != "none":
+                names = f"{inst.servers[sa].name}<->{inst.servers[sb].name}"
+                out.append(f"{names}: {t.key} beside lightpaths or slot-channels (one transport)")
+    return out
 
 
 def _lightpath_counts(d: Decisions, H: int) -> list[dict[tuple[int, int], int]]:

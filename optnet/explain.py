@@ -1557,10 +1557,11 @@ READ_FIELDS = frozenset(
 #: Fields only the energy and carbon objectives read; explain refuses those objectives.
 OBJECTIVE_ONLY_FIELDS = frozenset({"power", "carbon"})
 #: Fields explain reads only when they hold their plain form; ``capabilities`` refuses
-#: the rest (a direct fabric, a relaxed cluster, time-average sharing of the packet fabric).
+#: the rest (a direct fabric, a relaxed cluster, time-average sharing of the packet fabric,
+#: a plug-in transport).
 SCOPED_FIELDS = frozenset(
     {"direct",
-     "real_rack_sizes", "packet"}
+     "real_rack_sizes", "packet", "transports"}
 )  # fmt: skip
 
 

@@ -36,7 +36,7 @@ import pyomo.environ as pyo
 from pyomo.contrib.solver.common.factory import SolverFactory
 from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
 
-from optnet import interrupt
+from optnet import interrupt, transports
 from optnet.candidates import all_candidates
 from optnet.instance import Instance
 from optnet.model import FAMILIES, model_data
@@ -318,23 +318,25 @@ def _why_cut_off(inst: Instance, r: int, live: dict[tuple[int, int], int]) -> st
 
 def cut_off_servers(inst: Instance) -> dict[int, str]:
     """Usable servers that can exchange bytes with no other server in any plan, by rack: rack
-    index -> why. A server reaches another through a packet fabric or a wavelength-switched
-    grating it is attached to, or through a live transceiver on an OCS whose trunk from its
-    rack survives and that joins it, within the power budget, to a rack with another usable
-    server holding a live transceiver there (its own rack only through loopback). Direct
-    fabrics are not checked (``{}``)."""
+    index -> why. A server reaches another through a packet fabric, a wavelength-switched
+    grating it is attached to or a plug-in transport (``Transport.racks_reached``), or through
+    a live transceiver on an OCS whose trunk from its rack survives and that joins it, within
+    the power budget, to a rack with another usable server holding a live transceiver there
+    (its own rack only through loopback). Direct fabrics are not checked (``{}``)."""
     from optnet import physics
 
     if inst.packet is not None or inst.direct is not None:
         return {}
-    ws_racks = set(inst.ws.racks) if inst.ws is not None else set()
+    joined = set(inst.ws.racks) if inst.ws is not None else set()
+    for t, part in transports.active(inst):
+        joined |= t.racks_reached(inst, part)
     live: dict[tuple[int, int], int] = {}  # (rack, OCS) -> usable servers with a live trx
     for r, rk in enumerate(inst.racks):
         for o in range(len(inst.ocses)):
             live[(r, o)] = sum(1 for x in rk.servers if inst.transceivers_of(x, o))
     out = {}
     for r, rk in enumerate(inst.racks):
-        if r in ws_racks or not rk.servers:
+        if r in joined or not rk.servers:
             continue
         reachable = any(
             live[(r, o)]

@@ -8,14 +8,15 @@ every later stage is deterministic.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from optnet import schema
+from optnet import schema, transports
 from optnet.errors import InputError, Problem
 from optnet.load import load_sections
 
@@ -212,6 +213,8 @@ class Instance:
     library: str = "ideal"
     """Communication library the jobs run (``optnet.library``): ideal or nccl. Not part of
     ``input_hash``: like the solver options it changes which plan is chosen, not the input."""
+    transports: dict[str, Any] = field(default_factory=dict, compare=False)
+    """Plug-in transport key -> its instance part (``optnet.transports``; only those defined)."""
     family: str | None = None
     """The algorithms the candidates offer when not ``library``'s own (``solve --nccl-baseline``:
     NCCL's algorithms at ``ideal``'s prices; ``library.family``)."""
@@ -368,12 +371,14 @@ def build_instance(
     if cluster.wavelength_switched is not None:
         ws_fabric = _ws_fabric(cluster.wavelength_switched, racks, tp)
     _check_packet(cluster.packet_fabric, tp)
+    plugged = _transport_parts(cluster, racks, tp)
     jobs, phases = _jobs(workload, cluster.gpus_per_server, len(servers), wp)
     if problems:
         raise InputError(problems)
     raw = _hashed_input(inst.constants, topology_given, workload)
     parts = (racks, servers, ocses, t_ocs, jobs, phases, direct_fabric, ws_fabric)
     instance = _assemble(inst, cluster, workload, raw, files, default_name, *parts)
+    instance = dataclasses.replace(instance, transports=plugged) if plugged else instance
     _refuse_pairs(instance, tp, wp)
     if problems:
         raise InputError(problems)
@@ -568,6 +573,7 @@ def _hashed_input(consts, given: schema.Cluster, workload: schema.Workload) -> d
         "workload": _workload_raw(workload),
     }
     for key in (
+        *(t.key for t in transports.TRANSPORTS),
         "wavelength_switched",
         "relay",
         "nvlink_sharp_efficiency",
@@ -585,6 +591,16 @@ def _hashed_input(consts, given: schema.Cluster, workload: schema.Workload) -> d
             del raw["constants"][key]
     _drop_phase_defaults(raw)
     return raw
+
+
+def _transport_parts(cluster: schema.Cluster, racks: list[Rack], tp) -> dict[str, Any]:
+    """Key -> instance part of every transport plug-in the topology defines."""
+    out = {}
+    for t in transports.TRANSPORTS:
+        spec = getattr(cluster, t.key)
+        if spec is not None:
+            out[t.key] = t.part(spec, racks, lambda f, msg, k=t.key: tp(f"{k}.{f}", msg))
+    return out
 
 
 def _refuse_pairs(instance: Instance, tp, wp) -> None:

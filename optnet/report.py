@@ -386,6 +386,8 @@ def report_model(r: dict[str, Any]) -> Report:
                 "proportion to their rates (docs/model.md §2).",
             )
         )
+    for key, items in (r.get("transports") or {}).items():  # plug-in transports' parts
+        rep.tables.append(_transport_table(key, items))
     if r.get("relays"):
         rep.tables.append(
             Table(
@@ -815,3 +817,20 @@ def render(r: dict[str, Any], fmt: str, plots: Sequence[str | Path] = ()) -> str
     if fmt == "html":
         return html_report(r)
     raise ValueError(f"unknown report format {fmt!r}; expected one of {FORMATS}")
+
+
+def _transport_table(key: str, items: list) -> Table:
+    """A plug-in transport's part of the plan (``optnet.transports``), one row per record; a
+    list value (two servers) prints joined."""
+    cols = list(items[0]) if items else ["servers"]
+    rows = [
+        [" <-> ".join(map(str, v)) if isinstance(v, list) else v for v in it.values()]
+        for it in items
+    ]
+    return Table(
+        key,
+        f"Transport {key}",
+        cols,
+        rows,
+        "links of the pair's own, in every phase (docs/model.md §5.9).",
+    )

@@ -15,7 +15,7 @@ from optnet.decisions import Decisions, to_json
 from optnet.evaluate import UNITS, Evaluation
 from optnet.instance import Instance
 
-SCHEMA_VERSION = "1.4"
+SCHEMA_VERSION = "1.5"  # 1.5: ``transports`` (plug-in transports' parts of the plan)
 
 
 def build_results(
@@ -82,6 +82,8 @@ def build_results(
         out["hybrid_pairs"] = dec["hybrid_pairs"]
     if "relays" in dec:  # only instances with topology.relay (or relaying decisions) carry it
         out["relays"] = dec["relays"]
+    if "transports" in dec:  # only instances with a plug-in transport (optnet.transports)
+        out["transports"] = dec["transports"]
     out["collectives"] = ev.collectives
     out["schedule"] = ev.schedule
     out["jobs"] = ev.jobs

@@ -408,3 +408,6 @@ class Results(ClosedModel):
     wavelength_switched: WavelengthSwitched | None = None
     changes: Changes | None = None
     library_gain: LibraryGain | None = None
+    transports: dict[str, Any] | None = None
+    """Each plug-in transport's part of the plan, by its key (``optnet.transports``); the
+    plug-in's own ``from_json`` checks its part strictly when a command reads the file."""

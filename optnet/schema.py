@@ -9,15 +9,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, create_model, model_validator
 from pydantic_core import InitErrorDetails
 
 from optnet import constants as C
+from optnet import transports
+from optnet.schema_types import Name, NonNegFloat, PositiveFloat, Strict
 from optnet.shorthand import TransformerSpec
-
-Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.\-]+$")]
-PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False, le=1e18)]
-NonNegFloat = Annotated[float, Field(ge=0, allow_inf_nan=False, le=1e18)]
 
 KINDS = (
     "all_reduce",
@@ -32,10 +30,6 @@ Kind = Literal[
     "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv"
 ]
 Group = Literal["tp", "pp", "dp", "ep", "cp", "dp_cp", "edp", "world"]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class Constants(Strict):
@@ -294,7 +288,7 @@ def _error_details(err: ValidationError) -> list[InitErrorDetails]:
     return out
 
 
-class Cluster(Strict):
+class _ClusterFields(Strict):
     """The cluster: servers in racks, their GPUs and transceivers, OCSes, fabrics."""
 
     gpus_per_server: Annotated[int, Field(ge=1, le=1024)]
@@ -369,6 +363,16 @@ class Cluster(Strict):
         if missing:
             raise ValidationError.from_exception_data(cls.__name__, missing)
         return out
+
+
+Cluster = create_model(
+    "Cluster",
+    __base__=_ClusterFields,
+    __doc__=_ClusterFields.__doc__,
+    __module__=__name__,
+    **transports.schema_fields(),
+)
+"""The cluster, with one optional field per transport plug-in (``optnet.transports``)."""
 
 
 class Parallelism(Strict):

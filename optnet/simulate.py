@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from optnet import physics
+from optnet import physics, transports
 from optnet.candidates import GroupSteps, Option, all_candidates
 from optnet.constants import inverse_rate_us_per_byte
 from optnet.decisions import Decisions
@@ -224,7 +224,8 @@ class _Platform:
 
     def optical(self, h: int, sa: int, sb: int) -> tuple[Hop, float] | None:
         """The optical hop sa -> sb in phase h as (hop with wait 1 us per alpha_mult, alpha):
-        its lightpaths, else its slot-channels; None without either."""
+        its lightpaths, else its slot-channels, else a plug-in transport's link; None without
+        any."""
         ra, rb = self.rack[sa], self.rack[sb]
         src, dst = f"{sa}/opt{h}", f"{sb}/opt{h}"
         q = self.lanes(h, sa, sb)
@@ -237,6 +238,11 @@ class _Platform:
             name = f"ws{h}:{sa}>{sb}" if h else f"ws:{sa}>{sb}"
             self._route(src, dst, [self._link(name, physics.ws_inverse_rate(self.inst, k))])
             return Hop(src, dst, 0.0), physics.ws_latency_us(self.inst, ra, rb, k)
+        own = transports.link(self.inst, self.d.transports, sa, sb)
+        if own.kind != "none":  # a plug-in transport's link of its own (the same every phase)
+            name = f"{own.kind}:{min(sa, sb)}-{max(sa, sb)}:{sa}>{sb}"
+            self._route(src, dst, [self._link(name, own.inverse_rate)])
+            return Hop(src, dst, 0.0), own.alpha_us
         return None
 
     def packet(self, sa: int, sb: int) -> tuple[Hop, float]:

@@ -30,6 +30,10 @@ search walks the product over phases of the per-phase configurations above
 (each collective's algorithm then chosen on the links of its own phase; the reconfiguration
 delay depends on the matchings only, so the per-collective choice stays exhaustive). Striping
 is one choice per pair for the run: the subsets are of the pairs with lightpaths in some phase.
+
+With patch panels (``topology.patch_panels``, docs/model.md §5.9) every slot pair between racks a
+panel joins, with no lightpath or slot-channel in any phase, gets every count 0..P of patched
+fibres (one choice for the run: the fibres are static), scored by the evaluator as always.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from optnet.candidates import all_candidates
 from optnet.decisions import Circuit, Decisions, Lightpath, PhasePlan, Relay, WsSlot
 from optnet.evaluate import evaluate, option_time, pair_link, relay_step_time
 from optnet.instance import Instance
+from optnet.transports.patch_panel import PatchLink
 
 
 def _matchings(items: list[int], loopback: bool):
@@ -128,8 +133,13 @@ def brute_force(inst: Instance, objective: str = "max-iteration", **eval_kwargs)
             circuits0, lps0, ws0 = combo[0]
             plans = [PhasePlan(c, lps, ws) for c, lps, ws in combo] if H > 1 else None
             every_lp = [lp for _c, lps, _w in combo for lp in lps]  # striping: one choice per pair
-            for hybrid in _hybrid_subsets(inst, cands, placement, every_lp):
+            taken = _taken_pairs(combo)
+            for hybrid, plugged in itertools.product(
+                _hybrid_subsets(inst, cands, placement, every_lp),
+                _patch_choices(inst, placement, taken),
+            ):
                 d = Decisions(placement, circuits0, lps0, {}, ws0, hybrid, plans)
+                d.transports = plugged
                 best_choices = _best_algorithms(inst, cands, d)
                 if best_choices is None:
                     continue
@@ -141,6 +151,39 @@ def brute_force(inst: Instance, objective: str = "max-iteration", **eval_kwargs)
                 if best is None or ev.objective_us < best - 1e-9:
                     best, best_d = ev.objective_us, d
     return best, best_d, scored
+
+
+def _taken_pairs(combo) -> set[tuple[int, int]]:
+    """Server pairs (a < b) with lightpaths or slot-channels in some phase of ``combo``."""
+    out = set()
+    for _c, lps, ws in combo:
+        out |= {(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b)) for lp in lps}
+        out |= {(min(e.sender, e.receiver), max(e.sender, e.receiver)) for e in ws}
+    return out
+
+
+def _patch_choices(inst, placement, taken):
+    """Every patching of ``topology.patch_panels`` (one choice for the whole run): 0..P fibres
+    for every slot pair of every job whose racks a panel joins and that has no other transport
+    (one transport per pair); the panels' and ports' limits are left to the evaluator. Without
+    patch panels, one empty choice."""
+    part = inst.transports.get("patch_panels")
+    if part is None:
+        yield {}
+        return
+    rack = [sv.rack for sv in inst.servers]
+    pairs = sorted(
+        {
+            (min(sa, sb), max(sa, sb))
+            for servers in placement.values()
+            for sa, sb in itertools.combinations(servers, 2)
+            if tuple(sorted((rack[sa], rack[sb]))) in part.fibres
+        }
+        - taken
+    )
+    for counts in itertools.product(range(part.ports_per_server + 1), repeat=len(pairs)):
+        links = tuple(PatchLink(a, b, k) for (a, b), k in zip(pairs, counts) if k)
+        yield {"patch_panels": links}
 
 
 def _ws_schedules(inst, placement, ws_keys, K, lps):
@@ -267,7 +310,9 @@ def _best_algorithms(inst, cands, d):
             for a, b in itertools.combinations(range(jc.job.slots), 2):
                 sa, sb = servers[a], servers[b]
                 key = (min(sa, sb), max(sa, sb))
-                links[key] = pair_link(inst, sa, sb, q[key], ws.get(key, 0), key in d.hybrid)
+                links[key] = pair_link(
+                    inst, sa, sb, q[key], ws.get(key, 0), key in d.hybrid, d.transports
+                )
             phase_links.append(links)
         for ci, cc in enumerate(jc.collectives):
             links = phase_links[cc.spec.phase if H > 1 else 0]

@@ -908,3 +908,85 @@ def composed_instance(kind: str, seed: int) -> Instance:
         if small:
             return inst
     raise AssertionError(f"{kind} seed {seed}: no small instance in 1000 draws")
+
+
+# --------------------------------------------------------------------------- patch panels
+
+#: The kinds tests/test_patch_panel.py checks (MILP == exhaustive search == evaluator): patch
+#: panels alone, and beside each feature they compose with.
+PATCH_KINDS = ("patch", "patch+packet", "patch+ws", "patch+phases", "patch+relay", "patch+ps")
+
+
+def _panels(rng: random.Random, n_racks: int):
+    """1-2 panels between random racks (the same rack twice: fibres inside it), 1-2 fibres of
+    0.01-2 km each, 1-2 ports per server at 50-400 Gb/s (or the transceivers' rate)."""
+    from optnet.transports.patch_panel import PanelSpec, PatchPanels
+
+    names = [f"r{i}" for i in range(n_racks)]
+    pairs = list(itertools.combinations_with_replacement(names, 2))
+    chosen = rng.sample(pairs, min(len(pairs), rng.choice([1, 2])))
+    return PatchPanels(
+        panels=[
+            PanelSpec(
+                racks=list(rs),
+                fibres=rng.choice([1, 2]),
+                length_km=round(rng.uniform(0.01, 2.0), 3),
+                fibre_type=rng.choice(["smf", "hcf"]),
+            )
+            for rs in chosen
+        ],
+        ports_per_server=rng.choice([1, 1, 2]),
+        rate_gbps=rng.choice([None, 50.0, 100.0, 400.0]),
+    )
+
+
+def _patch_draw(kind: str, rng: random.Random):
+    """(cluster, workload, tag) of one draw of ``kind`` (:data:`PATCH_KINDS`) before the panels,
+    or None."""
+    if kind == "patch+relay":
+        return _draw_relay(rng)
+    if kind == "patch+ps":
+        return _draw_ps(rng)
+    cluster, workload, tag = _draw_contended(rng) if rng.random() < 0.5 else _draw(rng)
+    n_racks = len(cluster.racks) if isinstance(cluster.racks, list) else cluster.racks.count
+    if kind == "patch+packet":  # striped or congestion-controlled, or both
+        hybrid = rng.random() < 0.5
+        packet = _packet(rng, hybrid=hybrid, congestion=not hybrid or rng.random() < 0.5)
+        cluster = cluster.model_copy(update={"packet_fabric": packet})
+    elif kind == "patch+ws":
+        cluster = cluster.model_copy(update={"wavelength_switched": _ws_fabric(rng, n_racks)})
+    elif kind == "patch+phases":
+        phased = _with_phases(rng, cluster, workload)
+        if phased is None:
+            return None
+        cluster, workload = phased
+    return cluster, _communication_bound(workload, rng.choice([0.0, 100.0])), tag
+
+
+def patch_instance(kind: str, seed: int) -> Instance:
+    """A random valid tiny instance of ``kind`` (:data:`PATCH_KINDS`) with patch panels
+    (``topology.patch_panels``), small enough for tests/brute.py (its enumeration times the
+    patch counts of every slot pair)."""
+    rng = random.Random(f"patch-{kind}-{seed}")
+    for _attempt in range(1000):
+        drawn = _patch_draw(kind, rng)
+        if drawn is None:
+            continue
+        cluster, workload, tag = drawn
+        n_racks = len(cluster.racks) if isinstance(cluster.racks, list) else cluster.racks.count
+        data = cluster.model_dump()
+        data["patch_panels"] = _panels(rng, n_racks).model_dump()
+        cluster = schema.Cluster.model_validate(data)
+        workload = schema.Workload.model_validate(workload.model_dump())
+        label = kind.replace("+", "-")
+        inst_file = schema.InstanceFile(
+            library="ideal", name=f"{tag}-{label}-{seed}", topology=cluster, workload=workload
+        )
+        inst = build_instance(inst_file, cluster, workload, default_name=f"{label}{seed}")
+        all_candidates(inst)
+        pairs = sum(math.comb(j.slots, 2) for j in inst.jobs)
+        extra = (inst.transports["patch_panels"].ports_per_server + 1) ** pairs
+        size = phased_enumeration_size(inst) if inst.n_phases > 1 else enumeration_size(inst)
+        if size * extra <= (MAX_PHASED_ENUMERATION if inst.n_phases > 1 else 20_000):
+            return inst
+    raise AssertionError(f"{kind} seed {seed}: no small instance in 1000 draws")

@@ -38,9 +38,7 @@ def _shared_leaves(inst, d: Decisions) -> int:
     for lp in d.lightpaths:
         key = (min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))
         q[key] = q.get(key, 0) + 1
-    links = [
-        [_job_links(inst, jc, d.placement[j], _Zero(q), {}, d.hybrid)] for j, jc in enumerate(cands)
-    ]
+    links = [[_job_links(inst, jc, d.placement[j], _Zero(q), {}, d)] for j, jc in enumerate(cands)]
     return sum(1 for per in _cross_job_flows(inst, d, cands, links) for n in per.values() if n)
 
 

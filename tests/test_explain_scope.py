@@ -16,6 +16,7 @@ from optnet.explain import (
     check_scope,
 )
 from optnet.instance import Instance, load_instance
+from optnet.transports.patch_panel import Panels
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT / "instances" / "tiny.yaml"
@@ -45,6 +46,9 @@ def _activate(inst: Instance, name: str) -> Instance:
         "packet": schema.PacketFabric(
             rate_gbps=100.0, congestion_control="dcqcn", job_sharing="time-average"
         ),
+        "transports": {
+            "patch_panels": Panels({(0, 1): 1}, {(0, 1): 0.0}, {(0, 1): "smf"}, 1, None)
+        },
     }
     return dataclasses.replace(inst, **{name: values[name]})
 

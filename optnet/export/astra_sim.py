@@ -655,6 +655,12 @@ def write(inst, results: dict[str, Any], opts) -> Any:
     with a note (when even that fails, the export refuses)."""
     from optnet.export import Written, safe_name
 
+    plugged = sorted(k for k, part in (results.get("transports") or {}).items() if part)
+    if plugged:  # its logical topologies are read from the lightpaths alone
+        raise OptnetError(
+            f"astra-sim: the plan also uses {', '.join(plugged)} (results `transports`), which "
+            "this export does not map to ASTRA-sim dimensions; the other formats export it"
+        )
     out = Written()
     jobs: list[AstraJob] = []
     skipped: list[str] = []

@@ -260,7 +260,8 @@ def ocs_plan(inst, results: dict[str, Any]) -> dict[str, Any]:
 
 
 def write(inst, results: dict[str, Any], opts) -> Any:
-    """``ocs.json``, ``ports.csv``, ``OCS.crossconnects.csv`` per OCS, ``changes.csv``."""
+    """``ocs.json``, ``ports.csv``, ``OCS.crossconnects.csv`` per OCS, ``changes.csv``, and
+    ``KEY.json`` per plug-in transport of the plan (``optnet.transports``: its cabling)."""
     from optnet.export import Written, safe_name
 
     doc = ocs_plan(inst, results)
@@ -302,4 +303,7 @@ def write(inst, results: dict[str, Any], opts) -> Any:
             f"{moved} of {len(doc['changes'])} phase boundaries change cross-connects "
             "(changes.csv: disconnect first, then connect)"
         )
+    for key, part in (results.get("transports") or {}).items():  # static cabling beside the OCS
+        out.files[f"{safe_name(key)}.json"] = json.dumps({key: part}, indent=2) + "\n"
+        out.notes.append(f"{key}.json: the plan's {key} (cabled by hand before the jobs start)")
     return out

@@ -21,8 +21,8 @@ import pyomo.environ as pyo
 
 from optnet.model.data import MB, ModelData
 from optnet.model.lightpaths import odd_ring_lightpaths
+from optnet.model.offers import packet_only, packet_slack, plugin_used
 from optnet.model.relay import relayed
-from optnet.model.wavelength_switching import packet_only, ws_slack
 
 
 def collective_index(md: ModelData) -> list[tuple[int, int]]:
@@ -56,16 +56,10 @@ def _striping(m: pyo.ConcreteModel, md: ModelData, p, h: int = 0) -> object:
     return sum(m.v[(h,) + p + (q,)] for q in m.LP_COUNTS)
 
 
-def _packet_only(m: pyo.ConcreteModel, md: ModelData, p, h: int) -> object:
-    """The pair sends all its bytes over the packet fabric in phase h: no lightpath and no
-    slot-channels in that phase (``wavelength_switching.packet_only``)."""
-    return packet_only(m, md, p, h)
-
-
 def uses_packet(m: pyo.ConcreteModel, md: ModelData, p, h: int = 0) -> object:
     """packet_only[h,p] + striped[h,p]: the pair sends some bytes over the packet fabric in
     phase h (binary)."""
-    return _packet_only(m, md, p, h) + _striping(m, md, p, h)
+    return packet_only(m, md, p, h) + _striping(m, md, p, h)
 
 
 def step_tables(md: ModelData) -> dict[tuple, list[tuple]]:
@@ -151,12 +145,6 @@ def md_options(m: pyo.ConcreteModel) -> list[tuple[int, int, int]]:
     return list(m.OPTIONS)
 
 
-def _ws_slack(m, md: ModelData, big: float, j: int, a: int, b: int, h: int = 0):
-    """- big (1 - h[h,p,0]): a packet-fabric row is slack when the pair uses the
-    wavelength-switched fabric in phase h (0 without one, so the rows are unchanged)."""
-    return ws_slack(m, md, big, (j, a, b), h)
-
-
 def add_pair_latency(m: pyo.ConcreteModel, md: ModelData) -> None:
     """alpha[h,p] >= sum_{r,s} w[p,r,s] alpha_lp(r,s) - A z[h,p,0]                  (lightpaths)
     alpha[h,p] >= sum_{r,s} w[p,r,s] alpha_pkt(r,s) - A (1 - u[h,p])         (packet fabric)
@@ -224,9 +212,7 @@ def add_pair_bandwidth(m: pyo.ConcreteModel, md: ModelData) -> None:
             m.PHASE_PAIRS,
             rule=lambda m, h, j, a, b: (
                 m.beta[h, j, a, b]
-                >= _by_racks(m, md, md.beta_pkt, j, a, b)
-                - B * (1 - m.z[h, j, a, b, 0])
-                - _ws_slack(m, md, B, j, a, b, h)
+                >= _by_racks(m, md, md.beta_pkt, j, a, b) - packet_slack(m, md, B, (j, a, b), h)
             ),
         )
 
@@ -245,14 +231,18 @@ def add_connectivity(m: pyo.ConcreteModel, md: ModelData) -> None:
 
         def either(m, j, ci, a, pj, pa, pb):
             h, p = md.phase_of(j, ci), (pj, pa, pb)
-            return m.x[j, ci, a] + m.z[(h,) + p + (0,)] + m.h[(h,) + p + (0,)] <= 2
+            others = m.h[(h,) + p + (0,)] - plugin_used(m, md, p, h)
+            return m.x[j, ci, a] + m.z[(h,) + p + (0,)] + others <= 2
 
         m.connectivity = pyo.Constraint(m.CONNECT, rule=either)
         return
     m.connectivity = pyo.Constraint(
         m.CONNECT,
         rule=lambda m, j, ci, a, pj, pa, pb: (
-            m.x[j, ci, a] + m.z[md.phase_of(j, ci), pj, pa, pb, 0] <= 1
+            m.x[j, ci, a]
+            + m.z[md.phase_of(j, ci), pj, pa, pb, 0]
+            - plugin_used(m, md, (pj, pa, pb), md.phase_of(j, ci))
+            <= 1
         ),
     )
 
@@ -301,18 +291,14 @@ def add_shared_nic(m: pyo.ConcreteModel, md: ModelData) -> None:
         m.NIC_PAIRS,
         rule=lambda m, h, j, a, b: (
             m.ak[h, j, a, b]
-            >= _by_racks(m, md, md.alpha_pkt, j, a, b)
-            - A * (1 - m.z[h, j, a, b, 0])
-            - _ws_slack(m, md, A, j, a, b, h)
+            >= _by_racks(m, md, md.alpha_pkt, j, a, b) - packet_slack(m, md, A, (j, a, b), h)
         ),
     )
     m.nic_bandwidth = pyo.Constraint(
         m.NIC_PAIRS,
         rule=lambda m, h, j, a, b: (
             m.pk[h, j, a, b]
-            >= _by_racks(m, md, md.beta_pkt, j, a, b)
-            - B * (1 - m.z[h, j, a, b, 0])
-            - _ws_slack(m, md, B, j, a, b, h)
+            >= _by_racks(m, md, md.beta_pkt, j, a, b) - packet_slack(m, md, B, (j, a, b), h)
         ),
     )
 
@@ -473,8 +459,10 @@ def option_lower_bound(md: ModelData, j: int, ci: int, a: int) -> float:
         return relay_option_lower_bound(md, j, ci, a)
     T = md.max_lightpaths
     beta_pkt = min(md.beta_pkt.values()) if md.has_packet else None
-    if md.has_ws:
-        return _bound_over_steps(md, j, ci, a, lambda _deg, _v, d: _ws_slot_beta(md, d, beta_pkt))
+    if md.has_ws or md.plugins:  # a pair may do without lightpaths: no mandatory others
+        return _bound_over_steps(
+            md, j, ci, a, lambda _deg, _v, d: _shared_slot_beta(md, d, beta_pkt)
+        )
     mandatory = {} if md.has_packet else mandatory_pairs(md, j, md.phase_of(j, ci))
 
     def slot_beta(deg: dict[int, set], v: int, d: int) -> float | None:
@@ -559,33 +547,53 @@ def _bound_over_steps(
     return opt.time_us(worst)
 
 
+def _slot_shares(md: ModelData) -> list[tuple[int, dict[int, float]]]:
+    """(C_t, beta_t) of every transport a slot shares among its pairs: its T lightpaths, its K
+    slot-channels, each plug-in's units (``Transport.slot_capacity``)."""
+    shares = [(md.max_lightpaths, md.beta_lp)]
+    if md.has_ws:
+        shares.append((md.ws_channels, md.beta_ws))
+    for t, _data in md.plugins:
+        cap, per_byte = t.slot_capacity(md.inst, md.inst.transports[t.key])
+        shares.append((cap, {k: b * MB for k, b in per_byte.items()}))
+    return shares
+
+
+def _splits(d: int, n: int):
+    """Every (d_1, ..., d_n) of non-negative integers summing to d."""
+    if n == 1:
+        yield (d,)
+        return
+    for first in range(d + 1):
+        for rest in _splits(d - first, n - 1):
+            yield (first,) + rest
+
+
 def _split_beta(md: ModelData, d: int) -> float | None:
-    """With a wavelength-switched fabric: d pairs at one slot, each on lightpaths (sharing the
-    slot's T) or on the fabric (sharing its K channels), never both. If d1 use lightpaths and
-    d2 = d - d1 the fabric, one lightpath pair has at most floor(T/d1) and one fabric pair at
-    most floor(K/d2): the slowest of the d is at least the max of their betas. The minimum over
-    the splits is valid for every decision (None: no split connects all d)."""
-    T, K = md.max_lightpaths, md.ws_channels
+    """d pairs at one slot, each on one transport t, which the slot shares among its pairs
+    (``_slot_shares``: C_t units, inverse bandwidth beta_t(k) with k units). If d_t of them use
+    t, one of those has at most floor(C_t / d_t) units: the slowest of the d is at least the max
+    of their betas. The minimum over the splits is valid for every decision (None: no split
+    connects all d)."""
+    shares = _slot_shares(md)
     best = None
-    for d1 in range(d + 1):
-        d2 = d - d1
-        parts = []
-        if d1:
-            if T // d1 < 1:
-                continue
-            parts.append(md.beta_lp[min(T // d1, T)])
-        if d2:
-            if K // d2 < 1:
-                continue
-            parts.append(md.beta_ws[min(K // d2, K)])
+    for split in _splits(d, len(shares)):
+        parts = [
+            betas[min(cap // n, cap)] if cap // n >= 1 else None
+            for (cap, betas), n in zip(shares, split)
+            if n
+        ]
+        if None in parts:
+            continue
         worst = max(parts)
         best = worst if best is None else min(best, worst)
     return best
 
 
-def _ws_slot_beta(md: ModelData, d: int, beta_pkt: float | None) -> float | None:
-    """With a wavelength-switched fabric, pairs outside the step are not counted against the
-    slot's transceivers (they may use the fabric), and a step pair's beta is at least
+def _shared_slot_beta(md: ModelData, d: int, beta_pkt: float | None) -> float | None:
+    """With a wavelength-switched fabric or a plug-in transport, pairs outside the step are not
+    counted against the slot's transceivers (they may use another transport), and a step pair's
+    beta is at least
     ``_split_beta`` (or the packet fabric's best beta, or with hybrid pairs the best striped
     beta: striping is faster than either path)."""
     beta = _split_beta(md, d)
@@ -785,7 +793,7 @@ def add_shared_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
 def _packet_modes(m: pyo.ConcreteModel, md: ModelData, p, h: int) -> list[tuple[object, float]]:
     """(indicator, packet share) of each way pair p uses the packet fabric in phase h: packet
     only (z[h,p,0], all bytes) and, striped, q lightpaths beside it (v[h,p,q], phi_q)."""
-    modes = [(_packet_only(m, md, p, h), 1.0)]
+    modes = [(packet_only(m, md, p, h), 1.0)]
     if md.hybrid:
         modes += [(m.v[(h,) + p + (q,)], md.packet_share[q]) for q in m.LP_COUNTS]
     return modes

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from optnet import physics
+from optnet import physics, transports
 from optnet.candidates import JobCandidates, relay_slots
 from optnet.instance import Instance
 
@@ -67,6 +67,9 @@ class ModelData:
     beta_max: float = 0.0
     alpha_min: float = 0.0
     beta_min: float = 0.0
+    plugins: list[tuple] = field(default_factory=list)
+    """(plug-in transport, its coefficient tables) of every plug-in the instance defines
+    (``optnet.transports``, model/offers.py)."""
     # phases (docs/model.md §5.8): H = 1 without phases, and then phase 0 holds every pair
     phase_pairs: list[list[Pair]] = field(default_factory=list)  # P_h: pairs phase h may use
     phase_pairs_of_slot: list[dict[tuple[int, int], list[Pair]]] = field(default_factory=list)
@@ -248,6 +251,10 @@ def _link_tables(md: ModelData) -> None:
         md.beta_ws = {k: physics.ws_inverse_rate(inst, k) * MB for k in ks}
         alphas += [a + md.switching_ws[k] for a in md.alpha_ws.values() for k in ks]
         betas += list(md.beta_ws.values())
+    md.plugins = [(t, t.model_data(md)) for t, _part in transports.active(inst)]
+    for _t, data in md.plugins:
+        alphas += data.alphas
+        betas += data.betas
     md.alpha_max, md.alpha_min = max(alphas), min(alphas)
     md.beta_max = max(betas) if betas else 0.0
     md.beta_min = min(betas) if betas else 0.0

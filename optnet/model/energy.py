@@ -5,6 +5,7 @@
       + P_static Zmax,  Zmax >= iter[j]
     u[p,q] >= iter[j] - M (1 - z[0,p,q]),  u >= 0,  M = an upper bound on iter[j]
 
+A plug-in transport adds its lit units' watts the same way (``_lit_plugins``, docs/model.md §5.9).
 With phases (docs/model.md §5.8) a job keeps lit the most lightpaths it has in any phase, and
 the lightpath term becomes 2 P_trx sum_b 2^b v[j,b] over a binary expansion of that count
 (``_lit_phased``). The product z iter is exact because z is binary and E is minimised with
@@ -51,7 +52,7 @@ def add_energy_objective(m: pyo.ConcreteModel, md: ModelData) -> None:
         for j in m.JOBS
     )
     lit = _lit_phased(m, md, big) if md.H > 1 else _lit_static(m, md, big)
-    trx = 2 * transceiver_w(inst) * lit
+    trx = 2 * transceiver_w(inst) * lit + _lit_plugins(m, md, big)
     energy_j = (gpu + trx + static_power_w(inst) * m.Zmax) * 1e-6
     if md.objective == "carbon":
         # same argmin as energy; minimise joules (well scaled) and report grams
@@ -59,6 +60,24 @@ def add_energy_objective(m: pyo.ConcreteModel, md: ModelData) -> None:
             raise ValueError("the carbon objective needs topology.carbon")
         md.objective_scale = inst.carbon.intensity_g_per_kwh / 3.6e6
     m.obj = pyo.Objective(expr=energy_j, sense=pyo.minimize)
+
+
+def _lit_plugins(m: pyo.ConcreteModel, md: ModelData, big: dict[int, float]):
+    """sum_i W_i up[i],  up[i] >= iter[j_i] - M (1 - b_i): the plug-in transports' lit units x
+    iteration, over their terms (job j_i, binary b_i, watts W_i) (``Transport.lit_terms``);
+    0 without plug-ins."""
+    terms = [term for t, data in md.plugins for term in t.lit_terms(m, md, data)]
+    if not terms:
+        return 0
+    m.PLUGIN_LIT = pyo.RangeSet(0, len(terms) - 1)
+    m.plugin_lit = pyo.Var(m.PLUGIN_LIT, within=pyo.NonNegativeReals)
+    m.plugin_lit_time = pyo.Constraint(
+        m.PLUGIN_LIT,
+        rule=lambda m, i: (
+            m.plugin_lit[i] >= m.iter[terms[i][0]] - big[terms[i][0]] * (1 - terms[i][1])
+        ),
+    )
+    return sum(w * m.plugin_lit[i] for i, (_j, _b, w) in enumerate(terms))
 
 
 def _lit_static(m: pyo.ConcreteModel, md: ModelData, big: dict[int, float]):

@@ -37,7 +37,7 @@ import pyomo.environ as pyo
 
 from optnet.candidates import relay_slots
 from optnet.model.data import MB, ModelData
-from optnet.model.wavelength_switching import packet_only
+from optnet.model.offers import packet_only
 
 
 def _pair(j: int, a: int, b: int) -> tuple[int, int, int]:
@@ -264,7 +264,7 @@ def relay_option_lower_bound(md: ModelData, j: int, ci: int, a: int) -> float:
     opt = md.cands[j].collectives[ci].options[a]
     transfers = relay_tables(md)[0]
     T = md.max_lightpaths
-    only_lightpaths = not md.has_packet and not md.has_ws  # every byte leaves on lightpaths
+    only_lightpaths = not (md.has_packet or md.has_ws or md.plugins)  # every byte on lightpaths
     if T == 0 and only_lightpaths:
         return float("inf") if opt.groups else opt.time_us(0.0)
     worst = 0.0

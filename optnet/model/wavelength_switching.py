@@ -6,7 +6,8 @@ Every attached server has T tunable transceivers, one per grating; a cycle has S
 server has K = S T slot-channels per cycle to send on (and K to receive on). A pair with k of
 them in each direction gets the fraction k / S of one channel's rate, minus the guard of each
 slot. The count is one-hot, so latency and bandwidth stay linear, as the lightpath count z does.
-A pair uses one transport: lightpaths, this fabric, or the packet fabric.
+A pair uses one transport: lightpaths, this fabric, a plug-in or the packet fabric
+(``model/offers.py``).
 
 Without a wavelength-switched fabric (or with it disabled) every function here adds nothing.
 
@@ -24,22 +25,6 @@ from __future__ import annotations
 import pyomo.environ as pyo
 
 from optnet.model.data import ModelData
-
-
-def packet_only(m: pyo.ConcreteModel, md: ModelData, p, h: int = 0) -> object:
-    """z[h,p,0] - (1 - h[h,p,0]): the pair has no lightpath in phase h and sends everything over
-    the packet fabric (binary: with a wavelength-switched fabric a pair without lightpaths may
-    use its slot-channels instead, and ``add_one_transport`` keeps 1 - h[h,p,0] <= z[h,p,0])."""
-    if not md.has_ws:
-        return m.z[(h,) + p + (0,)]
-    return m.z[(h,) + p + (0,)] - (1 - m.h[(h,) + p + (0,)])
-
-
-def ws_slack(m: pyo.ConcreteModel, md: ModelData, big: float, p: tuple, h: int = 0):
-    """big (1 - h[h,p,0]): subtracted from a packet-fabric row, which is then slack when the
-    pair uses the wavelength-switched fabric in phase h (0 without one: the rows are
-    unchanged)."""
-    return big * (1 - m.h[(h,) + p + (0,)]) if md.has_ws else 0
 
 
 def add_ws_variables(m: pyo.ConcreteModel, md: ModelData) -> None:
@@ -90,16 +75,6 @@ def add_ws_attachment(m: pyo.ConcreteModel, md: ModelData) -> None:
             sum(m.h[h, j, a, b, k] for k in m.WS_COUNTS if k)
             <= sum(m.w[j, a, b, r, s] for r, s in md.ws_rack_pairs)
         ),
-    )
-
-
-def add_one_transport(m: pyo.ConcreteModel, md: ModelData) -> None:
-    """h[h,p,0] + z[h,p,0] >= 1   (in each phase a pair uses lightpaths or the fabric, not
-    both)."""
-    if not md.has_ws:
-        return
-    m.one_transport = pyo.Constraint(
-        m.PHASE_PAIRS, rule=lambda m, h, j, a, b: m.h[h, j, a, b, 0] + m.z[h, j, a, b, 0] >= 1
     )
 
 

@@ -1,0 +1,262 @@
+"""Patch-panel links, the worked example of a transport plug-in (optnet/transports/patch_panel.py,
+docs/model.md §5.9): the MILP proves the optimum exhaustive search finds on tiny instances that
+combine the panels with every feature they compose with, the evaluator scores its plan at its
+objective, and the panels shape some of those optima; input, results file and refusals."""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import pytest
+from brute import assert_milp_equals_brute, brute_force
+from gen import PATCH_KINDS, patch_instance
+
+from optnet import capabilities, transports
+from optnet.decisions import from_json, to_json
+from optnet.errors import InputError
+from optnet.evaluate import evaluate
+from optnet.instance import instance_from_data
+from optnet.simulate import simulate
+from optnet.solve import SolveOptions, solve_instance
+
+SEEDS = tuple(range(20))
+pytestmark = pytest.mark.xdist_group("patch")
+
+
+@functools.cache
+def _solved(kind: str, seed: int):
+    inst = patch_instance(kind, seed)
+    best, brute_d, _n = brute_force(inst)
+    res = solve_instance(inst, SolveOptions(mip_gap=1e-9, time_limit_s=60))
+    return inst, best, brute_d, res
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("kind", PATCH_KINDS)
+def test_milp_equals_exhaustive_search(kind, seed):
+    inst, best, brute_d, res = _solved(kind, seed)
+    assert_milp_equals_brute(inst, res, best, brute_d)
+
+
+@functools.cache
+def _energy(kind: str, seed: int):
+    inst = patch_instance(kind, seed)
+    best, brute_d, _n = brute_force(inst, "energy")
+    res = solve_instance(inst, SolveOptions(objective="energy", mip_gap=1e-9, time_limit_s=60))
+    return inst, best, brute_d, res
+
+
+@pytest.mark.parametrize("seed", tuple(range(10)))
+@pytest.mark.parametrize("kind", ("patch", "patch+phases"))
+def test_energy_objective_equals_exhaustive_search(kind, seed):
+    """A patched fibre lights a port at each end for the job's whole iteration (the energy
+    objective, model/energy.py ``_lit_plugins``; optnet/energy.py ``plugin_w``)."""
+    inst, best, brute_d, res = _energy(kind, seed)
+    assert_milp_equals_brute(inst, res, best, brute_d, "energy")
+
+
+def test_energy_counts_the_patch_ports():
+    inst = _two_racks()
+    res = solve_instance(inst, SolveOptions(objective="energy", mip_gap=1e-9))
+    ev = evaluate(inst, res.decisions, "energy")
+    job = ev.energy["jobs"][0]
+    it = ev.jobs[0]["iteration_time_us"]
+    fibres = sum(lk.count for lk in res.decisions.transports["patch_panels"])
+    lps = job["lightpaths"]
+    want = 2 * (lps + fibres) * ev.energy["transceiver_w"] * it / 1e6  # 100G ports, as the OCS's
+    assert fibres and job["transceiver_j_per_iteration"] == pytest.approx(want, rel=1e-9)
+
+
+#: kind -> at least how many of the seeds' optima patch some fibre
+LEAST = {k: 3 for k in PATCH_KINDS}
+
+
+@pytest.mark.parametrize("kind", PATCH_KINDS)
+def test_panels_shape_some_optima(kind):
+    used = [
+        s
+        for s in SEEDS
+        if (d := _solved(kind, s)[3].decisions) is not None and d.transports.get("patch_panels")
+    ]
+    assert len(used) >= LEAST[kind], f"{kind}: patch fibres in {len(used)} optima: {used}"
+
+
+def test_every_kind_has_its_features():
+    for kind in PATCH_KINDS:
+        feats = capabilities.features(patch_instance(kind, 0))
+        assert "patch-panel links" in feats, kind
+        other = kind.split("+")[1] if "+" in kind else None
+        want = {
+            "packet": {"hybrid packet pairs", "congestion model"},
+            "ws": {"wavelength-switched fabric"},
+            "phases": {"phases"},
+            "relay": {"relays"},
+            "ps": {"parameter servers"},
+        }.get(other, set())
+        assert not want or feats & want, (kind, feats)
+
+
+TWO_RACKS = """
+name: pp
+topology:
+  gpus_per_server: 4
+  transceivers: {attach: [ocs0], rate_gbps: 100}
+  racks:
+    - {name: r0, servers: 2, trunk_length_km: 0.05}
+    - {name: r1, servers: 2, trunk_length_km: 0.3, fibre_type: hcf}
+  wavelengths_per_fibre: 2
+  ocs: [{name: ocs0, ports: 4}]
+  patch_panels:
+    ports_per_server: 2
+    panels: [{racks: [r0, r1], fibres: 2, length_km: 0.05}]
+workload:
+  jobs:
+    - name: train
+      gpus: 12
+      parallelism: {tp: 4, dp: 3}
+      compute_time_us: 20000
+      collectives: [{name: grads, kind: all_reduce, group: dp, message_bytes: 5.0e7}]
+library: ideal
+"""
+
+
+def _two_racks(**panel):
+    import yaml
+
+    data = yaml.safe_load(TWO_RACKS)
+    data["topology"]["patch_panels"]["panels"][0].update(panel)
+    return instance_from_data(data, "pp.yaml")
+
+
+def test_a_ring_that_lightpaths_alone_cannot_close():
+    """Three servers of one transceiver each cannot close a ring on one OCS; two patched fibres
+    between the racks close it, so the plan uses them, and every stage agrees on its time."""
+    inst = _two_racks()
+    res = solve_instance(inst, SolveOptions(mip_gap=1e-9))
+    assert res.status == "optimal"
+    links = res.decisions.transports["patch_panels"]
+    assert sum(lk.count for lk in links) == 2
+    ev = evaluate(inst, res.decisions)
+    assert ev.feasible and ev.objective_us == pytest.approx(res.objective, rel=1e-9)
+    doc = {"collectives": ev.collectives, "jobs": ev.jobs}
+    for row in simulate(inst, res.decisions, doc)["jobs"]:  # the flow-level replay agrees
+        assert row["simulated_us"] == pytest.approx(row["predicted_us"], rel=1e-6), row
+    without = _two_racks(fibres=1)  # one fibre: the ring cannot close
+    assert solve_instance(without, SolveOptions()).status == "infeasible"
+
+
+def test_results_file_round_trip_and_checks():
+    inst = _two_racks()
+    res = solve_instance(inst, SolveOptions(mip_gap=1e-9))
+    data = json.loads(json.dumps(to_json(inst, res.decisions)))
+    assert data["transports"]["patch_panels"]
+    back = from_json(inst, data)
+    assert back.canonical() == res.decisions.canonical()
+    over = dict(data, transports={"patch_panels": [
+        {"servers": [s["servers"][0], s["servers"][1]], "fibres": 3}
+        for s in data["transports"]["patch_panels"]
+    ]})  # fmt: skip
+    ev = evaluate(inst, from_json(inst, over))
+    assert not ev.feasible
+    assert any("fibres patched" in v or "patch ports" in v for v in ev.violations)
+    with pytest.raises(InputError, match="transports.patch_panels"):
+        from_json(inst, dict(data, transports={"patch_panels": [{"servers": ["x"]}]}))
+    with pytest.raises(InputError, match="no such transport"):
+        from_json(inst, dict(data, transports={"smoke_signals": []}))
+
+
+def test_a_pair_uses_one_transport():
+    """A pair with a lightpath and a patched fibre at once is a violation, not a faster pair."""
+    from optnet.transports.patch_panel import PatchLink
+
+    inst = _two_racks()
+    res = solve_instance(inst, SolveOptions(mip_gap=1e-9))
+    d = res.decisions
+    lp = d.lightpaths[0]
+    a, b = sorted((lp.server_a, lp.server_b))
+    both = d.canonical()
+    both.transports = {"patch_panels": (*d.transports["patch_panels"], PatchLink(a, b, 1))}
+    ev = evaluate(inst, both)
+    assert any("one transport" in v for v in ev.violations)
+
+
+def test_input_errors_name_the_field():
+    with pytest.raises(InputError, match=r"patch_panels\.panels\[0\]\.racks.*no rack named 'r9'"):
+        _two_racks(racks=["r0", "r9"])
+    with pytest.raises(InputError, match="fibres"):
+        _two_racks(fibres=0)
+
+
+def test_the_registry_and_the_capability_table():
+    assert [t.key for t in transports.TRANSPORTS] == ["patch_panels"]
+    inst = _two_racks()
+    assert capabilities.delegation(inst) == "patch-panel links"
+    refused = {r.consumer for r in capabilities.refusals(inst, capabilities.Consumer.EXPLAIN)}
+    assert refused == {capabilities.Consumer.EXPLAIN}
+
+
+def test_encode_reproduces_the_plan():
+    """Fixing the integers ``decode.encode`` gives for the optimal plan (patch counts included)
+    and solving leaves the optimum unchanged: encode is decode's inverse, so warm starts and
+    explain's fixed LP see the plan."""
+    import pyomo.environ as pyo
+    from pyomo.contrib.solver.common.factory import SolverFactory
+
+    from optnet.candidates import all_candidates
+    from optnet.decode import decode, encode
+    from optnet.model import build_model, model_data
+
+    inst = _two_racks()
+    res = solve_instance(inst, SolveOptions(mip_gap=1e-9))
+    md = model_data(inst, all_candidates(inst))
+    m, _ = build_model(md)
+    patch = [v for v, _val in encode(m, md, res.decisions) if v.parent_component() is m.patch]
+    assert patch
+    for v, val in encode(m, md, res.decisions):
+        v.fix(round(val))
+    SolverFactory("highs").solve(m)
+    assert pyo.value(m.obj) == pytest.approx(res.objective, rel=1e-6)
+    assert decode(m, md).transports == res.decisions.transports
+
+
+def test_exports_carry_the_cabling_or_refuse(tmp_path):
+    """The ocs export writes the patched fibres beside the cross-connects; astra-sim, whose
+    dimensions come from the lightpaths alone, refuses the plan (exit 4 is not used: a clear
+    error) instead of mapping half of it."""
+    from click.testing import CliRunner
+
+    from optnet.cli import main
+
+    def run(*args):
+        return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+    inst_path = tmp_path / "pp.yaml"
+    inst_path.write_text(TWO_RACKS)
+    res = tmp_path / "r.json"
+    assert run("solve", str(inst_path), "-o", str(res)).exit_code == 0
+    out = tmp_path / "ocs"
+    assert run("export", str(res), "--format", "ocs", "-o", str(out)).exit_code == 0
+    cabling = json.loads((out / "patch_panels.json").read_text())["patch_panels"]
+    assert sum(x["fibres"] for x in cabling) == 2
+    refused = run("export", str(res), "--format", "astra-sim", "-o", str(tmp_path / "a"))
+    assert refused.exit_code not in (0, 4)
+    assert "astra-sim: the plan also uses patch_panels" in refused.output
+
+
+def test_racks_a_panel_joins_are_not_cut_off():
+    """With the OCS failed, a two-server job across the panel's racks still has a plan: the
+    closed-form infeasibility proof counts the panel's racks as reachable."""
+    import yaml
+
+    from optnet.infeasibility import cut_off_servers
+
+    data = yaml.safe_load(TWO_RACKS)
+    data["failures"] = ["ocs:ocs0"]
+    data["workload"]["jobs"][0].update(gpus=8, parallelism={"tp": 4, "dp": 2})
+    inst = instance_from_data(data, "pp.yaml")
+    assert cut_off_servers(inst) == {}
+    res = solve_instance(inst, SolveOptions(mip_gap=1e-9))
+    assert res.status == "optimal" and res.decisions.transports["patch_panels"]
+    del data["topology"]["patch_panels"]
+    assert cut_off_servers(instance_from_data(data, "pp.yaml"))  # without it: cut off

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 
 import pyomo.environ as pyo
 
+from optnet.model import lightpaths
 from optnet.model.data import MB, ModelData
 from optnet.model.lightpaths import odd_ring_lightpaths
-from optnet.model.offers import packet_only, packet_slack, plugin_used
+from optnet.model.offers import packet_only, packet_slack, used_by_transport
 from optnet.model.relay import relayed
 
 
@@ -160,7 +161,7 @@ def add_pair_latency(m: pyo.ConcreteModel, md: ModelData) -> None:
     m.pair_latency_lightpath = pyo.Constraint(
         m.PHASE_PAIRS,
         rule=lambda m, h, j, a, b: (
-            m.alpha[h, j, a, b] >= _by_racks(m, md, md.alpha_lp, j, a, b) - A * m.z[h, j, a, b, 0]
+            m.alpha[h, j, a, b] >= lightpaths.latency_bound(m, md, (j, a, b), h)
         ),
     )
     if not md.has_packet:
@@ -185,16 +186,10 @@ def add_pair_bandwidth(m: pyo.ConcreteModel, md: ModelData) -> None:
     beta_pkt = 1 / (NIC rate / oversubscription between racks); B = max beta.
     """
     B = md.beta_max
-
-    def alone(m, h, j, a, b, q):  # q lightpaths alone: z[h,p,q] - v[h,p,q]
-        z = m.z[h, j, a, b, q]
-        return z - m.v[h, j, a, b, q] if md.hybrid else z
-
     m.pair_bandwidth_lightpath = pyo.Constraint(
         m.PHASE_PAIRS,
         rule=lambda m, h, j, a, b: (
-            m.beta[h, j, a, b]
-            >= sum(md.beta_lp[q] * alone(m, h, j, a, b, q) for q in m.COUNTS if q >= 1)
+            m.beta[h, j, a, b] >= lightpaths.bandwidth_bound(m, md, (j, a, b), h)
         ),
     )
     if md.hybrid:
@@ -218,33 +213,21 @@ def add_pair_bandwidth(m: pyo.ConcreteModel, md: ModelData) -> None:
 
 
 def add_connectivity(m: pyo.ConcreteModel, md: ModelData) -> None:
-    """Without a packet fabric, an algorithm may only use pairs that have a lightpath:
-    x[c,a] + z[h(c),p,0] <= 1   for every pair p that algorithm a of collective c uses
-    (h(c): the phase of collective c; with a wavelength-switched fabric, a lightpath or a slot
-    of that phase: x[c,a] + z[h(c),p,0] + h[h(c),p,0] <= 2)."""
+    """Without a packet fabric, an algorithm may only use pairs that use some transport:
+    x[c,a] <= sum_t used_t[h(c),p], written x[c,a] + sum_t (1 - used_t[h(c),p]) <= n, for every
+    pair p that algorithm a of collective c uses (h(c): the phase of collective c; t over the n
+    transports of ``offers.used_by_transport``: with lightpaths alone x[c,a] + z[h(c),p,0] <= 1)."""
     if md.has_packet or md.relay:  # with relays: relay.add_relay_connectivity, per transfer
         return
     terms = step_tables(md)
     rows = sorted({(j, ci, a) + p for (j, ci, a, _g, _s), ts in terms.items() for p, *_ in ts})
     m.CONNECT = pyo.Set(initialize=rows, dimen=6, ordered=True)
-    if md.has_ws:  # x[c,a] + z[h,p,0] + h[h,p,0] <= 2: lightpaths or wavelength-switched slots
 
-        def either(m, j, ci, a, pj, pa, pb):
-            h, p = md.phase_of(j, ci), (pj, pa, pb)
-            others = m.h[(h,) + p + (0,)] - plugin_used(m, md, p, h)
-            return m.x[j, ci, a] + m.z[(h,) + p + (0,)] + others <= 2
+    def rule(m, j, ci, a, pj, pa, pb):
+        used = used_by_transport(m, md, (pj, pa, pb), md.phase_of(j, ci))
+        return m.x[j, ci, a] + sum(1 - u for u in used) <= len(used)
 
-        m.connectivity = pyo.Constraint(m.CONNECT, rule=either)
-        return
-    m.connectivity = pyo.Constraint(
-        m.CONNECT,
-        rule=lambda m, j, ci, a, pj, pa, pb: (
-            m.x[j, ci, a]
-            + m.z[md.phase_of(j, ci), pj, pa, pb, 0]
-            - plugin_used(m, md, (pj, pa, pb), md.phase_of(j, ci))
-            <= 1
-        ),
-    )
+    m.connectivity = pyo.Constraint(m.CONNECT, rule=rule)
 
 
 def add_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:

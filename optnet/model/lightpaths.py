@@ -23,6 +23,36 @@ from __future__ import annotations
 import pyomo.environ as pyo
 
 from optnet.model.data import ModelData
+from optnet.transports.base import Offer
+
+
+def used(m: pyo.ConcreteModel, md: ModelData, p, h: int = 0) -> object:
+    """1 - z[h,p,0]: pair p has lightpaths in phase h (its offer is used, model/offers.py)."""
+    return 1 - m.z[(h,) + p + (0,)]
+
+
+def latency_bound(m: pyo.ConcreteModel, md: ModelData, p, h: int = 0) -> object:
+    """sum_{r,s} alpha_lp(r,s) w[p,r,s] - A z[h,p,0]: the pair's alpha when it has lightpaths,
+    at most 0 when not (A = max alpha)."""
+    lat = sum(md.alpha_lp[rs] * m.w[p + rs] for rs in md.rack_pairs)
+    return lat - md.alpha_max * m.z[(h,) + p + (0,)]
+
+
+def bandwidth_bound(m: pyo.ConcreteModel, md: ModelData, p, h: int = 0) -> object:
+    """sum_{q>=1} (z[h,p,q] - v[h,p,q]) / (q rate): the pair's beta on q lightpaths alone (a
+    striped pair's, v = 1, is ``add_pair_bandwidth``'s hybrid row; v = 0 without hybrid)."""
+    hp = (h,) + p
+
+    def alone(q: int) -> object:
+        z = m.z[hp + (q,)]
+        return z - m.v[hp + (q,)] if md.hybrid else z
+
+    return sum(md.beta_lp[q] * alone(q) for q in m.COUNTS if q >= 1)
+
+
+def offer(m: pyo.ConcreteModel, md: ModelData, p, h: int = 0) -> Offer:
+    """The lightpaths' offer to pair p in phase h (``latency_bound``, ``bandwidth_bound``)."""
+    return Offer(latency_bound(m, md, p, h), bandwidth_bound(m, md, p, h))
 
 
 def add_lightpath_variables(m: pyo.ConcreteModel, md: ModelData) -> None:

@@ -1,33 +1,38 @@
 """Transport offers (docs/model.md §5.9): what every transport offers a slot pair in a phase,
 summed per pair as PyPSA's nodal balance sums each component's contribution per bus.
 
-A pair p uses one transport in phase h: lightpaths (1 - z[h,p,0]), the wavelength-switched
-fabric (1 - h[h,p,0]) or a plug-in transport (``used_t``, ``optnet.transports``); the packet
-fabric carries the pair when none of those does. The plug-ins' offers enter the pair rows here;
-the lightpath and wavelength-switched rows are their families' own (model/collectives.py,
-model/wavelength_switching.py), and read the packet fabric's share through :func:`packet_only`.
+A pair p uses one transport in phase h: lightpaths (``lightpaths.used``: 1 - z[h,p,0]), the
+wavelength-switched fabric (``wavelength_switching.used``: 1 - h[h,p,0]) or a plug-in transport
+(``Transport.used``, ``optnet.transports``); the packet fabric carries the pair when none of those
+does. Each transport also offers bounds on the pair's alpha and beta (``lightpaths.offer``,
+``wavelength_switching.offer``, ``Transport.offer``): the plug-ins' rows are added here, the
+lightpath and wavelength-switched rows by their own families (model/collectives.py,
+model/wavelength_switching.py), which read the packet fabric's share through
+:func:`packet_only`.
 """
 
 from __future__ import annotations
 
 import pyomo.environ as pyo
 
+from optnet.model import lightpaths, wavelength_switching
 from optnet.model.data import ModelData
 
 
-def plugin_used(m: pyo.ConcreteModel, md: ModelData, p, h: int = 0) -> object:
-    """sum_t used_t[h,p] over the plug-in transports (0 without any)."""
-    return sum(t.offer(m, md, data, h, p).used for t, data in md.plugins)
+def used_by_transport(m: pyo.ConcreteModel, md: ModelData, p, h: int = 0) -> list:
+    """used_t[h,p] of every transport but the packet fabric: lightpaths (1 - z[h,p,0]), the
+    wavelength-switched fabric (1 - h[h,p,0]) if there is one, and each plug-in."""
+    out = [lightpaths.used(m, md, p, h)]
+    if md.has_ws:
+        out.append(wavelength_switching.used(m, md, p, h))
+    return out + [t.used(m, md, data, h, p) for t, data in md.plugins]
 
 
 def packet_only(m: pyo.ConcreteModel, md: ModelData, p, h: int = 0) -> object:
-    """z[h,p,0] - (1 - h[h,p,0]) - sum_t used_t[h,p]: the pair sends everything over the packet
-    fabric in phase h (binary: :func:`add_one_transport` keeps the used indicators' sum at most
-    one; without a wavelength-switched fabric the h term is absent)."""
-    out = m.z[(h,) + p + (0,)]
-    if md.has_ws:
-        out = out - (1 - m.h[(h,) + p + (0,)])
-    return out - plugin_used(m, md, p, h)
+    """1 - sum_t used_t[h,p]: the pair sends everything over the packet fabric in phase h
+    (binary: :func:`add_one_transport` keeps the sum at most one; = z[h,p,0] with lightpaths
+    alone, z[h,p,0] - (1 - h[h,p,0]) beside a wavelength-switched fabric)."""
+    return 1 - sum(used_by_transport(m, md, p, h))
 
 
 def packet_slack(m: pyo.ConcreteModel, md: ModelData, big: float, p, h: int = 0) -> object:
@@ -43,16 +48,15 @@ def add_transport_variables(m: pyo.ConcreteModel, md: ModelData) -> None:
 
 
 def add_one_transport(m: pyo.ConcreteModel, md: ModelData) -> None:
-    """(1 - z[h,p,0]) + (1 - h[h,p,0]) + sum_t used_t[h,p] <= 1, written
-    h[h,p,0] + z[h,p,0] - sum_t used_t[h,p] >= 1 (without the fabric: z[h,p,0] - sum_t used_t
-    >= 0): in each phase a pair uses at most one of lightpaths, the wavelength-switched fabric
-    and the plug-ins (omitted with only lightpaths and packets)."""
+    """sum_t used_t[h,p] <= 1, written sum_t (1 - used_t[h,p]) >= n - 1 over the n transports
+    of :func:`used_by_transport` (h[h,p,0] + z[h,p,0] >= 1 beside a wavelength-switched
+    fabric): in each phase a pair uses at most one of them (omitted with lightpaths alone)."""
     if not md.has_ws and not md.plugins:
         return
 
     def rule(m, h, j, a, b):
-        ws = [m.h[h, j, a, b, 0]] if md.has_ws else []
-        return sum(ws) + m.z[h, j, a, b, 0] - plugin_used(m, md, (j, a, b), h) >= len(ws)
+        used = used_by_transport(m, md, (j, a, b), h)
+        return sum(1 - u for u in used) >= len(used) - 1
 
     m.one_transport = pyo.Constraint(m.PHASE_PAIRS, rule=rule)
 

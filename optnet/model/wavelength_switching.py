@@ -25,6 +25,7 @@ from __future__ import annotations
 import pyomo.environ as pyo
 
 from optnet.model.data import ModelData
+from optnet.transports.base import Offer
 
 
 def add_ws_variables(m: pyo.ConcreteModel, md: ModelData) -> None:
@@ -78,34 +79,49 @@ def add_ws_attachment(m: pyo.ConcreteModel, md: ModelData) -> None:
     )
 
 
+def used(m: pyo.ConcreteModel, md: ModelData, p, h: int = 0) -> object:
+    """1 - h[h,p,0]: pair p has slot-channels in phase h (its offer is used, model/offers.py)."""
+    return 1 - m.h[(h,) + p + (0,)]
+
+
+def latency_bound(m: pyo.ConcreteModel, md: ModelData, p, h: int = 0) -> object:
+    """sum_{r,s} alpha_ws(r,s) w[p,r,s] + sum_{k>=1} (guard + wait_k) h[h,p,k] - A h[h,p,0]."""
+    hp = (h,) + p
+    lat = sum(md.alpha_ws[rs] * m.w[p + rs] for rs in md.ws_rack_pairs)
+    wait = sum(md.switching_ws[k] * m.h[hp + (k,)] for k in m.WS_COUNTS if k)
+    return lat + wait - md.alpha_max * m.h[hp + (0,)]
+
+
+def bandwidth_bound(m: pyo.ConcreteModel, md: ModelData, p, h: int = 0) -> object:
+    """sum_{k>=1} h[h,p,k] S slot / (k rate (slot - guard))."""
+    return sum(md.beta_ws[k] * m.h[(h,) + p + (k,)] for k in m.WS_COUNTS if k)
+
+
+def offer(m: pyo.ConcreteModel, md: ModelData, p, h: int = 0) -> Offer:
+    """The fabric's offer to pair p in phase h (``latency_bound``, ``bandwidth_bound``)."""
+    return Offer(latency_bound(m, md, p, h), bandwidth_bound(m, md, p, h))
+
+
 def add_ws_latency(m: pyo.ConcreteModel, md: ModelData) -> None:
     """alpha[h,p] >= sum_{r,s} alpha_ws(r,s) w[p,r,s] + sum_{k>=1} (guard + wait_k) h[h,p,k]
-                     - A h[h,p,0]
+                     - A h[h,p,0]                                       (``latency_bound``)
 
     alpha_ws(r,s) = overhead + 2 transceiver + FEC + propagation(r,s); wait_k = (S - ceil(k/T))
     slot_us, the worst case over every schedule with k channels. With h[p,0] = 1 the row is
     slack (A = max alpha)."""
     if not md.has_ws:
         return
-    A = md.alpha_max
     m.pair_latency_ws = pyo.Constraint(
         m.PHASE_PAIRS,
-        rule=lambda m, h, j, a, b: (
-            m.alpha[h, j, a, b]
-            >= sum(md.alpha_ws[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.ws_rack_pairs)
-            + sum(md.switching_ws[k] * m.h[h, j, a, b, k] for k in m.WS_COUNTS if k)
-            - A * m.h[h, j, a, b, 0]
-        ),
+        rule=lambda m, h, j, a, b: m.alpha[h, j, a, b] >= latency_bound(m, md, (j, a, b), h),
     )
 
 
 def add_ws_bandwidth(m: pyo.ConcreteModel, md: ModelData) -> None:
-    """beta[h,p] >= sum_{k>=1} h[h,p,k] S slot / (k rate (slot - guard))."""
+    """beta[h,p] >= sum_{k>=1} h[h,p,k] S slot / (k rate (slot - guard))  (``bandwidth_bound``)."""
     if not md.has_ws:
         return
     m.pair_bandwidth_ws = pyo.Constraint(
         m.PHASE_PAIRS,
-        rule=lambda m, h, j, a, b: (
-            m.beta[h, j, a, b] >= sum(md.beta_ws[k] * m.h[h, j, a, b, k] for k in m.WS_COUNTS if k)
-        ),
+        rule=lambda m, h, j, a, b: m.beta[h, j, a, b] >= bandwidth_bound(m, md, (j, a, b), h),
     )

@@ -6,9 +6,10 @@ small protocol :class:`Transport`, and one line of the registry (``optnet/transp
 
 - **input**: a field of ``topology`` (:attr:`Transport.key`, typed by :attr:`Transport.schema`)
   and the instance part built from it (:meth:`Transport.part`), kept in ``Instance.transports``;
-- **MILP**: its variables and rows (:meth:`Transport.add_variables`), and its *offer* to a slot
-  pair in a phase (:meth:`Transport.offer`): a 0/1 expression ``used``, and lower bounds on the
-  pair's latency alpha and inverse bandwidth beta that hold when used and are slack otherwise.
+- **MILP**: its variables and rows (:meth:`Transport.add_variables`), whether a slot pair uses
+  it in a phase (:meth:`Transport.used`, 0/1) and its *offer* to the pair
+  (:meth:`Transport.offer`): lower bounds on the pair's latency alpha and inverse bandwidth beta
+  that hold when used and are slack otherwise.
   ``model/offers.py`` sums the offers into the pair rows, as PyPSA's nodal balance sums each
   component's contribution per bus: one transport per pair, the packet fabric takes the rest;
 - **decisions**: its part of a plan (a tuple of orderable records) decoded from the MILP
@@ -79,11 +80,10 @@ class PairLink:
 
 @dataclass(frozen=True)
 class Offer:
-    """What a transport offers slot pair p in phase h (MILP expressions, docs/model.md §5.9):
-    ``used`` is 1 when p uses it; ``alpha`` and ``beta`` are lower bounds on alpha[h,p] and
-    beta[h,p] (us, us per MB) when used, and at most 0 when not."""
+    """Lower bounds a transport puts on slot pair p's latency and inverse bandwidth in phase h
+    (MILP expressions, docs/model.md §5.9): ``alpha`` <= alpha[h,p] and ``beta`` <= beta[h,p]
+    (us, us per MB) when p uses it, and both at most 0 when not."""
 
-    used: Any
     alpha: Any
     beta: Any
 
@@ -123,8 +123,12 @@ class Transport(Protocol):
     def add_variables(self, m: Any, md: Any, data: Any) -> None:
         """Its variables and its own rows (capacity, attachment, ...)."""
 
+    def used(self, m: Any, md: Any, data: Any, h: int, p: tuple[int, int, int]) -> Any:
+        """1 when slot pair p = (job, slot a, slot b) uses it in phase h, else 0 (an expression
+        of its binaries)."""
+
     def offer(self, m: Any, md: Any, data: Any, h: int, p: tuple[int, int, int]) -> Offer:
-        """Its offer to slot pair p = (job, slot a, slot b) in phase h."""
+        """Its bounds on pair p's alpha and beta in phase h."""
 
     def slot_capacity(self, inst: Instance, part: Any) -> tuple[int, Mapping[int, float]]:
         """(C, beta_k): a server has at most C of its units (links, channels) for all its

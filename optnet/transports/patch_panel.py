@@ -230,12 +230,15 @@ class PatchPanelTransport:
             ),
         )
 
+    def used(self, m: Any, md: Any, data: PanelData, h: int, p: tuple[int, int, int]) -> Any:
+        """1 - patch[p,0] (the same in every phase: the fibres are static)."""
+        return 1 - m.patch[p + (0,)]
+
     def offer(self, m: Any, md: Any, data: PanelData, h: int, p: tuple[int, int, int]) -> Offer:
-        """used = 1 - patch[p,0]; alpha >= sum_{r,s} alpha_pp(r,s) w[p,r,s] - A patch[p,0];
-        beta >= sum_{k>=1} beta_pp(k) patch[p,k] (A = max alpha: slack when unused)."""
+        """alpha >= sum_{r,s} alpha_pp(r,s) w[p,r,s] - A patch[p,0]   (A = max alpha);
+        beta >= sum_{k>=1} beta_pp(k) patch[p,k]: both slack when unused."""
         alpha = sum(a * m.w[p + rs] for rs, a in sorted(data.alpha_us.items()))
         return Offer(
-            1 - m.patch[p + (0,)],
             alpha - md.alpha_max * m.patch[p + (0,)],
             sum(b * m.patch[p + (k,)] for k, b in data.beta.items()),
         )

@@ -402,7 +402,8 @@ def _round(base: dict[str, Any], ms: list[Measured], ks: list[Knob], params: dic
                 ident.add(k.name)
     launch = next((k for k in ks if not k.bandwidth), None)
     if launch is not None:
-        share = bound_share(base, ms, params, launch)
+        # judged at its default: a fit to 0 (no launch cost) leaves no row bound by it
+        share = bound_share(base, ms, {**params, launch.name: launch.default}, launch)
         if any((s >= BOUND_SHARE).any() for s in share):
             ident.add(launch.name)
         else:

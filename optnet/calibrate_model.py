@@ -251,12 +251,12 @@ def bound_share(
 
 def _largest_bound(ms: list[Measured], shares: list[np.ndarray]) -> list[Measured]:
     """Per table with two rows or more of share at least :data:`BOUND_SHARE`, its two largest
-    such rows (the slope's)."""
+    such rows (the slope's), when the larger took longer (else no bandwidth fits them)."""
     out = []
     for m, share in zip(ms, shares):
-        idx = [i for i in sorted(range(len(m.sizes)), key=lambda i: m.sizes[i])]
+        idx = sorted(range(len(m.sizes)), key=lambda i: m.sizes[i])
         idx = [i for i in idx if share[i] >= BOUND_SHARE][-2:]
-        if len(idx) == 2:
+        if len(idx) == 2 and m.times_us[idx[1]] > m.times_us[idx[0]]:
             out.append(
                 Measured(
                     m.kind,

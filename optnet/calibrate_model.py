@@ -413,11 +413,15 @@ def _round(base: dict[str, Any], ms: list[Measured], ks: list[Knob], params: dic
 
 
 def _unidentified(k: Knob) -> str:
-    need = "two rows of one table, a slope," if k.bandwidth else "one row"
+    need = (
+        "no table has two rows bound by it, which a slope needs"
+        if k.bandwidth
+        else "no row is bound by it at its default"
+    )
     return (
-        f"{k.name}: the rows of at most 64 MiB do not identify it ({need} bound by it needed; "
-        "the options priced there are bound by a cap, another floor or the per-call latency); "
-        f"kept the default {k.default:g}"
+        f"{k.name}: the rows of at most 64 MiB do not identify it ({need}: the options priced "
+        "there are bound by a cap, another floor or the per-call latency); kept the default "
+        f"{k.default:g}"
     )
 
 

@@ -6,14 +6,21 @@ size is timed by the evaluator (:func:`optnet.evaluate.evaluate`), the fastest o
 NCCL's tuner keeps the fastest and as the MILP would choose for one collective alone. So a
 calibrated instance, solved, predicts exactly what calibration predicted (tests/test_nccl_cost.py).
 
-The fit (docs/collectives.md §7, "Calibration") is in two stages:
+The fit (docs/collectives.md §7, "Calibration") fits each parameter only on the rows that
+identify it under this very model: a row is bound by a parameter when its term is at least half
+of the row's predicted time (:func:`bound_share`, |d ln t / d ln x|), so a row whose option is
+bound by one of NCCL's caps, another floor, the launch floor or its latency does not move it.
 
-1. bandwidth, from the marginal time per byte of each table's two largest fitted rows (the
-   inverse of the bandwidth the system sustains there): one parameter on a grid, whose model
-   slope is nearest the measured one, among the network's ``nic_efficiency`` (tables of several
-   nodes) and ``nvlink_rate_gbps`` (the link that binds is the one that moves the slope);
-2. latency, on every fitted row: ``constants.collective_latency_us`` (added to every call) and
-   ``constants.launch_overhead_us`` (a floor on every call), of least relative squared error.
+1. bandwidth (``nic_efficiency`` across nodes, ``nvlink_rate_gbps``): the marginal time per byte
+   of each table's two largest rows bound by it (the inverse of the bandwidth the system
+   sustains there), from the defaults to a fixed point (the rows bound at the fitted value);
+2. per-call, on every row: ``constants.collective_latency_us`` (added to every call) and
+   ``constants.launch_overhead_us`` (a floor on every call), of least relative squared error,
+   jointly with NCCL's per-launch network overhead ``constants.net_overhead_us`` (its ring
+   latency and proxy floor) when some row is bound by it.
+
+The two alternate until no parameter moves. A parameter no row identifies (e.g. a table of tiny
+sizes only: no bandwidth) keeps its default, with a warning.
 """
 
 from __future__ import annotations
@@ -33,8 +40,15 @@ MIB = 1024 * 1024
 FIT_MAX_BYTES = 64 * MIB
 #: the bands of the held-out report
 BANDS = (("<=64KiB", 0, 64 * 1024), ("1-64MiB", MIB, 64 * MIB), (">=512MiB", 512 * MIB, 1 << 62))
-CONSTANTS = ("collective_latency_us", "launch_overhead_us")
+CONSTANTS = ("collective_latency_us", "launch_overhead_us", "net_overhead_us")
 EXTRA_GRID_US = np.arange(0.0, 400.0, 1.0)
+#: a row identifies a knob when the knob's term is at least this share of its predicted time
+#: (:func:`bound_share`): the term binds and outweighs the rest (latency, fill)
+BOUND_SHARE = 0.5
+#: the relative step of :func:`bound_share`'s derivative
+SHARE_STEP = 1e-3
+#: at most this many rounds of the fixed point (:func:`fit`)
+ROUNDS = 8
 
 
 #: NCCL_ALGO names (src/graph/tuning.cc ncclAlgoStr, case-insensitive) -> optnet's algorithms
@@ -188,85 +202,246 @@ def _fitted(m: Measured) -> Measured:
     )
 
 
-def _slope(sizes, times) -> float:
-    return (times[-1] - times[-2]) / (sizes[-1] - sizes[-2])
+@dataclass(frozen=True)
+class Knob:
+    """A parameter of the model fitted on the rows bound by it, within [lo, hi]."""
+
+    name: str
+    default: float
+    lo: float
+    hi: float
+    bandwidth: bool
+    """True: fitted on its bound rows by the slope (an offset per table is free); False: a
+    per-launch time, fitted with the per-call constants on every row."""
 
 
-def fit(base: dict[str, Any], tables: list[Measured]) -> ModelFit:
-    """Fit the parameters on the rows of at most 64 MiB of ``tables`` (module docstring)."""
+def knobs(base: dict[str, Any], m: Measured) -> list[Knob]:
+    """The parameters a table can identify: ``nvlink_rate_gbps`` (0.5-1.5 x its default), and
+    across nodes ``nic_efficiency`` (0.3-1) and ``constants.net_overhead_us`` (0-20 µs)."""
     from optnet.instance import instance_from_data
+    from optnet.nccl_cost import nic_efficiency, per_launch_us
 
-    fitted = [_fitted(m) for m in tables]
-    warnings: list[str] = []
-    rate = instance_from_data(measurement_data(base, fitted[0]), "base").nvlink_rate_gbps
-    knobs = [("nvlink_rate_gbps", [round(rate * (0.5 + 0.01 * i), 3) for i in range(101)])]
-    if any(m.nodes > 1 for m in fitted):
-        knobs.insert(0, ("nic_efficiency", [round(0.30 + 0.01 * i, 2) for i in range(71)]))
-    ident = [m for m in fitted if len(m.sizes) >= 2 and m.sizes[-2] >= MIB]
-    if not ident:
-        names = " or ".join(k for k, _g in knobs)
-        warnings.append(f"{names}: no table has two rows of 1 MiB or more; kept the default")
-        knobs = [("", [None])]
-    tried: list[tuple[float, dict, list[np.ndarray]]] = []
-    for name, value in ((k, v) for k, grid in knobs for v in grid):
-        params = {} if value is None else {name: value}
-        preds = [np.array([t for t, _a in predict(base, m, params)]) for m in fitted]
-        miss = sum(
-            abs(_slope(m.sizes, t) / _slope(m.sizes, m.times_us) - 1)
-            for m, t in zip(fitted, preds)
-            if m in ident
-        )
-        tried.append((miss, params, preds))
-    _miss, params, preds = _nearest_default(base, fitted[0], tried, warnings)
-    measured = np.concatenate([np.array(m.times_us) for m in fitted])
-    model = np.concatenate(preds)
+    inst = instance_from_data(measurement_data(base, m), "base")
+    rate = inst.nvlink_rate_gbps
+    out = [Knob("nvlink_rate_gbps", rate, 0.5 * rate, 1.5 * rate, True)]
+    if m.nodes > 1:
+        out.insert(0, Knob("nic_efficiency", nic_efficiency(inst.nic_efficiency), 0.3, 1.0, True))
+        launch = per_launch_us(inst.constants.net_overhead_us)
+        out.append(Knob("net_overhead_us", launch, 0.0, 20.0, False))
+    return out
+
+
+def _times(base: dict[str, Any], ms: list[Measured], params: dict) -> list[np.ndarray]:
+    return [np.array([t for t, _a in predict(base, m, params)]) for m in ms]
+
+
+def bound_share(
+    base: dict[str, Any], ms: list[Measured], params: dict, knob: Knob
+) -> list[np.ndarray]:
+    """Per row, the share of its predicted time the knob's term holds, |d ln t / d ln x| at the
+    current parameters (x at least a tenth of its default, so a value fitted to 0 can be
+    identified again): about 1 where that term binds (a bandwidth-bound row for a rate, a row
+    whose ring latency or proxy floor is its launches for ``net_overhead_us``), 0 where a cap,
+    another floor or the launch floor binds, the latency's share where it adds to the term."""
+    x = max(params[knob.name], 0.1 * knob.default)
+    at = _times(base, ms, {**params, knob.name: x})
+    down = _times(base, ms, {**params, knob.name: x * (1 - SHARE_STEP)})
+    return [np.abs(t - d) / (SHARE_STEP * t) for t, d in zip(at, down)]
+
+
+def _largest_bound(ms: list[Measured], shares: list[np.ndarray]) -> list[Measured]:
+    """Per table with two rows or more of share at least :data:`BOUND_SHARE`, its two largest
+    such rows (the slope's), when the larger took longer (else no bandwidth fits them)."""
+    out = []
+    for m, share in zip(ms, shares):
+        idx = sorted(range(len(m.sizes)), key=lambda i: m.sizes[i])
+        idx = [i for i in idx if share[i] >= BOUND_SHARE][-2:]
+        if len(idx) == 2 and m.times_us[idx[1]] > m.times_us[idx[0]]:
+            out.append(
+                Measured(
+                    m.kind,
+                    m.ranks,
+                    m.nodes,
+                    tuple(m.sizes[i] for i in idx),
+                    tuple(m.times_us[i] for i in idx),
+                    m.label,
+                    m.allowed,
+                )
+            )
+    return out
+
+
+def slope_miss(sizes: np.ndarray, measured: np.ndarray, model: np.ndarray) -> float:
+    """The relative miss of the model's marginal time per byte between the two largest rows,
+    ``(slope_model / slope_measured - 1)^2``: the inverse of the bandwidth the system sustains
+    there, which no per-call constant moves."""
+    d = sizes[-1] - sizes[-2]
+    want = (measured[-1] - measured[-2]) / d
+    return float(((model[-1] - model[-2]) / d / want - 1) ** 2)
+
+
+def per_call(model: np.ndarray, measured: np.ndarray) -> tuple[float, float, float]:
+    """(collective_latency_us E, launch_overhead_us L, error) of least relative squared error
+    of max(L, E + model) against ``measured``: L among 0 and the measured times, E on a 1 µs
+    grid, then exact on the rows above the floor (their weighted mean gap)."""
     floors = np.array([0.0, *sorted({round(float(x), 3) for x in measured})])[:, None, None]
     pred = np.maximum(floors, model[None, None, :] + EXTRA_GRID_US[None, :, None])
     err = (((pred - measured) / measured) ** 2).sum(axis=2)
     i, j = np.unravel_index(int(np.argmin(err)), err.shape)
-    params = {
-        **params,
-        "collective_latency_us": float(EXTRA_GRID_US[j]),
-        "launch_overhead_us": float(floors[i, 0, 0]),
-    }
-    return ModelFit(params, warnings)
+    floor, extra = float(floors[i, 0, 0]), float(EXTRA_GRID_US[j])
+    best = (extra, floor, float(err[i, j]))
+    for _ in range(20):
+        above = model + extra > floor
+        if not above.any():
+            break
+        w = 1.0 / measured[above] ** 2
+        extra = max(0.0, float(np.sum(w * (measured - model)[above]) / np.sum(w)))
+        e = float((((np.maximum(floor, model + extra) - measured) / measured) ** 2).sum())
+        if e >= best[2] - 1e-15:
+            break
+        best = (extra, floor, e)
+    return best
 
 
-#: slopes that differ by less than this (summed relative slope error) are not told apart
-SLOPE_TIE = 0.01
+def minimise(f, lo: float, hi: float) -> float:
+    """x in [lo, hi] of least f(x): the best of 21 grid points, then golden-section search
+    between its neighbours to 1e-5 of the range. f is piecewise smooth (options switch), so the
+    grid finds the basin."""
+    grid = np.linspace(lo, hi, 21)
+    vals = [f(float(x)) for x in grid]
+    k = int(np.argmin(vals))
+    a, b = float(grid[max(0, k - 1)]), float(grid[min(20, k + 1)])
+    g = (5**0.5 - 1) / 2
+    c, d = b - g * (b - a), a + g * (b - a)
+    fc, fd = f(c), f(d)
+    while b - a > 1e-5 * (hi - lo):
+        if fc <= fd:
+            b, d, fd = d, c, fc
+            c = b - g * (b - a)
+            fc = f(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + g * (b - a)
+            fd = f(d)
+    x = (a + b) / 2
+    return x if f(x) <= vals[k] else float(grid[k])
 
 
-def _nearest_default(
-    base: dict[str, Any], m: Measured, tried: list[tuple[float, dict, list]], warnings: list[str]
-) -> tuple[float, dict, list]:
-    """The tried parameter of least slope miss; among those within :data:`SLOPE_TIE` of it (the
-    fitted rows cannot tell them apart: the option priced at those sizes is bound by something
-    else, e.g. a cap of NCCL's), the one nearest its default, with a warning when that tie
-    spans more than a quarter of the parameter's grid."""
-    from optnet.instance import instance_from_data
-    from optnet.nccl_cost import nic_efficiency
+def _least_slope_miss(
+    base: dict[str, Any], subs: list[Measured], params: dict, knob: Knob
+) -> float:
+    """The knob's value of least :func:`slope_miss` summed over ``subs`` (two rows each),
+    among the values at which those rows stay bound by it (each row that is not adds 1, more
+    than any slope's miss, so the fit cannot move where a cap's slope happens to match)."""
 
-    inst = instance_from_data(measurement_data(base, m), "base")
-    default = {
-        "nic_efficiency": nic_efficiency(inst.nic_efficiency),
-        "nvlink_rate_gbps": inst.nvlink_rate_gbps,
-    }
-    least = min(t[0] for t in tried)
-    ties = [t for t in tried if t[0] <= least + SLOPE_TIE]
+    def miss(x: float) -> float:
+        p = {**params, knob.name: x}
+        shares = bound_share(base, subs, p, knob)
+        times = _times(base, subs, p)
+        return sum(
+            slope_miss(np.array(s.sizes), np.array(s.times_us), t) + float(np.sum(b < BOUND_SHARE))
+            for s, t, b in zip(subs, times, shares)
+        )
 
-    def distance(t) -> float:
-        (name, value), *_ = list(t[1].items()) or [("", None)]
-        return 0.0 if value is None else abs(value / default[name] - 1)
+    return minimise(miss, knob.lo, knob.hi)
 
-    pick = min(ties, key=lambda t: (distance(t), t[0]))
-    for name in {k for t in ties for k in t[1]}:
-        grid = sum(1 for t in tried if name in t[1])
-        if sum(1 for t in ties if name in t[1]) * 4 > grid:
-            warnings.append(
-                f"{name}: the rows of at most 64 MiB do not identify it (the option priced "
-                "there is not bound by it); kept the value nearest its default"
-            )
-    return pick
+
+def _fit_bandwidth(
+    base: dict[str, Any], ms: list[Measured], params: dict, knob: Knob
+) -> float | None:
+    """The bandwidth knob fitted on the rows bound by it, or None when no table has two: from
+    the current value (then from the default), fit the slope of the two largest bound rows
+    (:func:`slope_miss`), take the rows bound at the fitted value, and repeat until those rows
+    repeat; of the fits made, the one on the largest rows (nearest the sizes it predicts)."""
+    fits: list[tuple[tuple[int, ...], float]] = []
+    x = params[knob.name]
+    for _ in range(ROUNDS):
+        subs = _largest_bound(ms, bound_share(base, ms, {**params, knob.name: x}, knob))
+        rows = tuple(sorted((s for sub in subs for s in sub.sizes), reverse=True))
+        if not subs or any(r == rows for r, _x in fits):
+            break
+        x = _least_slope_miss(base, subs, params, knob)
+        fits.append((rows, x))
+    if fits:
+        return max(fits, key=lambda f: f[0])[1]
+    if params[knob.name] == knob.default:
+        return None
+    return _fit_bandwidth(base, ms, {**params, knob.name: knob.default}, knob)
+
+
+def _fit_per_call(
+    base: dict[str, Any], ms: list[Measured], params: dict, launch: Knob | None
+) -> dict[str, float]:
+    """``collective_latency_us`` and ``launch_overhead_us`` (:func:`per_call`) on every row of
+    every table, jointly with the per-launch knob when its rows identify it."""
+    measured = np.concatenate([np.array(m.times_us) for m in ms])
+
+    bare = {**params, "collective_latency_us": 0.0, "launch_overhead_us": 0.0}
+
+    def fitted(x: float | None) -> tuple[float, float, float]:
+        p = bare if x is None or launch is None else {**bare, launch.name: x}
+        return per_call(np.concatenate(_times(base, ms, p)), measured)
+
+    out: dict[str, float] = {}
+    x = None
+    if launch is not None:
+        x = minimise(lambda v: fitted(v)[2], launch.lo, launch.hi)
+        out[launch.name] = x
+    extra, floor, _err = fitted(x)
+    return {**out, "collective_latency_us": extra, "launch_overhead_us": floor}
+
+
+def _round(base: dict[str, Any], ms: list[Measured], ks: list[Knob], params: dict) -> set[str]:
+    """One round of :func:`fit`, updating ``params``; returns the knobs the rows identify."""
+    ident = set()
+    for k in ks:
+        if k.bandwidth:
+            x = _fit_bandwidth(base, ms, params, k)
+            params[k.name] = k.default if x is None else x
+            if x is not None:
+                ident.add(k.name)
+    launch = next((k for k in ks if not k.bandwidth), None)
+    if launch is not None:
+        # judged at its default: a fit to 0 (no launch cost) leaves no row bound by it
+        share = bound_share(base, ms, {**params, launch.name: launch.default}, launch)
+        if any((s >= BOUND_SHARE).any() for s in share):
+            ident.add(launch.name)
+        else:
+            params[launch.name], launch = launch.default, None
+    params.update(_fit_per_call(base, ms, params, launch))
+    return ident
+
+
+def _unidentified(k: Knob) -> str:
+    need = (
+        "no table has two rows bound by it, which a slope needs"
+        if k.bandwidth
+        else "no row is bound by it at its default"
+    )
+    return (
+        f"{k.name}: the rows of at most 64 MiB do not identify it ({need}: the options priced "
+        "there are bound by a cap, another floor or the per-call latency); kept the default "
+        f"{k.default:g}"
+    )
+
+
+def fit(base: dict[str, Any], tables: list[Measured]) -> ModelFit:
+    """Fit the parameters on the rows of at most 64 MiB of ``tables`` (module docstring): from
+    the defaults, each round takes the rows each knob binds (:func:`bound_share` at least
+    :data:`BOUND_SHARE`), fits the per-call constants and the per-launch time on every row, then
+    each bandwidth on its bound rows, until no parameter moves (a fixed point). A knob no row
+    identifies keeps its default, with a warning."""
+    fitted = [_fitted(m) for m in tables]
+    ks = knobs(base, fitted[0])
+    params = {k.name: k.default for k in ks} | {n: 0.0 for n in CONSTANTS[:2]}
+    ident: set[str] = set()
+    for _ in range(ROUNDS):
+        before = dict(params)
+        ident = _round(base, fitted, ks, params)
+        if all(abs(params[n] - v) <= 1e-4 * max(1.0, abs(v)) for n, v in before.items()):
+            break
+    out = {n: round(v, 6) for n, v in params.items() if n in ident or n in CONSTANTS[:2]}
+    return ModelFit(out, [_unidentified(k) for k in ks if k.name not in ident])
 
 
 def band_errors(m: Measured, predicted: list[tuple[float, str]]) -> list[dict[str, Any]]:

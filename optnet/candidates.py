@@ -492,6 +492,7 @@ def _nccl_option(
     eff = nc.nic_efficiency(inst.nic_efficiency)
     heads, nic_gbps = _nccl_nics(inst, g)
     nics = _nccl_rails(inst)[0]
+    launch_us = nc.per_launch_us(inst.constants.net_overhead_us)
     volume = nc.flat_ring_volume(kind, p, N) if nccl_alg == "ring" else 1.0
     best: tuple[float, Option] | None = None
     for proto in only or nc.protocols(nccl_alg):
@@ -503,9 +504,11 @@ def _nccl_option(
         floor = max(
             nvlink,
             nc.cap_floor_us(nccl_alg, proto, kind, n, p, N, (heads, nics), inst.gpu_arch),
-            nc.proxy_floor_us(nccl_alg, proto, kind, n, p, N),
+            nc.proxy_floor_us(nccl_alg, proto, kind, n, p, N, launch_us),
         )
-        lat = nc.latency_us(nccl_alg, proto, kind, p, N, inst.constants.message_overhead_us)
+        lat = nc.latency_us(
+            nccl_alg, proto, kind, p, N, inst.constants.message_overhead_us, launch_us
+        )
         lat *= nc.plateau(nccl_alg, proto, kind, p, N, n, inst.gpu_arch)
         fill, fill_us = nc.fill_terms(hops, phi, nvlink)
         steps = _scaled(gs, volume * fill / (f * eff))

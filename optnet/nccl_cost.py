@@ -145,10 +145,16 @@ def nsteps(kind: str, ranks: int) -> int:
     return ranks - 1 if kind in ("all_gather", "reduce_scatter") else ranks
 
 
-def net_overhead_us(protocol: str) -> float:
+def net_overhead_us(protocol: str, per_launch_us: float = NET_OVERHEAD_US) -> float:
     """NCCL's time to launch one network step (``getNetOverhead``, tuning.cc lines 228-233 and
-    404-410): :data:`NET_OVERHEAD_US`, x 3 for Simple."""
-    return NET_OVERHEAD_US * (3 if protocol == "simple" else 1)
+    404-410): ``per_launch_us`` (NCCL's ``NCCL_NET_OVERHEAD``, default :data:`NET_OVERHEAD_US`),
+    x 3 for Simple."""
+    return per_launch_us * (3 if protocol == "simple" else 1)
+
+
+def per_launch_us(configured: float | None) -> float:
+    """The instance's ``constants.net_overhead_us``, or :data:`NET_OVERHEAD_US` when unset."""
+    return NET_OVERHEAD_US if configured is None else configured
 
 
 def ring_channels(protocol: str, nbytes: float, ranks: int) -> int:
@@ -163,7 +169,13 @@ def ring_channels(protocol: str, nbytes: float, ranks: int) -> int:
 
 
 def proxy_floor_us(
-    nccl_algorithm: str, protocol: str, kind: str, nbytes: float, ranks: int, nodes: int
+    nccl_algorithm: str,
+    protocol: str,
+    kind: str,
+    nbytes: float,
+    ranks: int,
+    nodes: int,
+    launch_us: float = NET_OVERHEAD_US,
 ) -> float:
     """The time a ring across nodes spends launching network steps beyond the one per step
     NCCL's latency already holds, µs:
@@ -172,7 +184,8 @@ def proxy_floor_us(
 
     s the ring's steps (2(p-1) all-reduce, p-1 all-gather and reduce-scatter), c
     :func:`ring_channels`, g = p/N GPUs per node, o_net NCCL's network overhead per launch
-    (``getNetOverhead``, tuning.cc lines 228-233: 1 µs on x86 Intel, x 3 for Simple). The
+    (``getNetOverhead``, tuning.cc lines 228-233: ``launch_us``, 1 µs on x86 Intel, x 3 for
+    Simple). The
     proxy's launches stream with the transfers, so it is a floor on the transfer part, like
     NVLink's; 0 with one launch per step (one channel), for one node and for any other
     algorithm or kind."""
@@ -183,7 +196,7 @@ def proxy_floor_us(
     ):
         return 0.0
     launches = max(1.0, 2 * ring_channels(protocol, nbytes, ranks) / (ranks / nodes))
-    return nsteps(kind, ranks) * (launches - 1) * net_overhead_us(protocol)
+    return nsteps(kind, ranks) * (launches - 1) * net_overhead_us(protocol, launch_us)
 
 
 def nic_efficiency(configured: float | None) -> float:
@@ -334,6 +347,7 @@ def latency_us(
     ranks: int,
     nodes: int,
     message_overhead_us: float,
+    launch_us: float = NET_OVERHEAD_US,
 ) -> float:
     """NCCL's latency of one collective (tuning.cc lines 384-435), less what optnet's network
     steps already charge: each inter-node step of optnet's schedule costs the path's alpha, which
@@ -342,7 +356,8 @@ def latency_us(
 
     ring (all-reduce, all-gather, reduce-scatter):
         base + (s - s_net) max(lat_nvl, o_net) + s_net lat_net,
-        s = 2(p-1) or p-1 steps, s_net = 2(N-1) or N-1, o_net = 1 µs (x 3 for Simple) if N > 1
+        s = 2(p-1) or p-1 steps, s_net = 2(N-1) or N-1, o_net = ``launch_us`` (NCCL's 1 µs;
+        x 3 for Simple) if N > 1
     ring (broadcast, reduce): base + lat (NCCL's ``sameChannels`` case)
     tree (all-reduce): base + 2 ((p/N - 1) lat_nvl + log2 N lat_net)
     nvls: lat_nvl (one node)
@@ -363,7 +378,7 @@ def latency_us(
             return base + (lat_nvl if nodes == 1 else net_step)
         steps = 2 * (ranks - 1) if kind == "all_reduce" else ranks - 1
         net_steps = 0 if nodes == 1 else (2 * (nodes - 1) if kind == "all_reduce" else nodes - 1)
-        o_net = 0.0 if nodes == 1 else net_overhead_us(protocol)
+        o_net = 0.0 if nodes == 1 else net_overhead_us(protocol, launch_us)
         return base + (steps - net_steps) * max(lat_nvl, o_net) + net_steps * net_step
     if nccl_algorithm == "tree":
         return base + 2 * ((ppn - 1) * lat_nvl + _log2i(nodes) * net_step)

@@ -62,6 +62,11 @@ class Constants(Strict):
     time, not an addend; omitted: 0. Not a hardware constant: fit it on a measurement (a
     one-process, 8-GPU nccl-tests run issues 8 launches per call; bench/fidelity,
     docs/collectives.md §7)."""
+    net_overhead_us: NonNegFloat | None = None
+    """``library: nccl``: NCCL's time to launch one network step, ``NCCL_NET_OVERHEAD``
+    (``getNetOverhead`` in NVIDIA/nccl src/graph/tuning.cc: 1 µs on x86 Intel, 2 on AMD; x 3
+    for Simple), in the ring's latency and proxy floor; omitted: 1 (``optnet calibrate`` fits
+    it where those bind; docs/collectives.md §7)."""
 
 
 class Transceivers(Strict):

@@ -648,13 +648,17 @@ def test_nccl_baseline_refusals(tmp_path):
     assert "NCCL's algorithms alone: no plan" in text_report(got)
 
 
-def test_proxy_floor_is_priced_alike_by_the_milp_and_the_evaluator(tmp_path):
+@pytest.mark.parametrize("launch_us", [None, 2.5])
+def test_proxy_floor_is_priced_alike_by_the_milp_and_the_evaluator(tmp_path, launch_us):
     """tiny.yaml under nccl with a 256 KiB all-gather over its two servers: the ring's proxy
     floor (nccl_cost.proxy_floor_us) binds over the network steps, and the solved plan's
-    objective is what the evaluator gives it."""
+    objective is what the evaluator gives it; also with NCCL's per-launch overhead set
+    (``constants.net_overhead_us``, which ``calibrate`` fits)."""
 
     def add(d):
         d["library"] = "nccl"
+        if launch_us is not None:
+            d.setdefault("constants", {})["net_overhead_us"] = launch_us
         d["workload"]["jobs"][0]["collectives"].append(
             {"name": "ag", "kind": "all_gather", "group": "dp", "message_bytes": 2.0**18}
         )
@@ -662,7 +666,8 @@ def test_proxy_floor_is_priced_alike_by_the_milp_and_the_evaluator(tmp_path):
     path = tiny_with(tmp_path, "proxy", add)
     inst = load_instance(path)
     (ring,) = [o for o in all_candidates(inst)[0].collectives[1].options if o.algorithm == "ring"]
-    floor = nccl_cost.proxy_floor_us("ring", ring.protocol, "all_gather", 2.0**18, 2, 2)
+    per_launch = nccl_cost.NET_OVERHEAD_US if launch_us is None else launch_us
+    floor = nccl_cost.proxy_floor_us("ring", ring.protocol, "all_gather", 2.0**18, 2, 2, per_launch)
     assert floor > 0 and ring.overlap_us == pytest.approx(floor)
     assert floor > candidates.nominal_network_us(inst, ring.groups)
     out = tmp_path / "proxy.json"

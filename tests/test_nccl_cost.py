@@ -508,24 +508,3 @@ def test_tree_cap_binds_at_mid_sizes_on_two_b200_nodes():
     cap_us = n / (8 * 31.67e3 * 0.5)
     assert row["floor_us"] == pytest.approx(cap_us, rel=1e-9)
     assert row["floor_us"] > row["network_us"]
-
-
-def test_an_unidentified_parameter_keeps_its_default_and_is_warned_about():
-    """Where the fitted rows cannot tell parameter values apart (every slope misses by the
-    same), calibration keeps the value nearest the default and says so; where one value fits
-    best by far, it is chosen, without a warning."""
-    from optnet import calibrate_model as cm
-
-    _yml, meta = _table("multi-h100-2node-ibndr-allreduce-ncclt309")
-    base = fidelity.base_data(meta)
-    m = cm.Measured("all_reduce", 16, 2, (2**25, 2**26), (1.0, 2.0), "t")
-    grid = [0.5, 0.7, 0.94, 0.99]
-    flat = [(0.3, {"nic_efficiency": v}, []) for v in grid]
-    warnings: list[str] = []
-    _miss, params, _ = cm._nearest_default(base, m, flat, warnings)
-    assert params == {"nic_efficiency": nc.DEFAULT_NIC_EFFICIENCY}
-    assert len(warnings) == 1 and "do not identify" in warnings[0]
-    sharp = [(abs(v - 0.7), {"nic_efficiency": v}, []) for v in grid]
-    warnings = []
-    _miss, params, _ = cm._nearest_default(base, m, sharp, warnings)
-    assert params == {"nic_efficiency": 0.7} and not warnings

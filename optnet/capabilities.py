@@ -195,12 +195,6 @@ REFUSED: tuple[Refusal, ...] = (
         "use --objective traffic-hops or traffic-latency",
     ),
     Refusal(
-        (_F.PHASES,),
-        "the change count compares one static plan (§5.6)",
-        Consumer.FROM,
-        "re-optimise without --from",
-    ),
-    Refusal(
         (_F.DIRECT,),
         "its plans are placements priced by traffic x hops (docs/direct.md), not step "
         "schedules on links",

@@ -3,7 +3,10 @@
 ``diff`` is independent of the MILP (it compares decisions), so the incremental model's change
 count can be checked against it. A *change* is: a job slot that moves to another server, an OCS
 circuit set up or torn down, a lightpath set up or torn down, a lightpath kept but retuned to
-another wavelength.
+another wavelength. With communication phases (docs/model.md §5.8) circuits and lightpaths are
+compared phase by phase (a phase's matching against the running plan's same phase; a running
+plan without phases holds the same matching in every phase), and each listed circuit or
+lightpath names its phase.
 
 What a failure takes away is not a change: a circuit on a failed OCS or a cut trunk, a lightpath
 through one, on a dead transceiver or from a failed server, is *lost*, listed apart under
@@ -16,32 +19,35 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from optnet.decisions import Circuit, Decisions, Lightpath
+from optnet.decisions import Circuit, Decisions, Lightpath, PhasePlan
+from optnet.errors import input_error
 from optnet.failures import usable_server
 from optnet.instance import Instance
 
 
 @dataclass(frozen=True)
 class Previous:
-    """The running plan, indexed for the model: slot -> rack, circuits, lightpath counts."""
+    """The running plan, indexed for the model: slot -> rack, and per phase its circuits and
+    lightpath counts (one entry without phases)."""
 
     decisions: Decisions
     rack_of_slot: dict[tuple[int, int], int]
-    circuits: frozenset[tuple[int, int, int]]
-    lightpaths: dict[tuple[int, int, int], int]
-    """(server, server, ocs) with the first server the smaller -> number of surviving
-    lightpaths."""
+    circuits: tuple[frozenset[tuple[int, int, int]], ...]
+    lightpaths: tuple[dict[tuple[int, int, int], int], ...]
+    """Per phase: (server, server, ocs) with the first server the smaller -> number of
+    surviving lightpaths."""
     forced_moves: int = 0
     """Slots whose server failed: each must move, one change each."""
 
 
 @dataclass(frozen=True)
 class Lost:
-    """What the failures of an instance take from a plan (no operator action, no change)."""
+    """What the failures of an instance take from a plan (no operator action, no change);
+    circuits and lightpaths as (phase, what)."""
 
     slots: tuple[tuple[int, int], ...]
-    circuits: tuple[Circuit, ...]
-    lightpaths: tuple[Lightpath, ...]
+    circuits: tuple[tuple[int, Circuit], ...]
+    lightpaths: tuple[tuple[int, Lightpath], ...]
 
 
 def _circuit_lost(inst: Instance, k: int, a: int, b: int) -> bool:
@@ -60,8 +66,18 @@ def _lightpath_lost(inst: Instance, lp: Lightpath) -> bool:
     )
 
 
+def phase_plans(inst: Instance, d: Decisions, file: str = "--from") -> list[PhasePlan]:
+    """Plan ``d`` phase by phase for ``inst``: its own phase plans, or its one static plan in
+    every phase; a plan with another number of phases is an input error."""
+    H = inst.n_phases
+    if d.phases is not None and len(d.phases) != H:
+        raise input_error(file, "phases", f"the plan has {len(d.phases)} phases, the instance {H}")
+    return [d.plan(h) for h in range(H)]
+
+
 def surviving(inst: Instance, d: Decisions) -> Lost:
     """What of plan ``d`` the failures of ``inst`` have taken (nothing on an intact one)."""
+    plans = phase_plans(inst, d)
     return Lost(
         slots=tuple(
             (j, m)
@@ -69,9 +85,27 @@ def surviving(inst: Instance, d: Decisions) -> Lost:
             for m, s in enumerate(servers)
             if not usable_server(inst, s)
         ),
-        circuits=tuple(c for c in d.circuits if _circuit_lost(inst, c.ocs, c.rack_a, c.rack_b)),
-        lightpaths=tuple(lp for lp in d.lightpaths if _lightpath_lost(inst, lp)),
+        circuits=tuple(
+            (h, c)
+            for h, p in enumerate(plans)
+            for c in p.circuits
+            if _circuit_lost(inst, c.ocs, c.rack_a, c.rack_b)
+        ),
+        lightpaths=tuple(
+            (h, lp) for h, p in enumerate(plans) for lp in p.lightpaths if _lightpath_lost(inst, lp)
+        ),
     )
+
+
+def _kept(plans: list[PhasePlan], lost: Lost) -> list[tuple[set[Circuit], set[Lightpath]]]:
+    """Per phase the circuits and lightpaths of the plan that survived the failures."""
+    return [
+        (
+            set(p.circuits) - {c for g, c in lost.circuits if g == h},
+            set(p.lightpaths) - {lp for g, lp in lost.lightpaths if g == h},
+        )
+        for h, p in enumerate(plans)
+    ]
 
 
 def previous_plan(inst: Instance, d: Decisions) -> Previous:
@@ -83,13 +117,15 @@ def previous_plan(inst: Instance, d: Decisions) -> Previous:
         for s, server in enumerate(servers):
             if (j, s) not in forced:
                 rack_of_slot[(j, s)] = inst.servers[server].rack
-    counts: dict[tuple[int, int, int], int] = {}
-    for lp in set(d.lightpaths) - set(lost.lightpaths):
-        key = (min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b), lp.ocs)
-        counts[key] = counts.get(key, 0) + 1
-    kept = set(d.circuits) - set(lost.circuits)
-    circuits = frozenset((c.ocs, c.rack_a, c.rack_b) for c in kept)
-    return Previous(d, rack_of_slot, circuits, counts, len(forced))
+    circuits, lightpaths = [], []
+    for held, lit in _kept(phase_plans(inst, d), lost):
+        counts: dict[tuple[int, int, int], int] = {}
+        for lp in lit:
+            key = (min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b), lp.ocs)
+            counts[key] = counts.get(key, 0) + 1
+        circuits.append(frozenset((c.ocs, c.rack_a, c.rack_b) for c in held))
+        lightpaths.append(counts)
+    return Previous(d, rack_of_slot, tuple(circuits), tuple(lightpaths), len(forced))
 
 
 def _lp_key(lp) -> tuple:
@@ -97,63 +133,88 @@ def _lp_key(lp) -> tuple:
     return (lp.ocs, *min(a, b), *max(a, b))
 
 
-def diff(inst: Instance, old: Decisions, new: Decisions) -> dict:
-    """The exact list of changes from ``old`` to ``new`` (names, not indices), and counts."""
+def _moved(inst: Instance, old: Decisions, new: Decisions) -> list[dict]:
     S = inst.servers
     moved = []
     for j, servers in sorted(new.placement.items()):
         before = old.placement.get(j)
         for s, server in enumerate(servers):
             if before is None or s >= len(before) or before[s] != server:
+                known = before is not None and s < len(before)
                 moved.append(
                     {
                         "job": inst.jobs[j].name,
                         "slot": s,
-                        "from": S[before[s]].name
-                        if before is not None and s < len(before)
-                        else None,
+                        "from": S[before[s]].name if known else None,
                         "to": S[server].name,
                     }
                 )
-    lost = surviving(inst, old)
-    oc = {(c.ocs, c.rack_a, c.rack_b) for c in set(old.circuits) - set(lost.circuits)}
-    nc = {(c.ocs, c.rack_a, c.rack_b) for c in new.circuits}
+    return moved
 
-    def circ(key):
+
+def diff(inst: Instance, old: Decisions, new: Decisions) -> dict:
+    """The exact list of changes from ``old`` to ``new`` (names, not indices), and counts;
+    circuits and lightpaths phase by phase, each naming its phase when there are phases."""
+    S = inst.servers
+    phased = inst.n_phases > 1
+
+    def tag(h: int, entry: dict) -> dict:
+        return {**entry, "phase": inst.phases[h]} if phased else entry
+
+    def circ(h: int, key) -> dict:
         k, a, b = key
-        return {"ocs": inst.ocses[k].name, "racks": [inst.racks[a].name, inst.racks[b].name]}
+        return tag(
+            h, {"ocs": inst.ocses[k].name, "racks": [inst.racks[a].name, inst.racks[b].name]}
+        )
 
-    ol = {_lp_key(lp): lp for lp in set(old.lightpaths) - set(lost.lightpaths)}
-    nl = {_lp_key(lp): lp for lp in new.lightpaths}
+    def lpj(h: int, lp) -> dict:
+        return tag(
+            h,
+            {
+                "ocs": inst.ocses[lp.ocs].name,
+                "servers": [S[lp.server_a].name, S[lp.server_b].name],
+                "transceivers": [lp.transceiver_a, lp.transceiver_b],
+                "wavelengths": [lp.wavelength_ab, lp.wavelength_ba],
+            },
+        )
 
-    def lpj(lp):
-        return {
-            "ocs": inst.ocses[lp.ocs].name,
-            "servers": [S[lp.server_a].name, S[lp.server_b].name],
-            "transceivers": [lp.transceiver_a, lp.transceiver_b],
-            "wavelengths": [lp.wavelength_ab, lp.wavelength_ba],
-        }
-
-    retuned = [
-        {**lpj(nl[k]), "previous_wavelengths": [ol[k].wavelength_ab, ol[k].wavelength_ba]}
-        for k in sorted(set(ol) & set(nl))
-        if {ol[k].wavelength_ab, ol[k].wavelength_ba} != {nl[k].wavelength_ab, nl[k].wavelength_ba}
-    ]
-    out = {
-        "moved_slots": moved,
-        "circuits_added": [circ(k) for k in sorted(nc - oc)],
-        "circuits_removed": [circ(k) for k in sorted(oc - nc)],
-        "lightpaths_added": [lpj(nl[k]) for k in sorted(set(nl) - set(ol))],
-        "lightpaths_removed": [lpj(ol[k]) for k in sorted(set(ol) - set(nl))],
-        "wavelengths_retuned": retuned,
-    }
-    out["counts"] = {k: len(v) for k, v in out.items()}
+    lost = surviving(inst, old)
+    out: dict = {k: [] for k in LISTS}
+    out["moved_slots"] = _moved(inst, old, new)
+    for h, ((held, lit), now) in enumerate(zip(_kept(phase_plans(inst, old), lost),
+                                               phase_plans(inst, new, "plan"))):  # fmt: skip
+        oc = {(c.ocs, c.rack_a, c.rack_b) for c in held}
+        nc = {(c.ocs, c.rack_a, c.rack_b) for c in now.circuits}
+        ol = {_lp_key(lp): lp for lp in lit}
+        nl = {_lp_key(lp): lp for lp in now.lightpaths}
+        out["circuits_added"] += [circ(h, k) for k in sorted(nc - oc)]
+        out["circuits_removed"] += [circ(h, k) for k in sorted(oc - nc)]
+        out["lightpaths_added"] += [lpj(h, nl[k]) for k in sorted(set(nl) - set(ol))]
+        out["lightpaths_removed"] += [lpj(h, ol[k]) for k in sorted(set(ol) - set(nl))]
+        out["wavelengths_retuned"] += [
+            {**lpj(h, nl[k]), "previous_wavelengths": [ol[k].wavelength_ab, ol[k].wavelength_ba]}
+            for k in sorted(set(ol) & set(nl))
+            if {ol[k].wavelength_ab, ol[k].wavelength_ba}
+            != {nl[k].wavelength_ab, nl[k].wavelength_ba}
+        ]
+    out["counts"] = {k: len(out[k]) for k in LISTS}
     out["lost_to_failures"] = {
         "slots": [
             {"job": inst.jobs[j].name, "slot": m, "server": S[old.placement[j][m]].name}
             for j, m in lost.slots
         ],
-        "circuits": [circ((c.ocs, c.rack_a, c.rack_b)) for c in sorted(lost.circuits)],
-        "lightpaths": [lpj(lp) for lp in sorted(lost.lightpaths)],
+        "circuits": [circ(h, (c.ocs, c.rack_a, c.rack_b)) for h, c in sorted(lost.circuits)],
+        "lightpaths": [lpj(h, lp) for h, lp in sorted(lost.lightpaths)],
     }
     return out
+
+
+#: The lists of ``diff``, in order; ``counts`` counts each.
+LISTS = (
+    "moved_slots",
+    "circuits_added",
+    "circuits_removed",
+    "lightpaths_added",
+    "lightpaths_removed",
+    "wavelengths_retuned",
+)

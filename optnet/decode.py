@@ -25,7 +25,7 @@ def decode(m: pyo.ConcreteModel, md: ModelData) -> Decisions:
     prev = md.previous.decisions if md.previous is not None else None
     d.placement = _placement(m, md, prev)
     if md.H > 1:  # one plan per phase; every circuit the model holds (docs/model.md §5.8)
-        d.phases = _phase_plans(m, md, d.placement)
+        d.phases = _phase_plans(m, md, d.placement, prev)
         d.circuits, d.lightpaths = list(d.phases[0].circuits), list(d.phases[0].lightpaths)
     else:
         d.lightpaths = _static_lightpaths(m, md, d.placement, prev)
@@ -102,8 +102,9 @@ def _placement(m: pyo.ConcreteModel, md: ModelData, prev) -> dict[int, tuple[int
     return {j: tuple(v) for j, v in sorted(servers_of.items())}
 
 
-def _phase_plans(m: pyo.ConcreteModel, md: ModelData, placement) -> list[PhasePlan]:
-    """Every phase's held circuits and lightpaths (first free transceiver and wavelength)."""
+def _phase_plans(m: pyo.ConcreteModel, md: ModelData, placement, prev) -> list[PhasePlan]:
+    """Every phase's held circuits and lightpaths (first free transceiver and wavelength; a
+    lightpath of the running plan's same phase keeps its own, ``--from``)."""
     plans = []
     for h in range(md.H):
         wanted = [
@@ -112,7 +113,7 @@ def _phase_plans(m: pyo.ConcreteModel, md: ModelData, placement) -> list[PhasePl
             for k in md.ocs
             for _ in range(int(round(pyo.value(m.n[h, j, a, b, k]))))
         ]
-        lps = _assign_lightpaths(md.inst, md, wanted, None)
+        lps = _assign_lightpaths(md.inst, md, wanted, prev.plan(h) if prev is not None else None)
         held = [Circuit(*key) for key in md.circuits if _on(m.c[(h,) + key])]
         plans.append(PhasePlan(sorted(held), lps))
     return plans

@@ -15,7 +15,9 @@ from optnet.decisions import Decisions, to_json
 from optnet.evaluate import UNITS, Evaluation
 from optnet.instance import Instance
 
-SCHEMA_VERSION = "1.5"  # 1.5: ``transports`` (plug-in transports' parts of the plan)
+#: 1.5: ``transports`` (plug-in transports' parts of the plan); ``phase`` on the circuits and
+#: lightpaths of ``changes`` (``--from`` with communication phases)
+SCHEMA_VERSION = "1.5"
 
 
 def build_results(

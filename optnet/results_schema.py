@@ -313,9 +313,16 @@ class MovedSlot(ClosedModel):
 class CircuitChange(ClosedModel):
     ocs: str
     racks: Pair
+    phase: str | None = None
+    """The phase whose matching changes (with communication phases only; schema 1.5)."""
 
 
-class Retuned(PhaseLightpath):
+class LightpathChange(PhaseLightpath):
+    phase: str | None = None
+    """The phase whose lightpath changes (with communication phases only; schema 1.5)."""
+
+
+class Retuned(LightpathChange):
     previous_wavelengths: IntPair
 
 
@@ -331,7 +338,7 @@ class LostToFailures(ClosedModel):
 
     slots: list[LostSlot] = []
     circuits: list[CircuitChange] = []
-    lightpaths: list[PhaseLightpath] = []
+    lightpaths: list[LightpathChange] = []
 
 
 class Changes(ClosedModel):
@@ -340,8 +347,8 @@ class Changes(ClosedModel):
     moved_slots: list[MovedSlot] = []
     circuits_added: list[CircuitChange] = []
     circuits_removed: list[CircuitChange] = []
-    lightpaths_added: list[PhaseLightpath] = []
-    lightpaths_removed: list[PhaseLightpath] = []
+    lightpaths_added: list[LightpathChange] = []
+    lightpaths_removed: list[LightpathChange] = []
     wavelengths_retuned: list[Retuned] = []
     counts: dict[str, Count] = {}
     lost_to_failures: LostToFailures | None = None

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import json
 
 import pytest
 from click.testing import CliRunner
 from conftest import INSTANCES
 
+from optnet import errors
 from optnet.cli import main
 from optnet.decisions import from_json
 from optnet.evaluate import evaluate
@@ -142,3 +144,63 @@ def test_what_a_failure_takes_is_lost_not_changed(tmp_path, name, failure):
     r = CliRunner().invoke(main, [*args, "--force", "--max-changes", str(n)])
     assert r.exit_code == 0, r.output
     assert json.loads(out.read_text())["changes"]["counts"]["total"] <= n
+
+
+PHASED_SEEDS = tuple(range(12))
+
+
+@functools.cache
+def _phased_from(seed: int, penalty_us: float):
+    from gen import phased_instance
+
+    from optnet import pipeline
+    from optnet.solve import SolveOptions
+
+    inst = phased_instance(seed)  # the running plan: the least energy, so the fewest lightpaths
+    try:
+        running = pipeline.run(inst, SolveOptions(objective="energy", mip_gap=1e-9), "joint")
+    except errors.InfeasibleError:  # some generated instances have no plan: none to run
+        return inst, None
+    o = SolveOptions(mip_gap=1e-9, previous=running.result.decisions, change_penalty_us=penalty_us)
+    out = pipeline.run(inst, o, "joint")
+    pipeline.check(out)  # MILP objective == evaluator + penalty x listed changes, or exit 4
+    return inst, out
+
+
+@pytest.mark.parametrize("seed", PHASED_SEEDS)
+def test_phased_change_count_equals_the_list(seed):
+    """With communication phases the model counts circuit and lightpath changes phase by phase
+    (model/changes.py) exactly as ``changes.diff`` lists them: the pipeline's check holds with a
+    penalty that makes changes cheap and one that makes them dear; each listed circuit and
+    lightpath names its phase."""
+    for penalty in (0.01, 1e4):
+        inst, out = _phased_from(seed, penalty)
+        if out is None:
+            continue
+        changes = out.results["changes"]
+        for key in ("circuits_added", "circuits_removed", "lightpaths_added", "lightpaths_removed"):
+            assert all(x["phase"] in inst.phases for x in changes[key]), changes[key]
+
+
+def test_phased_changes_happen_in_some_seeds():
+    """Cheap changes are made in some seeds (the check above is not vacuous), phase by phase,
+    and dear ones are avoided where the running plan still works."""
+    runs = [(_phased_from(s, 0.01)[1], _phased_from(s, 1e4)[1]) for s in PHASED_SEEDS]
+    runs = [(c, d) for c, d in runs if c is not None]
+    assert len(runs) >= 8, "most generated phased instances have a plan"
+    cheap = [c.results["changes"]["counts"]["total"] for c, _d in runs]
+    dear = [d.results["changes"]["counts"]["total"] for _c, d in runs]
+    assert sum(1 for n in cheap if n) >= 3, cheap
+    assert all(d <= c for c, d in zip(cheap, dear)), (cheap, dear)
+
+
+def test_a_plan_with_other_phases_is_an_input_error():
+
+    from optnet.changes import previous_plan
+    from optnet.decisions import PhasePlan
+
+    inst, out = _phased_from(1, 1e4)
+    d = out.result.decisions
+    d.phases = [*d.phases, PhasePlan()]
+    with pytest.raises(errors.InputError, match="the plan has 3 phases, the instance 2"):
+        previous_plan(inst, d)

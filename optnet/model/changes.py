@@ -1,12 +1,13 @@
 """Incremental re-optimisation: count what changes against the running plan (``--from``).
 
-Active only when the model data carries a previous plan. With prev_rack(j,m), prev circuits C0
-and previous lightpath counts N0 (per slot pair and OCS, read through the previous placement):
+Active only when the model data carries a previous plan. With prev_rack(j,m), and per phase h
+the previous circuits C0[h] and lightpath counts N0[h] (per slot pair and OCS, read through the
+previous placement; a previous plan without phases gives every phase its one matching):
 
     moved[j,m]   = 1 - y[j,m,prev_rack(j,m)]                        (slot leaves its rack)
                    (1 for a slot whose server failed: it must move)
-    circ_delta   = sum_{C0} (1 - c) + sum_{not C0} c                 (circuits torn down/set up)
-    dn[p,o]     >= n[p,o] - N0[p,o],  dn[p,o] >= N0[p,o] - n[p,o]    (lightpaths added/removed)
+    circ_delta   = sum_h (sum_{C0[h]} (1 - c[h]) + sum_{not C0[h]} c[h])   (torn down/set up)
+    dn[h,p,o]   >= n[h,p,o] - N0[h,p,o],  dn[h,p,o] >= N0[h,p,o] - n[h,p,o]   (added/removed)
     changes      = sum moved + sum circ_delta + sum dn
     changes <= budget   (--max-changes)    and/or    objective += penalty_us * changes
 
@@ -38,29 +39,26 @@ def add_change_count(m: pyo.ConcreteModel, md: ModelData) -> None:
     )
     m.circuit_changes = pyo.Expression(
         expr=sum(
-            (1 - m.c[(0,) + key]) if key in prev.circuits else m.c[(0,) + key]
+            (1 - m.c[(h,) + key]) if key in prev.circuits[h] else m.c[(h,) + key]
+            for h in m.PHASES
             for key in md.circuits
         )
     )
     n0 = {}
-    for j, a, b in md.pairs:
+    for h, j, a, b in m.PHASE_PAIRS:
         servers = prev.decisions.placement.get(j)
         for k in md.ocs:
             v = 0
             if servers is not None and max(a, b) < len(servers):
                 sa, sb = servers[a], servers[b]
-                v = prev.lightpaths.get((min(sa, sb), max(sa, sb), k), 0)
-            n0[(j, a, b, k)] = v
-    m.dn = pyo.Var(m.PAIRS, m.OCS, within=pyo.NonNegativeReals)
+                v = prev.lightpaths[h].get((min(sa, sb), max(sa, sb), k), 0)
+            n0[(h, j, a, b, k)] = v
+    m.dn = pyo.Var(m.PHASE_PAIRS, m.OCS, within=pyo.NonNegativeReals)
     m.lightpath_change_up = pyo.Constraint(
-        m.PAIRS,
-        m.OCS,
-        rule=lambda m, j, a, b, k: m.dn[j, a, b, k] >= m.n[0, j, a, b, k] - n0[(j, a, b, k)],
+        m.PHASE_PAIRS, m.OCS, rule=lambda m, *i: m.dn[i] >= m.n[i] - n0[i]
     )
     m.lightpath_change_down = pyo.Constraint(
-        m.PAIRS,
-        m.OCS,
-        rule=lambda m, j, a, b, k: m.dn[j, a, b, k] >= n0[(j, a, b, k)] - m.n[0, j, a, b, k],
+        m.PHASE_PAIRS, m.OCS, rule=lambda m, *i: m.dn[i] >= n0[i] - m.n[i]
     )
     m.changes = pyo.Expression(expr=m.moved + m.circuit_changes + sum(m.dn[i] for i in m.dn))
     if md.max_changes is not None:

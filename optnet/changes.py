@@ -17,8 +17,9 @@ whose server failed must move: that move is a change, wherever it goes. The incr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from optnet import transports
 from optnet.decisions import Circuit, Decisions, Lightpath, PhasePlan
 from optnet.errors import input_error
 from optnet.failures import usable_server
@@ -38,16 +39,19 @@ class Previous:
     surviving lightpaths."""
     forced_moves: int = 0
     """Slots whose server failed: each must move, one change each."""
+    transports: dict[str, tuple] = field(default_factory=dict)
+    """Plug-in transport key -> its surviving records (``optnet.transports``)."""
 
 
 @dataclass(frozen=True)
 class Lost:
     """What the failures of an instance take from a plan (no operator action, no change);
-    circuits and lightpaths as (phase, what)."""
+    circuits and lightpaths as (phase, what), plug-in records by transport key."""
 
     slots: tuple[tuple[int, int], ...]
     circuits: tuple[tuple[int, Circuit], ...]
     lightpaths: tuple[tuple[int, Lightpath], ...]
+    transports: dict[str, tuple] = field(default_factory=dict)
 
 
 def _circuit_lost(inst: Instance, k: int, a: int, b: int) -> bool:
@@ -94,7 +98,19 @@ def surviving(inst: Instance, d: Decisions) -> Lost:
         lightpaths=tuple(
             (h, lp) for h, p in enumerate(plans) for lp in p.lightpaths if _lightpath_lost(inst, lp)
         ),
+        transports={
+            t.key: t.lost(inst, part, d.transports.get(t.key, ()))
+            for t, part in transports.active(inst)
+        },
     )
+
+
+def _kept_records(d: Decisions, lost: Lost) -> dict[str, tuple]:
+    """Per plug-in transport, the plan's records the failures left."""
+    return {
+        key: tuple(r for r in records if r not in lost.transports.get(key, ()))
+        for key, records in d.transports.items()
+    }
 
 
 def _kept(plans: list[PhasePlan], lost: Lost) -> list[tuple[set[Circuit], set[Lightpath]]]:
@@ -125,7 +141,9 @@ def previous_plan(inst: Instance, d: Decisions) -> Previous:
             counts[key] = counts.get(key, 0) + 1
         circuits.append(frozenset((c.ocs, c.rack_a, c.rack_b) for c in held))
         lightpaths.append(counts)
-    return Previous(d, rack_of_slot, tuple(circuits), tuple(lightpaths), len(forced))
+    return Previous(
+        d, rack_of_slot, tuple(circuits), tuple(lightpaths), len(forced), _kept_records(d, lost)
+    )
 
 
 def _lp_key(lp) -> tuple:
@@ -198,6 +216,15 @@ def diff(inst: Instance, old: Decisions, new: Decisions) -> dict:
             != {nl[k].wavelength_ab, nl[k].wavelength_ba}
         ]
     out["counts"] = {k: len(out[k]) for k in LISTS}
+    kept = _kept_records(old, lost)
+    plugged = {
+        t.key: t.diff(inst, kept.get(t.key, ()), new.transports.get(t.key, ()))
+        for t, _part in transports.active(inst)
+    }
+    if plugged:  # one entry per change, counted as KEY_added / KEY_removed
+        out["transports"] = plugged
+        for key, lists in plugged.items():
+            out["counts"].update({f"{key}_{k}": len(v) for k, v in lists.items()})
     out["lost_to_failures"] = {
         "slots": [
             {"job": inst.jobs[j].name, "slot": m, "server": S[old.placement[j][m]].name}
@@ -206,6 +233,11 @@ def diff(inst: Instance, old: Decisions, new: Decisions) -> dict:
         "circuits": [circ(h, (c.ocs, c.rack_a, c.rack_b)) for h, c in sorted(lost.circuits)],
         "lightpaths": [lpj(h, lp) for h, lp in sorted(lost.lightpaths)],
     }
+    if plugged:
+        out["lost_to_failures"]["transports"] = {
+            t.key: t.diff(inst, lost.transports.get(t.key, ()), ())["removed"]
+            for t, _part in transports.active(inst)
+        }
     return out
 
 

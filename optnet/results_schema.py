@@ -339,6 +339,8 @@ class LostToFailures(ClosedModel):
     slots: list[LostSlot] = []
     circuits: list[CircuitChange] = []
     lightpaths: list[LightpathChange] = []
+    transports: dict[str, list[dict[str, Any]]] | None = None
+    """Per plug-in transport, its records the failures took (schema 1.5)."""
 
 
 class Changes(ClosedModel):
@@ -350,6 +352,9 @@ class Changes(ClosedModel):
     lightpaths_added: list[LightpathChange] = []
     lightpaths_removed: list[LightpathChange] = []
     wavelengths_retuned: list[Retuned] = []
+    transports: dict[str, dict[str, list[dict[str, Any]]]] | None = None
+    """Per plug-in transport, ``added`` and ``removed``: one entry per change, counted in
+    ``counts`` as ``KEY_added`` and ``KEY_removed`` (schema 1.5)."""
     counts: dict[str, Count] = {}
     lost_to_failures: LostToFailures | None = None
 

@@ -260,3 +260,33 @@ def test_racks_a_panel_joins_are_not_cut_off():
     assert res.status == "optimal" and res.decisions.transports["patch_panels"]
     del data["topology"]["patch_panels"]
     assert cut_off_servers(instance_from_data(data, "pp.yaml"))  # without it: cut off
+
+
+def test_from_a_running_plan_counts_patched_fibres():
+    """``--from``: a patched fibre added or removed is a change, counted by the MILP
+    (``Transport.change_count``) as ``changes.diff`` lists it (the pipeline checks objective ==
+    evaluator + penalty x listed changes); one on a failed server is lost, not changed."""
+    import dataclasses
+
+    from optnet import pipeline
+    from optnet.failures import apply_failures
+
+    inst = _two_racks()
+    base = pipeline.run(inst, SolveOptions(mip_gap=1e-9), "joint")
+    running = base.result.decisions
+    same = pipeline.run(inst, SolveOptions(mip_gap=1e-9, previous=running, max_changes=0), "joint")
+    pipeline.check(same)
+    assert same.results["changes"]["counts"]["total"] == 0
+    patched = {s for lk in running.transports["patch_panels"] for s in (lk.server_a, lk.server_b)}
+    victim = max(patched)  # a server with a patched fibre: its fibres are lost
+    failed, _notes = apply_failures(inst, [f"server:{inst.servers[victim].name}"])
+    o = SolveOptions(mip_gap=1e-9, previous=running, change_penalty_us=1.0)
+    out = pipeline.run(failed, o, "joint")
+    pipeline.check(out)
+    changes = out.results["changes"]
+    assert changes["lost_to_failures"]["transports"]["patch_panels"]
+    assert changes["counts"]["patch_panels_added"] == len(
+        changes["transports"]["patch_panels"]["added"]
+    )
+    assert changes["counts"]["patch_panels_added"] >= 1
+    assert dataclasses.asdict(out.result.decisions)["transports"]["patch_panels"]

@@ -8,7 +8,8 @@ previous placement; a previous plan without phases gives every phase its one mat
                    (1 for a slot whose server failed: it must move)
     circ_delta   = sum_h (sum_{C0[h]} (1 - c[h]) + sum_{not C0[h]} c[h])   (torn down/set up)
     dn[h,p,o]   >= n[h,p,o] - N0[h,p,o],  dn[h,p,o] >= N0[h,p,o] - n[h,p,o]   (added/removed)
-    changes      = sum moved + sum circ_delta + sum dn
+    changes      = sum moved + sum circ_delta + sum dn (+ each plug-in transport's count,
+                   ``Transport.change_count``: fibres patched or unpatched per slot pair)
     changes <= budget   (--max-changes)    and/or    objective += penalty_us * changes
 
 Counting slot moves by rack is exact for cross-rack moves; moves inside a rack are avoided by the
@@ -60,7 +61,13 @@ def add_change_count(m: pyo.ConcreteModel, md: ModelData) -> None:
     m.lightpath_change_down = pyo.Constraint(
         m.PHASE_PAIRS, m.OCS, rule=lambda m, *i: m.dn[i] >= n0[i] - m.n[i]
     )
-    m.changes = pyo.Expression(expr=m.moved + m.circuit_changes + sum(m.dn[i] for i in m.dn))
+    plugged = sum(
+        t.change_count(m, md, data, prev.transports.get(t.key, ()), prev.decisions.placement)
+        for t, data in md.plugins
+    )
+    m.changes = pyo.Expression(
+        expr=m.moved + m.circuit_changes + sum(m.dn[i] for i in m.dn) + plugged
+    )
     if md.max_changes is not None:
         m.change_budget = pyo.Constraint(expr=m.changes <= md.max_changes)
     if md.change_penalty_us:

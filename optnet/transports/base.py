@@ -16,6 +16,9 @@ small protocol :class:`Transport`, and one line of the registry (``optnet/transp
   (:meth:`Transport.decode`; :meth:`Transport.encode` for a warm start), written to and read
   from a results file's ``transports.KEY`` (:meth:`Transport.to_json`,
   :meth:`Transport.from_json`), kept in ``Decisions.transports``;
+- **changes** (``--from``): what failures took of a running plan's part, its changes as the MILP
+  counts them and as ``changes.diff`` lists them (:meth:`Transport.lost`,
+  :meth:`Transport.change_count`, :meth:`Transport.diff`);
 - **energy**: the watts its lit units draw while a job runs (:meth:`Transport.lit_terms` in the
   MILP, :meth:`Transport.lit_watts` in the evaluator);
 - **evaluator**: the plan's feasibility (:meth:`Transport.check`) and the link a server pair has
@@ -149,6 +152,18 @@ class Transport(Protocol):
 
     def lit_watts(self, inst: Instance, part: Any, decisions: tuple, servers: set[int]) -> float:
         """Watts its units between two of ``servers`` (one job's) draw (``optnet.energy``)."""
+
+    def lost(self, inst: Instance, part: Any, decisions: tuple) -> tuple:
+        """Its records of a running plan that the instance's failures took (lost, not changed:
+        ``changes.surviving``)."""
+
+    def change_count(self, m: Any, md: Any, data: Any, previous: tuple, placement) -> Any:
+        """Its records added or removed against the running plan's surviving ``previous``
+        (placed by ``placement``), as the MILP counts them (``model/changes.py``, ``--from``)."""
+
+    def diff(self, inst: Instance, old: tuple, new: tuple) -> dict[str, list]:
+        """``{"added": [...], "removed": [...]}``: one entry per change :meth:`change_count`
+        counts (``changes.diff``)."""
 
     def check(self, inst: Instance, part: Any, decisions: tuple) -> list[str]:
         """Violations of the plan's part ``decisions`` (empty: feasible)."""

@@ -127,7 +127,6 @@ class PatchPanelTransport:
     )
     refused = {
         "explain": "its rows' duals are not attributed to a resource yet (§5.9)",
-        "--from": "the change count compares OCS circuits and lightpaths only (§5.6)",
     }
     refused_with = {
         "direct-connect fabric": "a direct-connect cluster is solved for placement only and "
@@ -278,6 +277,56 @@ class PatchPanelTransport:
     def lit_watts(self, inst: Instance, part: Panels, decisions: tuple, servers: set[int]) -> float:
         mine = sum(lk.count for lk in decisions if {lk.server_a, lk.server_b} <= servers)
         return 2 * mine * port_w(inst, part)
+
+    # ------------------------------------------------------------------ changes (--from)
+    def lost(self, inst: Instance, part: Panels, decisions: tuple) -> tuple:
+        """The links with a server that failed (or was drained)."""
+
+        def usable(s: int) -> bool:
+            return s in inst.racks[inst.servers[s].rack].servers
+
+        return tuple(lk for lk in decisions if not (usable(lk.server_a) and usable(lk.server_b)))
+
+    def change_count(self, m: Any, md: Any, data: PanelData, previous: tuple, placement) -> Any:
+        """sum_p dpatch[p],  dpatch[p] >= |sum_k k patch[p,k] - N0[p]|: fibres patched or
+        unpatched per slot pair, N0[p] the running plan's between the pair's previous servers
+        (counted per slot pair, as the lightpaths are: docs/model.md §5.6)."""
+        import pyomo.environ as pyo
+
+        before = {(lk.server_a, lk.server_b): lk.count for lk in previous}
+
+        def n0(j: int, a: int, b: int) -> int:
+            servers = placement.get(j)
+            if servers is None or max(a, b) >= len(servers):
+                return 0
+            return before.get((min(servers[a], servers[b]), max(servers[a], servers[b])), 0)
+
+        def now(m, j, a, b):
+            return sum(k * m.patch[j, a, b, k] for k in m.PP_COUNTS if k)
+
+        m.patch_change = pyo.Var(m.PP_PAIRS, within=pyo.NonNegativeReals)
+        m.patch_change_up = pyo.Constraint(
+            m.PP_PAIRS, rule=lambda m, *p: m.patch_change[p] >= now(m, *p) - n0(*p)
+        )
+        m.patch_change_down = pyo.Constraint(
+            m.PP_PAIRS, rule=lambda m, *p: m.patch_change[p] >= n0(*p) - now(m, *p)
+        )
+        return sum(m.patch_change[p] for p in m.PP_PAIRS)
+
+    def diff(self, inst: Instance, old: tuple, new: tuple) -> dict[str, list]:
+        """One entry per fibre patched (``added``) or unpatched (``removed``)."""
+        names = [sv.name for sv in inst.servers]
+        a = Counter({(lk.server_a, lk.server_b): lk.count for lk in old})
+        b = Counter({(lk.server_a, lk.server_b): lk.count for lk in new})
+
+        def entries(c: Counter) -> list[dict[str, Any]]:
+            return [
+                {"servers": [names[x], names[y]]}
+                for (x, y), n in sorted(c.items())
+                for _ in range(n)
+            ]
+
+        return {"added": entries(b - a), "removed": entries(a - b)}
 
     # ------------------------------------------------------------------ evaluator
     def check(self, inst: Instance, part: Panels, decisions: tuple) -> list[str]:

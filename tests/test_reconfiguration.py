@@ -336,12 +336,22 @@ def test_phased_energy_seeds_cover_the_feature():
     assert uneven >= 3, uneven
 
 
-def test_from_is_refused():
+def test_from_keeps_a_phased_plan_under_a_zero_budget():
+    """``--from`` with phases (docs/model.md §5.6): re-solving the bundled instance from its own
+    optimal plan with no change allowed keeps every phase's matching and lightpaths."""
     from optnet import pipeline
 
     inst = load_instance(RECONFIG)
-    with pytest.raises(InputError, match="--from"):
-        pipeline.run(inst, SolveOptions(previous=Decisions()), "auto")
+    first = pipeline.run(inst, SolveOptions(mip_gap=1e-9), "auto")
+    again = pipeline.run(
+        inst, SolveOptions(mip_gap=1e-9, previous=first.result.decisions, max_changes=0), "auto"
+    )
+    pipeline.check(again)
+    assert again.results["changes"]["counts"]["total"] == 0
+    assert again.result.objective == pytest.approx(first.result.objective, rel=1e-9)
+    for h in range(inst.n_phases):
+        kept, was = again.result.decisions.plan(h), first.result.decisions.plan(h)
+        assert sorted(kept.lightpaths) == sorted(was.lightpaths)
 
 
 # --------------------------------------------------------------------------- end to end

@@ -186,6 +186,14 @@ def test_input_errors_name_the_field():
         _two_racks(racks=["r0", "r9"])
     with pytest.raises(InputError, match="fibres"):
         _two_racks(fibres=0)
+    import yaml
+
+    data = yaml.safe_load(TWO_RACKS)
+    data["topology"]["patch_panels"]["panels"].append({"racks": ["r1", "r0"], "fibres": 1})
+    with pytest.raises(
+        InputError, match=r"panels\[1\]\.racks.*panels\[0\] already joins r1 and r0"
+    ):
+        instance_from_data(data, "pp.yaml")
 
 
 def test_the_registry_and_the_capability_table():

@@ -135,20 +135,28 @@ class PatchPanelTransport:
     delegated: str | None = "patch-panel links"
 
     # ------------------------------------------------------------------ input
-    def part(self, spec: PatchPanels, racks: list[Rack], problem: Callable[[str, str], None]):
+    def part(
+        self, spec: PatchPanels, racks: list[Rack], problem: Callable[[str, str], None]
+    ) -> Panels:
         index = {r.name: i for i, r in enumerate(racks)}
         fibres: dict[tuple[int, int], int] = {}
         length: dict[tuple[int, int], float] = {}
         kind: dict[tuple[int, int], str] = {}
+        first: dict[tuple[int, int], int] = {}
         for i, panel in enumerate(spec.panels):
             missing = [n for n in panel.racks if n not in index]
             if missing:
                 problem(f"panels[{i}].racks", f"no rack named {missing[0]!r}")
                 continue
             r, s = sorted(index[n] for n in panel.racks)
-            if (r, s) in fibres:
-                problem(f"panels[{i}].racks", f"a second panel between {panel.racks}")
+            if (r, s) in first:
+                problem(
+                    f"panels[{i}].racks",
+                    f"panels[{first[(r, s)]}] already joins {panel.racks[0]} and "
+                    f"{panel.racks[1]}: give one panel per pair of racks, with all its fibres",
+                )
                 continue
+            first[(r, s)] = i
             fibres[(r, s)] = panel.fibres
             length[(r, s)], kind[(r, s)] = panel.length_km, panel.fibre_type
         return Panels(fibres, length, kind, spec.ports_per_server, spec.rate_gbps)

@@ -298,3 +298,26 @@ def test_from_a_running_plan_counts_patched_fibres():
     )
     assert changes["counts"]["patch_panels_added"] >= 1
     assert dataclasses.asdict(out.result.decisions)["transports"]["patch_panels"]
+
+
+def test_a_block_of_the_plan_keeps_its_patched_fibres():
+    """``Decisions.relabelled`` (the decomposition's restrict and splice) renumbers a plug-in's
+    records with the servers and drops those leaving the block; splicing the block back gives
+    the plan again."""
+    inst = _two_racks()
+    d = solve_instance(inst, SolveOptions(mip_gap=1e-9)).decisions
+    links = d.transports["patch_panels"]
+    ends = sorted({s for lk in links for s in (lk.server_a, lk.server_b)})
+    block = {g: i for i, g in enumerate(ends)}  # the patched servers, renumbered 0..
+    local = d.relabelled({}, block, {})
+    assert [(lk.server_a, lk.server_b, lk.count) for lk in local.transports["patch_panels"]] == [
+        (block[lk.server_a], block[lk.server_b], lk.count) for lk in links
+    ]
+    rest = d.relabelled(
+        {0: 0} if not set(d.placement[0]) & set(ends) else {},
+        {s: s for s in range(len(inst.servers)) if s not in block},
+        {},
+    )
+    assert rest.transports["patch_panels"] == ()
+    back = local.relabelled({}, {i: g for g, i in block.items()}, {})
+    assert rest.merged(back).transports == d.canonical().transports

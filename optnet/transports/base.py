@@ -171,6 +171,10 @@ class Transport(Protocol):
     def link(self, inst: Instance, part: Any, decisions: tuple, sa: int, sb: int) -> PairLink:
         """The link servers sa, sb have over it (kind "none": no link)."""
 
+    def relabel(self, decisions: tuple, servers: Mapping[int, int]) -> tuple:
+        """Its records with servers renumbered (old -> new), those with an unmapped server
+        dropped (``Decisions.relabelled``: the decomposition's blocks)."""
+
     def to_json(self, inst: Instance, decisions: tuple) -> Any:
         """Its part of a results file (names, not indices)."""
 

@@ -375,6 +375,15 @@ class PatchPanelTransport:
         rate = inverse_rate_us_per_byte(k * _rate_gbps(inst, part))
         return PairLink(self.key, 0, fixed_latency_us(inst), prop, rate, channels=k)
 
+    def relabel(self, decisions: tuple, servers) -> tuple:
+        return tuple(
+            sorted(
+                PatchLink(*sorted((servers[lk.server_a], servers[lk.server_b])), lk.count)
+                for lk in decisions
+                if lk.server_a in servers and lk.server_b in servers
+            )
+        )
+
     # ------------------------------------------------------------------ results file
     def to_json(self, inst: Instance, decisions: tuple) -> list[dict[str, Any]]:
         names = [sv.name for sv in inst.servers]

@@ -27,7 +27,7 @@ import math
 import time
 from dataclasses import dataclass, replace
 
-from optnet import capabilities, interrupt
+from optnet import capabilities, interrupt, transports
 from optnet.bounds import (
     closed_form_bound,
     closed_form_targets,
@@ -143,6 +143,7 @@ def sub_instance(inst: Instance, racks: list[int], jobs: list[int]) -> tuple[Ins
     ocses = tuple(
         replace(o, racks=tuple(rack_new[r] for r in o.racks if r in rack_new)) for o in inst.ocses
     )
+    plugged = {t.key: t.restrict(part, rack_new) for t, part in transports.active(inst)}
     sub = replace(
         inst,
         racks=tuple(new_racks),
@@ -150,6 +151,7 @@ def sub_instance(inst: Instance, racks: list[int], jobs: list[int]) -> tuple[Ins
         ocses=ocses,
         jobs=tuple(inst.jobs[j] for j in jobs),
         tenants=(),
+        transports={k: p for k, p in plugged.items() if p is not None},
     )
     return sub, server_map
 

@@ -132,7 +132,7 @@ class PatchPanelTransport:
         "direct-connect fabric": "a direct-connect cluster is solved for placement only and "
         "describes its own fibres (docs/direct.md)",
     }
-    delegated: str | None = "patch-panel links"
+    delegated: str | None = None
 
     # ------------------------------------------------------------------ input
     def part(
@@ -160,6 +160,38 @@ class PatchPanelTransport:
             fibres[(r, s)] = panel.fibres
             length[(r, s)], kind[(r, s)] = panel.length_km, panel.fibre_type
         return Panels(fibres, length, kind, spec.ports_per_server, spec.rate_gbps)
+
+    def restrict(self, part: Panels, racks) -> Panels | None:
+        """The panels between two mapped racks, renumbered (None: no panel left)."""
+        keep = [rs for rs in part.fibres if rs[0] in racks and rs[1] in racks]
+        if not keep:
+            return None
+
+        def new(rs: tuple[int, int]) -> tuple[int, int]:
+            a, b = sorted((racks[rs[0]], racks[rs[1]]))
+            return a, b
+
+        return Panels(
+            {new(rs): part.fibres[rs] for rs in keep},
+            {new(rs): part.length_km[rs] for rs in keep},
+            {new(rs): part.fibre_type[rs] for rs in keep},
+            part.ports_per_server,
+            part.rate_gbps,
+        )
+
+    def relaxed(self, part: Panels) -> Panels:
+        """One panel inside rack 0 with every panel's fibres, the shortest length and the
+        faster fibre type of any (min L_i d_i >= min L x min d): a real plan's fibres between
+        any racks fit it, no slower."""
+        one = (0, 0)
+        hcf = "hcf" in part.fibre_type.values()
+        return Panels(
+            {one: sum(part.fibres.values())},
+            {one: min(part.length_km.values())},
+            {one: "hcf" if hcf else "smf"},
+            part.ports_per_server,
+            part.rate_gbps,
+        )
 
     def racks_reached(self, inst: Instance, part: Panels) -> set[int]:
         return {r for rs in part.fibres for r in rs}

@@ -30,7 +30,8 @@ from optnet.instance import Instance, Ocs, Rack, Server
 
 def relaxed_cluster(inst: Instance, slots: int) -> Instance:
     """One rack of ``slots`` servers with the shortest trunk delay of any rack, every OCS
-    looping it back; it remembers the real racks' sizes (``Instance.real_rack_sizes``)."""
+    looping it back, every plug-in transport relaxed onto it (``Transport.relaxed``); it
+    remembers the real racks' sizes (``Instance.real_rack_sizes``)."""
     delay = min(r.trunk_delay_us for r in inst.racks)
     rack = Rack("relaxed", tuple(range(slots)), 0.0, "smf", delay)
     servers = tuple(Server(f"relaxed-s{i}", 0) for i in range(slots))
@@ -41,7 +42,10 @@ def relaxed_cluster(inst: Instance, slots: int) -> Instance:
         for o in inst.ocses
     )
     sizes = inst.real_rack_sizes or tuple(len(r.servers) for r in inst.racks)
-    return replace(inst, racks=(rack,), servers=servers, ocses=ocses, real_rack_sizes=sizes)
+    plugged = {t.key: t.relaxed(part) for t, part in transports.active(inst)}
+    return replace(
+        inst, racks=(rack,), servers=servers, ocses=ocses, real_rack_sizes=sizes, transports=plugged
+    )
 
 
 def merged_cluster(inst: Instance, slots: int) -> Instance:

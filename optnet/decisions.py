@@ -8,7 +8,7 @@ search and the exporters. The JSON form is the ``placement``/``circuits``/``ligh
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from optnet import transports
@@ -149,6 +149,52 @@ class Decisions:
             sorted(self.relays),
             {k: tuple(sorted(v)) for k, v in sorted(self.transports.items())},
         )
+
+    def relabelled(
+        self, jobs: dict[int, int], servers: dict[int, int], racks: dict[int, int]
+    ) -> Decisions:
+        """The part of this static plan on the mapped jobs, servers and racks, in their new
+        indices (old -> new): a circuit, lightpath, striped pair or plug-in record is kept when
+        every end it has is mapped; a kept job's servers must all be mapped. What the
+        decomposition restricts to a block and splices back (docs/model.md §7)."""
+        if self.phases is not None or self.ws_slots or self.relays:
+            raise ValueError("relabelled: a static plan without slot schedules or relays")
+
+        def mapped(*ends: int) -> bool:
+            return all(e in servers for e in ends)
+
+        def pair(a: int, b: int) -> tuple[int, int]:
+            return min(servers[a], servers[b]), max(servers[a], servers[b])
+
+        by_key = {t.key: t for t in transports.TRANSPORTS}
+        return Decisions(
+            {jobs[j]: tuple(servers[s] for s in v) for j, v in self.placement.items() if j in jobs},
+            [
+                Circuit(c.ocs, racks[c.rack_a], racks[c.rack_b])
+                for c in self.circuits
+                if c.rack_a in racks and c.rack_b in racks
+            ],
+            [
+                replace(lp, server_a=servers[lp.server_a], server_b=servers[lp.server_b])
+                for lp in self.lightpaths
+                if mapped(lp.server_a, lp.server_b)
+            ],
+            {(jobs[j], ci): alg for (j, ci), alg in self.algorithms.items() if j in jobs},
+            hybrid=frozenset(pair(a, b) for a, b in self.hybrid if mapped(a, b)),
+            transports={k: by_key[k].relabel(v, servers) for k, v in self.transports.items()},
+        )
+
+    def merged(self, other: Decisions) -> Decisions:
+        """This plan and ``other`` (disjoint jobs, servers and circuits) as one, canonical."""
+        keys = set(self.transports) | set(other.transports)
+        return Decisions(
+            {**self.placement, **other.placement},
+            self.circuits + other.circuits,
+            self.lightpaths + other.lightpaths,
+            {**self.algorithms, **other.algorithms},
+            hybrid=self.hybrid | other.hybrid,
+            transports={k: self.transports.get(k, ()) + other.transports.get(k, ()) for k in keys},
+        ).canonical()
 
     def relays_of(self, job: int, collective: int) -> list[Relay]:
         """The relays of one collective."""

@@ -21,6 +21,7 @@ from optnet.energy import check_tenants, energy_per_iteration_j, energy_report
 from optnet.instance import Instance
 from optnet.transports import PairLink, active
 from optnet.transports import link as transport_link
+from optnet.transports.base import NO_LINK
 
 OBJECTIVES = ("max-iteration", "weighted-sum", "max-slowdown", "energy", "carbon")
 UNITS = {
@@ -275,72 +276,62 @@ def pair_link(
     plugged: dict[str, tuple] | None = None,
 ) -> PairLink:
     """Link of servers sa, sb given q lightpaths, k wavelength-switched slot-channels per cycle
-    between them, the plug-in transports' parts of the plan ``plugged`` (a pair uses one of
-    those transports, ``check_transports``) and whether the pair also stripes over the packet
-    fabric (docs/model.md §2, §5.7, §5.9)."""
+    between them, the plug-in transports' parts of the plan ``plugged`` and whether the pair
+    also stripes over the packet fabric (docs/model.md §2, §5.7, §5.9): the first transport that
+    offers one, in the order of the MILP's offers (``model/offers.py``; a pair uses one of them,
+    ``check_transports``), else the packet fabric, else none."""
     ra, rb = inst.servers[sa].rack, inst.servers[sb].rack
-    striped = hybrid and q >= 1 and physics.hybrid_enabled(inst)
     if q >= 1:
-        lp_fixed = physics.lightpath_fixed_latency_us(inst)
-        lp_prop = physics.propagation_us(inst, ra, rb)
-        if not striped:
-            lp_rate = physics.lightpath_inverse_rate(inst, q)
-            return PairLink(
-                "lightpath",
-                q,
-                lp_fixed,
-                lp_prop,
-                lp_rate,
-                lp_fixed_us=lp_fixed,
-                lp_propagation_us=lp_prop,
-                lp_inverse_rate=lp_rate,
-            )
-        pk_fixed = physics.packet_fixed_latency_us(inst, ra, rb)
-        pk_prop = physics.packet_propagation_us(inst, ra, rb)
-        rate = physics.hybrid_inverse_rate(inst, q, ra, rb)
-        fixed, prop = (
-            (lp_fixed, lp_prop) if lp_fixed + lp_prop >= pk_fixed + pk_prop else (pk_fixed, pk_prop)
-        )
-        return PairLink(
-            "hybrid",
-            q,
-            fixed,
-            prop,
-            rate,
-            packet_share=physics.packet_share(inst, q, ra, rb),
-            lp_fixed_us=lp_fixed,
-            lp_propagation_us=lp_prop,
-            lp_inverse_rate=rate,
-            pkt_fixed_us=pk_fixed,
-            pkt_propagation_us=pk_prop,
-        )
+        return _lightpath_link(inst, ra, rb, q, hybrid and physics.hybrid_enabled(inst))
     if k >= 1 and inst.ws is not None:
+        return _ws_link(inst, ra, rb, k)
+    own = transport_link(inst, plugged, sa, sb) if plugged else NO_LINK
+    if own.kind == "none" and inst.packet is not None:
+        return _packet_link(inst, ra, rb)
+    return own
+
+
+def _lightpath_link(inst: Instance, ra: int, rb: int, q: int, striped: bool) -> PairLink:
+    """q lightpaths between racks ra, rb; ``striped``: also over the packet fabric, at the
+    larger latency and 1 / (q rate + packet rate) (docs/model.md §2)."""
+    lp_fixed = physics.lightpath_fixed_latency_us(inst)
+    lp_prop = physics.propagation_us(inst, ra, rb)
+    if not striped:
+        rate = physics.lightpath_inverse_rate(inst, q)
         return PairLink(
-            "wavelength_switched",
-            0,
-            physics.ws_fixed_latency_us(inst),
-            physics.propagation_us(inst, ra, rb),
-            physics.ws_inverse_rate(inst, k),
-            physics.ws_switching_us(inst, k),
-            k,
-        )
-    own = transport_link(inst, plugged, sa, sb) if plugged else None
-    if own is not None and own.kind != "none":
-        return own
-    if inst.packet is not None:
-        pk_fixed = physics.packet_fixed_latency_us(inst, ra, rb)
-        pk_prop = physics.packet_propagation_us(inst, ra, rb)
-        return PairLink(
-            "packet",
-            0,
-            pk_fixed,
-            pk_prop,
-            physics.packet_inverse_rate(inst, ra, rb),
-            packet_share=1.0,
-            pkt_fixed_us=pk_fixed,
-            pkt_propagation_us=pk_prop,
-        )
-    return PairLink("none", 0, 0.0, 0.0, 0.0)
+            "lightpath", q, lp_fixed, lp_prop, rate,
+            lp_fixed_us=lp_fixed, lp_propagation_us=lp_prop, lp_inverse_rate=rate,
+        )  # fmt: skip
+    pk_fixed = physics.packet_fixed_latency_us(inst, ra, rb)
+    pk_prop = physics.packet_propagation_us(inst, ra, rb)
+    rate = physics.hybrid_inverse_rate(inst, q, ra, rb)
+    slower = lp_fixed + lp_prop >= pk_fixed + pk_prop
+    fixed, prop = (lp_fixed, lp_prop) if slower else (pk_fixed, pk_prop)
+    return PairLink(
+        "hybrid", q, fixed, prop, rate,
+        packet_share=physics.packet_share(inst, q, ra, rb),
+        lp_fixed_us=lp_fixed, lp_propagation_us=lp_prop, lp_inverse_rate=rate,
+        pkt_fixed_us=pk_fixed, pkt_propagation_us=pk_prop,
+    )  # fmt: skip
+
+
+def _ws_link(inst: Instance, ra: int, rb: int, k: int) -> PairLink:
+    """k slot-channels per cycle each way on the wavelength-switched fabric (§5.7)."""
+    return PairLink(
+        "wavelength_switched", 0,
+        physics.ws_fixed_latency_us(inst), physics.propagation_us(inst, ra, rb),
+        physics.ws_inverse_rate(inst, k), physics.ws_switching_us(inst, k), k,
+    )  # fmt: skip
+
+
+def _packet_link(inst: Instance, ra: int, rb: int) -> PairLink:
+    """The packet fabric between racks ra, rb: every byte on it (§2, §2b)."""
+    pk_fixed = physics.packet_fixed_latency_us(inst, ra, rb)
+    pk_prop = physics.packet_propagation_us(inst, ra, rb)
+    return PairLink(
+        "packet", 0, pk_fixed, pk_prop, physics.packet_inverse_rate(inst, ra, rb),
+        packet_share=1.0, pkt_fixed_us=pk_fixed, pkt_propagation_us=pk_prop,
+    )  # fmt: skip
 
 
 def option_time(
@@ -401,7 +392,7 @@ def relay_step_time(
         sa, sb = slot_server[src], slot_server[dst]
         via = relays.get((src, dst))
         if via is None:
-            link = links.get((min(sa, sb), max(sa, sb)), _NO_LINK)
+            link = links.get((min(sa, sb), max(sa, sb)), NO_LINK)
             if link.kind == "none":
                 missing.append(_no_link(src, dst, names[sa], names[sb]))
                 continue
@@ -416,7 +407,7 @@ def relay_step_time(
         else:
             sc = slot_server[via]
             hops = [
-                (x, y, links.get((min(x, y), max(x, y)), _NO_LINK)) for x, y in ((sa, sc), (sc, sb))
+                (x, y, links.get((min(x, y), max(x, y)), NO_LINK)) for x, y in ((sa, sc), (sc, sb))
             ]
             dark = [(x, y) for x, y, link in hops if link.lightpaths < 1]
             if dark:
@@ -637,9 +628,6 @@ def _option_time_shared(
     return opt.time_us(total), bd, missing
 
 
-_NO_LINK = PairLink("none", 0, 0.0, 0.0, 0.0)
-
-
 def _crossings(inst: Instance, opt: Option, slot_server, links) -> Iterator[tuple]:
     """(step index, step count, sending rack, receiving rack, packet bytes, flows) of every
     transfer of ``opt`` with bytes whose pair uses the packet fabric between two racks
@@ -649,7 +637,7 @@ def _crossings(inst: Instance, opt: Option, slot_server, links) -> Iterator[tupl
         for si, st in enumerate(gs.steps):
             for i, (a, b, nbytes) in enumerate(st.transfers):
                 sa, sb = slot_server[gs.slots[a]], slot_server[gs.slots[b]]
-                link = links.get((min(sa, sb), max(sa, sb)), _NO_LINK)
+                link = links.get((min(sa, sb), max(sa, sb)), NO_LINK)
                 if nbytes > 0 and link.packet_share > 0 and rack[sa] != rack[sb]:
                     x = nbytes * link.packet_share
                     yield si, st.count, rack[sa], rack[sb], x, st.flow_count(i)

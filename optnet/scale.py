@@ -27,7 +27,7 @@ import math
 import time
 from dataclasses import dataclass, replace
 
-from optnet import capabilities, interrupt
+from optnet import capabilities, interrupt, transports
 from optnet.bounds import (
     closed_form_bound,
     closed_form_targets,
@@ -37,7 +37,7 @@ from optnet.bounds import (
 )
 from optnet.candidates import all_candidates
 from optnet.construct import constructive_plan
-from optnet.decisions import Circuit, Decisions, Lightpath, Targets
+from optnet.decisions import Decisions, Targets
 from optnet.errors import InfeasibleError, NoIncumbentError
 from optnet.evaluate import evaluate
 from optnet.heuristic import (
@@ -143,6 +143,7 @@ def sub_instance(inst: Instance, racks: list[int], jobs: list[int]) -> tuple[Ins
     ocses = tuple(
         replace(o, racks=tuple(rack_new[r] for r in o.racks if r in rack_new)) for o in inst.ocses
     )
+    plugged = {t.key: t.restrict(part, rack_new) for t, part in transports.active(inst)}
     sub = replace(
         inst,
         racks=tuple(new_racks),
@@ -150,6 +151,7 @@ def sub_instance(inst: Instance, racks: list[int], jobs: list[int]) -> tuple[Ins
         ocses=ocses,
         jobs=tuple(inst.jobs[j] for j in jobs),
         tenants=(),
+        transports={k: p for k, p in plugged.items() if p is not None},
     )
     return sub, server_map
 
@@ -596,38 +598,11 @@ def _try(sub: Instance, o: SolveOptions, **kw) -> SolveResult:
 def _restrict(d: Decisions, inst: Instance, racks: list[int], jobs: list[int]) -> Decisions:
     """The part of a whole-cluster plan that belongs to one block, in the block's indices."""
     _sub, smap = sub_instance(inst, racks, jobs)
-    local = {g: i for i, g in enumerate(smap)}
-    rl = {r: i for i, r in enumerate(racks)}
-    out = Decisions()
-    for jl, j in enumerate(jobs):
-        out.placement[jl] = tuple(local[s] for s in d.placement[j])
-        for (jj, ci), alg in d.algorithms.items():
-            if jj == j:
-                out.algorithms[(jl, ci)] = alg
-    out.lightpaths = [
-        Lightpath(
-            lp.ocs,
-            local[lp.server_a],
-            lp.transceiver_a,
-            local[lp.server_b],
-            lp.transceiver_b,
-            lp.wavelength_ab,
-            lp.wavelength_ba,
-        )
-        for lp in d.lightpaths
-        if lp.server_a in local and lp.server_b in local
-    ]
-    out.circuits = [
-        Circuit(c.ocs, rl[c.rack_a], rl[c.rack_b])
-        for c in d.circuits
-        if c.rack_a in rl and c.rack_b in rl
-    ]
-    out.hybrid = frozenset(
-        (min(local[a], local[b]), max(local[a], local[b]))
-        for a, b in d.hybrid
-        if a in local and b in local
+    return d.relabelled(
+        {j: i for i, j in enumerate(jobs)},
+        {g: i for i, g in enumerate(smap)},
+        {r: i for i, r in enumerate(racks)},
     )
-    return out
 
 
 def _block_start(
@@ -1010,34 +985,15 @@ def _splice(
     smap: list[int],
 ) -> Decisions:
     """``d`` with the block's part replaced by ``sd`` (in the block's indices)."""
-    servers = set(smap)
-    rset = set(racks)
-    out = Decisions(
-        {j: v for j, v in d.placement.items() if j not in jobs},
-        [c for c in d.circuits if c.rack_a not in rset and c.rack_b not in rset],
-        [lp for lp in d.lightpaths if lp.server_a not in servers and lp.server_b not in servers],
-        {k: v for k, v in d.algorithms.items() if k[0] not in jobs},
-        hybrid=frozenset((a, b) for a, b in d.hybrid if a not in servers and b not in servers)
-        | frozenset((min(smap[a], smap[b]), max(smap[a], smap[b])) for a, b in sd.hybrid),
+    inside = set(smap)
+    rest = d.relabelled(
+        {j: j for j in d.placement if j not in jobs},
+        {s: s for s in range(len(inst.servers)) if s not in inside},
+        {r: r for r in range(len(inst.racks)) if r not in racks},
     )
-    for jl, ss in sd.placement.items():
-        out.placement[jobs[jl]] = tuple(smap[s] for s in ss)
-    out.circuits += [Circuit(c.ocs, racks[c.rack_a], racks[c.rack_b]) for c in sd.circuits]
-    out.lightpaths += [
-        Lightpath(
-            lp.ocs,
-            smap[lp.server_a],
-            lp.transceiver_a,
-            smap[lp.server_b],
-            lp.transceiver_b,
-            lp.wavelength_ab,
-            lp.wavelength_ba,
-        )
-        for lp in sd.lightpaths
-    ]
-    for (jl, ci), alg in sd.algorithms.items():
-        out.algorithms[(jobs[jl], ci)] = alg
-    return out.canonical()
+    return rest.merged(
+        sd.relabelled(dict(enumerate(jobs)), dict(enumerate(smap)), dict(enumerate(racks)))
+    )
 
 
 def _stopped() -> str:

@@ -186,12 +186,20 @@ def test_input_errors_name_the_field():
         _two_racks(racks=["r0", "r9"])
     with pytest.raises(InputError, match="fibres"):
         _two_racks(fibres=0)
+    import yaml
+
+    data = yaml.safe_load(TWO_RACKS)
+    data["topology"]["patch_panels"]["panels"].append({"racks": ["r1", "r0"], "fibres": 1})
+    with pytest.raises(
+        InputError, match=r"panels\[1\]\.racks.*panels\[0\] already joins r1 and r0"
+    ):
+        instance_from_data(data, "pp.yaml")
 
 
 def test_the_registry_and_the_capability_table():
     assert [t.key for t in transports.TRANSPORTS] == ["patch_panels"]
     inst = _two_racks()
-    assert capabilities.delegation(inst) == "patch-panel links"
+    assert capabilities.delegation(inst) is None  # auto decomposes it
     refused = {r.consumer for r in capabilities.refusals(inst, capabilities.Consumer.EXPLAIN)}
     assert refused == {capabilities.Consumer.EXPLAIN}
 
@@ -290,3 +298,65 @@ def test_from_a_running_plan_counts_patched_fibres():
     )
     assert changes["counts"]["patch_panels_added"] >= 1
     assert dataclasses.asdict(out.result.decisions)["transports"]["patch_panels"]
+
+
+def test_a_block_of_the_plan_keeps_its_patched_fibres():
+    """``Decisions.relabelled`` (the decomposition's restrict and splice) renumbers a plug-in's
+    records with the servers and drops those leaving the block; splicing the block back gives
+    the plan again."""
+    inst = _two_racks()
+    d = solve_instance(inst, SolveOptions(mip_gap=1e-9)).decisions
+    links = d.transports["patch_panels"]
+    ends = sorted({s for lk in links for s in (lk.server_a, lk.server_b)})
+    block = {g: i for i, g in enumerate(ends)}  # the patched servers, renumbered 0..
+    local = d.relabelled({}, block, {})
+    assert [(lk.server_a, lk.server_b, lk.count) for lk in local.transports["patch_panels"]] == [
+        (block[lk.server_a], block[lk.server_b], lk.count) for lk in links
+    ]
+    rest = d.relabelled(
+        {0: 0} if not set(d.placement[0]) & set(ends) else {},
+        {s: s for s in range(len(inst.servers)) if s not in block},
+        {},
+    )
+    assert rest.transports["patch_panels"] == ()
+    back = local.relabelled({}, {i: g for g, i in block.items()}, {})
+    assert rest.merged(back).transports == d.canonical().transports
+
+
+@pytest.mark.parametrize("seed", tuple(range(10)))
+@pytest.mark.parametrize("kind", ("patch", "patch+packet"))
+def test_the_relaxation_bound_stays_below_the_optimum(kind, seed):
+    """``auto``'s relaxation (one job alone on one rack, ``bounds.relaxed_cluster``) relaxes
+    the panels onto that rack (``Transport.relaxed``: all their fibres, the shortest): its bound
+    never exceeds the exhaustive optimum."""
+    from optnet.scale import relaxation_bound
+
+    inst, best, _d, _res = _solved(kind, seed)
+    if best is None:
+        return  # infeasible: nothing to bound
+    lb, per_job = relaxation_bound(inst, SolveOptions(time_limit_s=30))
+    assert lb <= best * (1 + 1e-6), (lb, best)
+    assert all(b <= best * (1 + 1e-6) for b in per_job)
+
+
+def test_auto_decomposes_a_cluster_with_panels():
+    """``auto`` decomposes a 64-server field instance with panels between neighbouring racks
+    (it no longer hands them to the joint model): blocks carry their panels
+    (``Transport.restrict``), plans splice back (``Decisions.relabelled``), the plan is
+    evaluator-feasible and the bound stays below it."""
+    from bench.generate_field import generate
+    from optnet import pipeline
+
+    data = generate(64, "moderate", 0)
+    names = [r["name"] for r in data["topology"]["racks"]]
+    data["topology"]["patch_panels"] = {
+        "panels": [
+            {"racks": [a, b], "fibres": 4, "length_km": 0.02} for a, b in zip(names, names[1:])
+        ]
+    }
+    inst = instance_from_data(data, "field-64-patch.yaml")
+    out = pipeline.run(inst, SolveOptions(time_limit_s=15), "auto")
+    pipeline.check(out)
+    assert out.results["strategy"] == "auto" and "why_joint" not in out.results["solver"]
+    assert out.evaluation.feasible
+    assert out.result.bound <= out.result.objective * (1 + 1e-9)

@@ -8,8 +8,8 @@ previous placement; a previous plan without phases gives every phase its one mat
                    (1 for a slot whose server failed: it must move)
     circ_delta   = sum_h (sum_{C0[h]} (1 - c[h]) + sum_{not C0[h]} c[h])   (torn down/set up)
     dn[h,p,o]   >= n[h,p,o] - N0[h,p,o],  dn[h,p,o] >= N0[h,p,o] - n[h,p,o]   (added/removed)
-    changes      = sum moved + sum circ_delta + sum dn (+ each plug-in transport's count,
-                   ``Transport.change_count``: fibres patched or unpatched per slot pair)
+    changes      = sum moved + sum circ_delta + sum dn
+                   + each plug-in transport's count (``Transport.change_count``)
     changes <= budget   (--max-changes)    and/or    objective += penalty_us * changes
 
 Counting slot moves by rack is exact for cross-rack moves; moves inside a rack are avoided by the

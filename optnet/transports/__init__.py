@@ -19,15 +19,10 @@ from optnet.transports.base import NO_LINK, PairLink, Transport
 if TYPE_CHECKING:
     from optnet.instance import Instance
 
-__all__ = ["TRANSPORTS", "PairLink", "Transport", "active", "by_key", "link", "schema_fields"]
+__all__ = ["TRANSPORTS", "PairLink", "Transport", "active", "link", "schema_fields"]
 
 #: Every transport plug-in, in the order their offers are summed.
 TRANSPORTS: tuple[Transport, ...] = (patch_panel.TRANSPORT,)
-
-
-def by_key(key: str) -> Transport:
-    """The plug-in whose ``key`` this is."""
-    return next(t for t in TRANSPORTS if t.key == key)
 
 
 def schema_fields() -> dict[str, Any]:

@@ -109,7 +109,8 @@ class Transport(Protocol):
     refused_with: Mapping[str, str]
     """Feature (``capabilities.Feature`` value) -> why the loader refuses both in one instance."""
     delegated: str | None
-    """Why ``auto`` hands instances with it to the joint model (None: it decomposes them)."""
+    """Why ``auto`` hands instances with it to the joint model (None: it decomposes them, with
+    :meth:`restrict`, :meth:`relaxed` and :meth:`relabel`)."""
 
     def part(self, spec: Any, racks: list[Rack], problem: Callable[[str, str], None]) -> Any:
         """The instance part from the validated field (``problem(field, message)`` reports a
@@ -118,6 +119,14 @@ class Transport(Protocol):
     def racks_reached(self, inst: Instance, part: Any) -> set[int]:
         """Racks whose servers it can join to another server in some plan (the closed-form
         infeasibility proofs must not call them cut off: ``infeasibility.cut_off_servers``)."""
+
+    def restrict(self, part: Any, racks: Mapping[int, int]) -> Any:
+        """Its part on the mapped racks, renumbered (old -> new), None when nothing is left: the
+        decomposition's block (``scale.sub_instance``)."""
+
+    def relaxed(self, part: Any) -> Any:
+        """Its part for the one rack of ``bounds.relaxed_cluster``: everything the real part
+        allows, no slower (so the relaxation's bounds stay valid)."""
 
     def model_data(self, md: Any) -> Any:
         """Coefficient tables for its rows (plain Python), and ``alphas``/``betas``: every
@@ -170,6 +179,10 @@ class Transport(Protocol):
 
     def link(self, inst: Instance, part: Any, decisions: tuple, sa: int, sb: int) -> PairLink:
         """The link servers sa, sb have over it (kind "none": no link)."""
+
+    def relabel(self, decisions: tuple, servers: Mapping[int, int]) -> tuple:
+        """Its records with servers renumbered (old -> new), those with an unmapped server
+        dropped (``Decisions.relabelled``: the decomposition's blocks)."""
 
     def to_json(self, inst: Instance, decisions: tuple) -> Any:
         """Its part of a results file (names, not indices)."""

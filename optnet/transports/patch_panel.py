@@ -132,26 +132,66 @@ class PatchPanelTransport:
         "direct-connect fabric": "a direct-connect cluster is solved for placement only and "
         "describes its own fibres (docs/direct.md)",
     }
-    delegated: str | None = "patch-panel links"
+    delegated: str | None = None
 
     # ------------------------------------------------------------------ input
-    def part(self, spec: PatchPanels, racks: list[Rack], problem: Callable[[str, str], None]):
+    def part(
+        self, spec: PatchPanels, racks: list[Rack], problem: Callable[[str, str], None]
+    ) -> Panels:
         index = {r.name: i for i, r in enumerate(racks)}
         fibres: dict[tuple[int, int], int] = {}
         length: dict[tuple[int, int], float] = {}
         kind: dict[tuple[int, int], str] = {}
+        first: dict[tuple[int, int], int] = {}
         for i, panel in enumerate(spec.panels):
             missing = [n for n in panel.racks if n not in index]
             if missing:
                 problem(f"panels[{i}].racks", f"no rack named {missing[0]!r}")
                 continue
             r, s = sorted(index[n] for n in panel.racks)
-            if (r, s) in fibres:
-                problem(f"panels[{i}].racks", f"a second panel between {panel.racks}")
+            if (r, s) in first:
+                problem(
+                    f"panels[{i}].racks",
+                    f"panels[{first[(r, s)]}] already joins {panel.racks[0]} and "
+                    f"{panel.racks[1]}: give one panel per pair of racks, with all its fibres",
+                )
                 continue
+            first[(r, s)] = i
             fibres[(r, s)] = panel.fibres
             length[(r, s)], kind[(r, s)] = panel.length_km, panel.fibre_type
         return Panels(fibres, length, kind, spec.ports_per_server, spec.rate_gbps)
+
+    def restrict(self, part: Panels, racks) -> Panels | None:
+        """The panels between two mapped racks, renumbered (None: no panel left)."""
+        keep = [rs for rs in part.fibres if rs[0] in racks and rs[1] in racks]
+        if not keep:
+            return None
+
+        def new(rs: tuple[int, int]) -> tuple[int, int]:
+            a, b = sorted((racks[rs[0]], racks[rs[1]]))
+            return a, b
+
+        return Panels(
+            {new(rs): part.fibres[rs] for rs in keep},
+            {new(rs): part.length_km[rs] for rs in keep},
+            {new(rs): part.fibre_type[rs] for rs in keep},
+            part.ports_per_server,
+            part.rate_gbps,
+        )
+
+    def relaxed(self, part: Panels) -> Panels:
+        """One panel inside rack 0 with every panel's fibres, the shortest length and the
+        faster fibre type of any (min L_i d_i >= min L x min d): a real plan's fibres between
+        any racks fit it, no slower."""
+        one = (0, 0)
+        hcf = "hcf" in part.fibre_type.values()
+        return Panels(
+            {one: sum(part.fibres.values())},
+            {one: min(part.length_km.values())},
+            {one: "hcf" if hcf else "smf"},
+            part.ports_per_server,
+            part.rate_gbps,
+        )
 
     def racks_reached(self, inst: Instance, part: Panels) -> set[int]:
         return {r for rs in part.fibres for r in rs}
@@ -366,6 +406,15 @@ class PatchPanelTransport:
         prop = part.propagation_us(inst, rs) if rs in part.fibres else 0.0
         rate = inverse_rate_us_per_byte(k * _rate_gbps(inst, part))
         return PairLink(self.key, 0, fixed_latency_us(inst), prop, rate, channels=k)
+
+    def relabel(self, decisions: tuple, servers) -> tuple:
+        return tuple(
+            sorted(
+                PatchLink(*sorted((servers[lk.server_a], servers[lk.server_b])), lk.count)
+                for lk in decisions
+                if lk.server_a in servers and lk.server_b in servers
+            )
+        )
 
     # ------------------------------------------------------------------ results file
     def to_json(self, inst: Instance, decisions: tuple) -> list[dict[str, Any]]:

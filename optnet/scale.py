@@ -53,6 +53,7 @@ from optnet.infeasibility import proven_infeasible
 from optnet.instance import Instance, Server
 from optnet.local_search import improve_circuits, improve_placement
 from optnet.progress import current
+from optnet.rack_bound import crossings, rack_aware_bound
 from optnet.solve import SolveOptions, SolveResult, relative_gap, solve_instance
 
 EXACT_MAX_SERVERS = 32
@@ -1085,6 +1086,10 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
         if small:
             return solve_instance(inst, o)  # the exact model proves it and explains
         raise InfeasibleError([str(exc)]) from None
+    cross = crossings(inst)  # what the rack-aware bound needs, once
+    rack_lb = rack_aware_bound(inst, per_job, cross, o.objective)
+    lb = max(lb, rack_lb)
+    rep.offer(inst, bound=lb)
     t_bound = time.perf_counter() - t0
     left = max(1.0, deadline - t_bound)
     fallback = _greedy_incumbent(inst, o, per_job)
@@ -1150,9 +1155,11 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
         info["critical_rounds"] = rounds
         if top:
             rep.phase("tighten bound")
-        lb = _tighten_critical_bound(
+        tightened = _tighten_critical_bound(
             inst, o, decisions, per_job, t0 + TIME_PLAN.tighten_until * deadline
         )
+        rack_lb = max(rack_lb, rack_aware_bound(inst, per_job, cross, o.objective))
+        lb = max(lb, tightened, rack_lb)  # never lowered
         bound = lb
         rep.offer(inst, bound=lb)
     status = "optimal" if relative_gap(objective, lb) <= o.mip_gap else _stopped()
@@ -1165,6 +1172,7 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
         "name": "HiGHS",
         "strategy": "auto",
         "relaxation_bound_us": lb,
+        "rack_bound_us": rack_lb,
         "first_incumbent_s": t_first,
         "heuristic_us": first_us,
         "job_bounds_us": per_job,

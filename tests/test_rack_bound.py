@@ -107,9 +107,13 @@ def racky_instance(seed: int) -> Instance:
 
 
 def _build(cluster: schema.Cluster, jobs: list[schema.Job], seed: int) -> Instance:
+    f = _file(cluster, jobs, seed)
+    return build_instance(f, cluster, f.workload, default_name=f"racky-{seed}")
+
+
+def _file(cluster: schema.Cluster, jobs: list[schema.Job], seed: int) -> schema.InstanceFile:
     workload = schema.Workload(jobs=jobs)
-    f = schema.InstanceFile(name=f"racky-{seed}", topology=cluster, workload=workload)
-    return build_instance(f, cluster, workload, default_name=f"racky-{seed}")
+    return schema.InstanceFile(name=f"racky-{seed}", topology=cluster, workload=workload)
 
 
 @functools.cache
@@ -179,9 +183,13 @@ def test_rack_bound_on_tiny_instances(seed):
         assert bound <= best * (1 + 1e-6)
 
 
-def _triangle(far: bool = False) -> Instance:
+def _triangle() -> Instance:
     """Three racks of two servers, two OCSes with two transceivers of every server on each, a
     3-server ring: it cannot sit in one rack, so its three pairs share T = 4 lightpaths."""
+    return _build(*_triangle_parts(), 0)
+
+
+def _triangle_parts() -> tuple[schema.Cluster, list[schema.Job]]:
     rng = random.Random(0)
     cluster = schema.Cluster(
         gpus_per_server=1,
@@ -201,7 +209,7 @@ def _triangle(far: bool = False) -> Instance:
             ],
         }
     )
-    return _build(cluster, [job], 0)
+    return cluster, [job]
 
 
 def test_rack_bound_strictly_above_the_one_job_bounds():
@@ -247,3 +255,37 @@ def test_independence_cap_of_a_ring_and_a_pipeline():
     )
     inst = _build(cluster, [job], 1)
     assert independence_cap(alone_model_data(inst, inst.jobs[0])) == 3
+
+
+def test_the_progress_stream_shows_the_rack_bound_and_stays_monotone(tmp_path):
+    """``optnet solve`` on the triangle: the bound line never falls, and the bound printed and
+    written is at least the rack-aware bound (docs/progress.md)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import yaml
+    from test_progress import _check_monotone, _lines
+
+    path = tmp_path / "triangle.yaml"
+    f = _file(*_triangle_parts(), 0)
+    path.write_text(yaml.safe_dump(f.model_dump(mode="json", exclude_none=True)))
+    out = tmp_path / "r.json"
+    p = subprocess.run(
+        [sys.executable, "-m", "optnet", "solve", str(path), "--time-limit", "20", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert p.returncode in (0, 1), p.stderr
+    rows, summary = _lines(p.stderr)
+    assert summary is not None, p.stderr
+    _check_monotone(rows, summary)
+    results = json.loads(out.read_text())
+    inst = _triangle()
+    _lb, per_job = _old_bound(inst)
+    bound = rack_aware_bound(inst, per_job, crossings(inst), "max-iteration")
+    assert results["bound"] >= bound * (1 - 1e-9)
+    assert results["solver"]["rack_bound_us"] == pytest.approx(bound)

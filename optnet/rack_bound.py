@@ -134,12 +134,18 @@ def _independence(g: nx.Graph) -> int:
     return g.number_of_nodes() - len(nx.max_weight_matching(g, maxcardinality=True))
 
 
-def _triad_tables(md, u: frozenset[int]) -> dict[tuple[int, int], tuple[float, dict]]:
-    """Per (collective, option): the latency sum and the areas A_p of the pairs touching ``u``
-    (``triad_bound``), over the one group of the option whose areas are largest (groups run
-    concurrently: a collective lasts as long as its slowest group, so one group is a bound)."""
+def _triad_tables(
+    md, u: frozenset[int], ring_beta: float | None = None
+) -> dict[tuple[int, int], tuple[float, dict]]:
+    """Per (collective, option): the fixed part (latencies) and the areas A_p of the pairs
+    touching ``u`` (``triad_bound``), over the one group of the option whose areas are largest
+    (groups run concurrently: a collective lasts as long as its slowest group, so one group is
+    a bound). With ``ring_beta``, a step using all three pairs inside ``u`` is counted whole in
+    the fixed part, ``mult_min alpha_min + b_min ring_beta`` (its narrowest pair's time), and
+    not in the areas."""
     from optnet.model.collectives import step_tables
 
+    inside = set(itertools.combinations(sorted(u), 2))
     out = {}
     for ci, cc in enumerate(md.cands[0].collectives):
         for a, opt in enumerate(cc.options):
@@ -150,8 +156,13 @@ def _triad_tables(md, u: frozenset[int]) -> dict[tuple[int, int], tuple[float, d
                     xs = [t for t in step_tables(md)[(0, ci, a, g, s)] if set(t[0][1:]) & u]
                     if not xs:
                         continue
+                    mult = min(m for _p, m, _b in xs)
+                    ring = [b for p, _m, b in xs if p[1:] in inside]
+                    if ring_beta is not None and {t[0][1:] for t in xs} >= inside:
+                        lat += st.count * (mult * md.alpha_min + min(ring) * ring_beta)
+                        continue
                     total = sum(b for _p, _m, b in xs)
-                    lat += st.count * min(m for _p, m, _b in xs) * md.alpha_min
+                    lat += st.count * mult * md.alpha_min
                     for p, _m, b in xs:
                         if total > 0:
                             area[p[1:]] += st.count * b * b / total
@@ -177,32 +188,45 @@ def triad_bound(md, u: frozenset[int], t_total: int) -> float:
     crosses racks: module docstring), the lightpaths touching u use at most 3T transceivers of
     its servers (a pair inside u two), and any mix mu of the two constraints is a relaxation of
     both; sum_p A_p / q_p under sum_p c_p q_p <= B is smallest at (sum_p sqrt(A_p c_p))^2 / B
-    (Cauchy-Schwarz). The minimum over options, of the maximum over theta and mu."""
+    (Cauchy-Schwarz). Second, in integers: the narrowest of the three pairs has at most
+    floor(T / 3) lightpaths, so a step using all three lasts at least mult_min alpha_min +
+    b_min beta(floor(T / 3)) whatever the rest gets; those steps counted so, the others as
+    above (a sum of bounds each valid for every allocation). Each option choice keeps the larger
+    of the two; the minimum over options, of the maximum over theta and mu."""
     colls = md.cands[0].collectives
     if not colls or math.prod(len(cc.options) for cc in colls) > MAX_OPTION_COMBINATIONS:
         return 0.0
-    tables = _triad_tables(md, u)
-    c, beta_1 = md.cands[0].job.compute_time_us, md.beta_lp[1]
+    versions = [_triad_tables(md, u)]
+    if t_total // 3 >= 1 and t_total // 3 in md.beta_lp:
+        versions.append(_triad_tables(md, u, md.beta_lp[t_total // 3]))
     best = math.inf
     for combo in itertools.product(*(range(len(cc.options)) for cc in colls)):
-        worst = 0.0
-        for theta in THETAS:
-            w = [cc.spec.count * (1 - cc.spec.overlap + theta * cc.spec.overlap) for cc in colls]
-            fixed = c * (1 - theta)
-            area: dict = defaultdict(float)
-            for ci, a in enumerate(combo):
-                lat, ar = tables[(ci, a)]
-                fixed += w[ci] * (colls[ci].options[a].constant_us + lat)
-                for p, x in ar.items():
-                    area[p] += w[ci] * x
-            for i in range(MU_STEPS + 1):
-                mu = i / MU_STEPS
-                root = sum(
-                    math.sqrt(x * ((2 - mu) if set(p) <= u else (1 - mu))) for p, x in area.items()
-                )
-                worst = max(worst, fixed + beta_1 * root * root / (t_total * (3 - 2 * mu)))
-        best = min(best, worst)
+        best = min(best, max(_combo_bound(md, u, t_total, combo, t) for t in versions))
     return best if math.isfinite(best) else 0.0
+
+
+def _combo_bound(md, u: frozenset[int], t_total: int, combo: tuple[int, ...], tables) -> float:
+    """``triad_bound`` for one option per collective (``combo``) and one version of the
+    tables: the maximum over theta and mu."""
+    colls = md.cands[0].collectives
+    c, beta_1 = md.cands[0].job.compute_time_us, md.beta_lp[1]
+    worst = 0.0
+    for theta in THETAS:
+        w = [cc.spec.count * (1 - cc.spec.overlap + theta * cc.spec.overlap) for cc in colls]
+        fixed = c * (1 - theta)
+        area: dict = defaultdict(float)
+        for ci, a in enumerate(combo):
+            lat, ar = tables[(ci, a)]
+            fixed += w[ci] * (colls[ci].options[a].constant_us + lat)
+            for p, x in ar.items():
+                area[p] += w[ci] * x
+        for i in range(MU_STEPS + 1):
+            mu = i / MU_STEPS
+            root = sum(
+                math.sqrt(x * ((2 - mu) if set(p) <= u else (1 - mu))) for p, x in area.items()
+            )
+            worst = max(worst, fixed + beta_1 * root * root / (t_total * (3 - 2 * mu)))
+    return worst
 
 
 def job_crossing(inst: Instance, job: JobSpec) -> Crossing:

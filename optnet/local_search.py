@@ -290,6 +290,7 @@ def improve_placement(
     cands: tuple[JobCandidates, ...] | None = None,
     seed: int = 0,
     slots_per_round: int = SLOTS_PER_ROUND,
+    jobs_per_round: int = 2,
 ) -> tuple[Decisions, int]:
     """Placement moves (module docstring, second part) from plan ``d``: for the slowest two
     jobs, one of their servers moved to a free server of another rack, or swapped with a server
@@ -298,15 +299,53 @@ def improve_placement(
     ``better``; first improvement until none improves or ``until`` passes. Returns the best plan
     and the number of moves kept; ``d`` itself when it has phases, relays or wavelength-switched
     slots, or the evaluator does not accept it. Deterministic for a given ``seed`` (it orders
-    racks of equal rank)."""
+    racks of equal rank). ``jobs_per_round``: the slowest jobs whose slots a round tries."""
     cands = cands if cands is not None else all_candidates(inst)
     rng = random.Random(seed)
     return _descend(
         inst, d, objective, until, cands,
         lambda d, best: _improving_placement(
-            inst, d, objective, cands, best, until, rng, slots_per_round
+            inst, d, objective, cands, best, until, rng, (jobs_per_round, slots_per_round)
         ),
     )  # fmt: skip
+
+
+def paying_placement(
+    inst: Instance,
+    d: Decisions,
+    objective: str,
+    until: float,
+    cands: tuple[JobCandidates, ...] | None = None,
+    seed: int = 0,
+) -> tuple[Decisions, int]:
+    """``improve_placement`` that must pay as it goes (the first plan's stage, ``scale.TimePlan``):
+    the time since the objective last fell never exceeds the longer of the time that brought it
+    down and the first step (one pass over the moves until one is kept). So a first step that
+    keeps nothing, or keeps moves that leave the objective as it was, ends the stage; each fall
+    of the objective earns as much time again. Until the first fall only the slowest job's
+    moves are tried (the job whose time is the objective); then the two slowest jobs'."""
+    cands = cands if cands is not None else all_candidates(inst)
+    rng = random.Random(seed)
+    start = time.perf_counter()
+    clock = {"gain": start, "first": None}
+
+    def step(d: Decisions, best: Score):
+        first = clock["first"]
+        gain = clock["gain"]
+        deadline = until if first is None else min(until, gain + max(gain - start, first))
+        if time.perf_counter() >= deadline:
+            return None
+        jobs = 2 if gain > start else 1
+        out = _improving_placement(
+            inst, d, objective, cands, best, deadline, rng, (jobs, SLOTS_PER_ROUND)
+        )
+        now = time.perf_counter()
+        clock["first"] = now - start if first is None else first
+        if out is not None and out[1][0] < best[0] * (1 - TOLERANCE):
+            clock["gain"] = now
+        return out
+
+    return _descend(inst, d, objective, until, cands, step)
 
 
 def _improving_placement(
@@ -317,12 +356,14 @@ def _improving_placement(
     best: Score,
     until: float,
     rng: random.Random,
-    n: int,
+    per_round: tuple[int, int],
 ) -> tuple[Decisions, Score] | None:
-    """The first placement move (``placement_moves``) that ``better`` accepts, or None."""
+    """The first placement move (``placement_moves``) that ``better`` accepts, or None;
+    ``per_round``: (slowest jobs, slots of each) tried."""
     ev = evaluate(inst, d, objective, cands)
     order = sorted(range(len(inst.jobs)), key=lambda j: -ev.jobs[j]["iteration_time_us"])
-    for j in order[:2]:
+    jobs, n = per_round
+    for j in order[:jobs]:
         for placement, changed in placement_moves(inst, cands, d, j, rng, n):
             if time.perf_counter() >= until or interrupt.requested():
                 return None

@@ -235,3 +235,26 @@ def test_placement_moves_are_deterministic_for_a_seed():
     phased = dataclasses.replace(d, phases=[PhasePlan(d.circuits, d.lightpaths)])
     out, placed = improve_placement(inst, phased, "max-iteration", time.perf_counter() + 60, cands)
     assert out is phased and placed == 0
+
+
+def test_first_plan_placement_moves_pay_as_they_go(monkeypatch):
+    """``paying_placement`` (``TimePlan.first_placement``): the probe (the slowest job's moves)
+    finds the far rack's move, and on the plan it returns a probe that keeps nothing ends the
+    stage: no round over the two slowest jobs is tried."""
+    import optnet.local_search as ls
+
+    inst, cands, d = _two_racks()
+    out, placed = ls.paying_placement(inst, d, "max-iteration", time.perf_counter() + 60, cands)
+    assert placed >= 1
+    assert score(inst, out, "max-iteration", cands)[0] < score(inst, d, "max-iteration", cands)[0]
+    rounds = []
+    step = ls._improving_placement
+
+    def spy(*args, **kwargs):
+        rounds.append(args[-1])  # (jobs, slots) per round
+        return step(*args, **kwargs)
+
+    monkeypatch.setattr(ls, "_improving_placement", spy)
+    again, more = ls.paying_placement(inst, out, "max-iteration", time.perf_counter() + 60, cands)
+    assert more == 0 and again is out
+    assert rounds == [(1, ls.SLOTS_PER_ROUND)]

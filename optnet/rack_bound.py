@@ -52,8 +52,15 @@ class Crossing:
 
 def applies(inst: Instance) -> bool:
     """Every pair needs lightpaths of its own and one matching holds all iteration: no packet,
-    wavelength-switched or hybrid fabric, no relays, no phases."""
-    return inst.packet is None and inst.ws is None and not inst.relay and inst.n_phases == 1
+    wavelength-switched or hybrid fabric, no plug-in transport (``optnet.transports``), no
+    relays, no phases."""
+    return (
+        inst.packet is None
+        and inst.ws is None
+        and not inst.transports
+        and not inst.relay
+        and inst.n_phases == 1
+    )
 
 
 def looping_racks(inst: Instance) -> set[int]:

@@ -5,6 +5,7 @@ objective, and the panels shape some of those optima; input, results file and re
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 
@@ -360,3 +361,14 @@ def test_auto_decomposes_a_cluster_with_panels():
     assert out.results["strategy"] == "auto" and "why_joint" not in out.results["solver"]
     assert out.evaluation.feasible
     assert out.result.bound <= out.result.objective * (1 + 1e-9)
+
+
+def test_the_rack_bound_does_not_apply_with_panels():
+    """The rack-aware bound assumes every pair needs lightpaths; a panel's fibres can close a
+    ring of three across racks without them, so the bound stands aside."""
+    from optnet import rack_bound
+
+    inst = _two_racks()
+    assert not rack_bound.applies(inst)
+    without = dataclasses.replace(inst, transports={})
+    assert rack_bound.applies(without)

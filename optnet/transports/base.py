@@ -21,6 +21,10 @@ small protocol :class:`Transport`, and one line of the registry (``optnet/transp
   :meth:`Transport.change_count`, :meth:`Transport.diff`);
 - **energy**: the watts its lit units draw while a job runs (:meth:`Transport.lit_terms` in the
   MILP, :meth:`Transport.lit_watts` in the evaluator);
+- **bounds and decomposition** (``auto``): what a server shares among its pairs
+  (:meth:`Transport.slot_capacity`), the racks it joins (:meth:`Transport.racks_reached`), its
+  part of a block (:meth:`Transport.restrict`) and of the one-rack relaxation
+  (:meth:`Transport.relaxed`), its records renumbered (:meth:`Transport.relabel`);
 - **evaluator**: the plan's feasibility (:meth:`Transport.check`) and the link a server pair has
   over it (:meth:`Transport.link`, a :class:`PairLink`);
 - **capabilities**: the consumers that refuse it and the features it cannot be combined with,

@@ -417,7 +417,7 @@ def _assemble(
         gpu_arch=cluster.gpu_arch,
         nic_efficiency=cluster.nic_efficiency,
         packet=cluster.packet_fabric,
-        constants=inst.constants,
+        constants=_constants(inst.constants, cluster),
         jobs=tuple(jobs),
         raw=raw,
         power=cluster.power,
@@ -563,6 +563,14 @@ def _jobs(workload: schema.Workload, G: int, n_servers: int, wp) -> tuple[list, 
     return jobs, phases
 
 
+def _constants(consts: schema.Constants, cluster: schema.Cluster) -> schema.Constants:
+    """The constants the model reads: ``topology.nic_latency_us`` is the message overhead
+    unless the constants give one (a calibrated overhead wins over the NIC's preset)."""
+    if cluster.nic_latency_us is None or "message_overhead_us" in consts.model_fields_set:
+        return consts
+    return consts.model_copy(update={"message_overhead_us": cluster.nic_latency_us})
+
+
 def _hashed_input(consts, given: schema.Cluster, workload: schema.Workload) -> dict:
     """What ``input_hash`` hashes: constants, topology (as given: the optics a direct cluster
     left out stay out) and workload, without fields added later at their defaults, so older
@@ -579,6 +587,7 @@ def _hashed_input(consts, given: schema.Cluster, workload: schema.Workload) -> d
         "nvlink_sharp_efficiency",
         "gpu_arch",
         "nic_efficiency",
+        "nic_latency_us",
     ):
         if raw["topology"].get(key, 0) is None:
             del raw["topology"][key]

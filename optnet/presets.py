@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from optnet.errors import InputError, Problem
+from optnet.nccl_cost import DEFAULT_NIC_EFFICIENCY
 
 GB_S_TO_GBPS = 8.0
 """1 GB/s = 8 Gb/s."""
@@ -141,6 +142,9 @@ class NetworkPreset:
     """``topology.nic_efficiency`` unless the topology gives one."""
     link: str
     source: str
+    nic_latency_us: float | None = None
+    """``topology.nic_latency_us`` unless the topology gives one; None: the constant's 1 µs."""
+    latency_source: str = ""
 
 
 _CX7_400G = (
@@ -154,6 +158,19 @@ _PEAK_200G_100G = (
     "(NVIDIA/nccl-tests issue #119, maintainer sjeaugey, 2022-11-17) [P]: 24 / 25 and 12 / 12.5"
 )
 
+_EFA_TUNER = (
+    "aws/aws-ofi-nccl src/tuner/nccl_ofi_model.cpp (master 2daf7d3, 2026-08-21), "
+    "model_platform_params: .net_lat, commented '2 nodes, 8B RDMA w/imm lat' in "
+    "include/tuner/nccl_ofi_tuner_model.h, the latency AWS's own NCCL tuner plugin charges per "
+    "network step"
+)
+_EFA_RATE = (
+    "AWS EC2 accelerated computing instance specifications: p5.48xlarge 32 x 100 Gb/s EFA "
+    "(3,200 Gb/s), p5en.48xlarge 16 x 200 Gb/s EFA [S]; aws-ofi-nccl's tuner model gives 4 "
+    "rails of 12.5 GiB/s per GPU (P5) and 2 of 25 GiB/s (P5en) [P]. No expected share of the "
+    "line rate is published for EFA: the default 0.94 (the NDR figure) applies [U]"
+)
+
 NETWORKS: dict[str, NetworkPreset] = {
     n.name: n
     for n in (
@@ -163,6 +180,24 @@ NETWORKS: dict[str, NetworkPreset] = {
         NetworkPreset("roce-200", 200.0, 0.96, "RoCE v2 on 200 GbE NICs", _PEAK_200G_100G),
         NetworkPreset("ib-edr", 100.0, 0.96, "InfiniBand EDR, 100 Gb/s per NIC", _PEAK_200G_100G),
         NetworkPreset("roce-100", 100.0, 0.96, "RoCE v2 on 100 GbE NICs", _PEAK_200G_100G),
+        NetworkPreset(
+            "efa-p5",
+            100.0,
+            DEFAULT_NIC_EFFICIENCY,
+            "AWS EFA on p5/p5e, 100 Gb/s per NIC",
+            _EFA_RATE,
+            20.0,
+            f"{_EFA_TUNER}: P5 & P5e 20 us [P]",
+        ),
+        NetworkPreset(
+            "efa-p5en",
+            200.0,
+            DEFAULT_NIC_EFFICIENCY,
+            "AWS EFA on p5en, 200 Gb/s per NIC",
+            _EFA_RATE,
+            18.0,
+            f"{_EFA_TUNER}: P5en 18 us [P]",
+        ),
     )
 }
 
@@ -539,6 +574,8 @@ def _network_preset(merged: dict, user: dict, file: str, prefix: str) -> tuple[d
     net = NETWORKS[name]
     if "nic_efficiency" not in user:
         merged["nic_efficiency"] = net.nic_efficiency
+    if net.nic_latency_us is not None and "nic_latency_us" not in user:
+        merged["nic_latency_us"] = net.nic_latency_us
     pf = merged.get("packet_fabric")
     if not isinstance(pf, dict):
         return merged, []

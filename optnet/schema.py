@@ -312,6 +312,11 @@ class _ClusterFields(Strict):
     (``library: nccl``); omitted: the ``network`` preset's (docs/hardware.md), else 0.94, a 400G
     NDR NIC's 46-48 of 50 GB/s that NCCL's maintainers state as expected (NVIDIA/nccl-tests
     issue #290). ``library: ideal`` uses the line rate."""
+    nic_latency_us: NonNegFloat | None = None
+    """One network message's software and NIC latency (an 8-byte RDMA write with immediate
+    between two servers, less the fabric's hops): ``constants.message_overhead_us`` for this
+    cluster unless the constants give one. Omitted: the constant (1 µs, an InfiniBand or RoCE
+    NIC); the ``network`` preset of a cloud NIC sets it (docs/hardware.md)."""
     reduce_rate_gbps: PositiveFloat = C.REDUCE_RATE_GBPS
     """Local reduction throughput per GPU (gamma = 1 / rate)."""
     transceivers: Transceivers | None = None

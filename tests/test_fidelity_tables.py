@@ -53,7 +53,11 @@ def test_there_are_tables():
 @pytest.mark.parametrize("path", list(_params()))
 def test_table(path: Path):
     meta = yaml.safe_load(path.read_text())
-    assert set(meta) == KEYS, set(meta) ^ KEYS
+    assert KEYS <= set(meta) <= KEYS | {"network_preset"}, set(meta) ^ KEYS
+    if "network_preset" in meta:  # the instance type names optnet's preset (e.g. efa-p5)
+        from optnet.presets import NETWORKS as PRESETS
+
+        assert meta["network_preset"] in PRESETS
     assert meta["id"] == path.stem
     assert meta["url"].startswith("https://")
     assert meta["collective"] in KINDS

@@ -339,10 +339,36 @@ def test_json_schema_knows_the_presets():
 # ------------------------------------------------------------------ network presets
 
 
-def test_every_network_preset_cites_a_maintainers_figure():
+def test_every_network_preset_cites_its_figures():
+    """An InfiniBand/RoCE preset cites a maintainer's expected figure; a cloud NIC's preset
+    cites the vendor's plugin for its latency and says its efficiency is the default [U]."""
     for net in NETWORKS.values():
-        assert "NVIDIA/nccl-tests issue #" in net.source and "[P]" in net.source
-        assert 0.9 <= net.nic_efficiency < 1.0 and net.rate_gbps in (100.0, 200.0, 400.0)
+        assert net.rate_gbps in (100.0, 200.0, 400.0) and 0.9 <= net.nic_efficiency < 1.0
+        if net.nic_latency_us is None:
+            assert "NVIDIA/nccl-tests issue #" in net.source and "[P]" in net.source
+        else:
+            assert "aws/aws-ofi-nccl" in net.latency_source and "[P]" in net.latency_source
+            assert "[U]" in net.source and net.nic_efficiency == 0.94
+
+
+def test_a_cloud_nic_sets_the_message_overhead_unless_the_constants_do(tmp_path):
+    """``network: efa-p5`` sets ``nic_latency_us`` (20 µs), which is every network message's
+    overhead; ``constants.message_overhead_us`` written by hand (or by ``calibrate``) wins, and
+    the latency written by hand on the topology is the same instance as the preset's."""
+    from optnet.physics import packet_latency_us
+
+    pf = {"nics": 32}
+    efa = load_instance(write(tmp_path, dgx(network="efa-p5", packet_fabric=pf)))
+    assert efa.constants.message_overhead_us == 20.0 and efa.packet.rate_gbps == 100.0
+    ib = load_instance(write(tmp_path, dgx(network="ib-ndr", packet_fabric={"nics": 8})))
+    assert ib.constants.message_overhead_us == C.MESSAGE_OVERHEAD_US
+    assert packet_latency_us(efa, 0, 0) - packet_latency_us(ib, 0, 0) == pytest.approx(19.0)
+    by_hand = dgx(nic_latency_us=20.0, packet_fabric={**pf, "rate_gbps": 100.0})
+    assert load_instance(write(tmp_path, by_hand)).constants == efa.constants
+    f = tmp_path / "c.yaml"
+    data = {"topology": dgx(network="efa-p5", packet_fabric=pf), "workload": JOB}
+    f.write_text(yaml.safe_dump({**data, "constants": {"message_overhead_us": 3.5}}))
+    assert load_instance(f).constants.message_overhead_us == 3.5
 
 
 @pytest.mark.parametrize("name", sorted(NETWORKS))

@@ -97,7 +97,11 @@ def base_data(meta: dict) -> dict | None:
 
 def network_preset(meta: dict) -> str | None:
     """The ``topology.network`` preset of the table's network (link type and NIC rate), or None
-    when optnet has none (EFA, TCPX: the default NIC efficiency then applies)."""
+    when optnet has none (EFA gen 1, TCPX: the defaults then apply). A table whose network
+    needs the instance type to name its preset says which (``network_preset``, e.g. ``efa-p5``
+    for a p5.48xlarge)."""
+    if "network_preset" in meta:
+        return meta["network_preset"]
     name = meta["network"]
     if name == "roce":
         name = f"roce-{meta['nic_rate_gbps']:g}"

@@ -432,6 +432,12 @@ def fit(base: dict[str, Any], tables: list[Measured]) -> ModelFit:
     each bandwidth on its bound rows, until no parameter moves (a fixed point). A knob no row
     identifies keeps its default, with a warning."""
     fitted = [_fitted(m) for m in tables]
+    if not any(m.sizes for m in fitted):
+        labels = ", ".join(m.label or "table" for m in tables)
+        raise OptnetError(
+            f"{labels}: no row of at most {FIT_MAX_BYTES // 2**20} MiB to fit on (the larger "
+            "rows are held out to judge the fit); give a run that covers smaller sizes"
+        )
     ks = knobs(base, fitted[0])
     params = {k.name: k.default for k in ks} | {n: 0.0 for n in CONSTANTS[:2]}
     ident: set[str] = set()

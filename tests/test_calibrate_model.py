@@ -106,3 +106,32 @@ def test_tiny_sizes_do_not_identify_the_bandwidth():
     assert len(got.warnings) == 1
     assert got.warnings[0].startswith("nvlink_rate_gbps: the rows of at most 64 MiB do not")
     assert got.params["collective_latency_us"] == pytest.approx(7.5, rel=0.01)
+
+
+def test_a_table_of_large_sizes_only_is_refused_with_the_reason():
+    """Nothing of at most 64 MiB to fit on (the larger rows are held out): a clear error, not a
+    traceback; the fidelity benchmark prints the table's calibrated rows as skipped."""
+    from optnet.errors import OptnetError
+
+    stem = "multi-gb200-18node-nvl72-allreduce-coreweave"
+    meta = _meta(stem)
+    big = cm.Measured("all_reduce", 72, 1, (2**29, 2**30), (1806.7, 3108.8), stem, None)
+    with pytest.raises(OptnetError, match="no row of at most 64 MiB to fit on"):
+        cm.fit(fidelity.base_data(meta), [big])
+    res = fidelity.run_table(TABLES / f"{stem}.yaml", "nccl", calibrated=True)
+    assert res.skipped is not None and "no row of at most 64 MiB" in res.skipped
+
+
+def test_a_rack_scale_nvlink_domain_is_one_server():
+    """A GB200 NVL72 table counts compute trays as nodes; optnet's instance has one server per
+    NVLink domain of 72 GPUs, with all its trays' NICs, and scores the table."""
+    one = _meta("multi-gb200-18node-nvl72-allreduce-coreweave")
+    twenty = _meta("multi-gb200-360node-nvl72x20-allreduce-coreweave")
+    assert fidelity.servers(one) == (1, 72, 72)
+    assert fidelity.servers(twenty) == (20, 72, 72)
+    assert fidelity.servers({**one, "nodes": 3}) is None  # 12 GPUs: not a whole domain
+    assert "packet_fabric" not in fidelity.base_data(one)["topology"]
+    topo = fidelity.base_data(twenty)["topology"]
+    assert topo["packet_fabric"]["nics"] == 72 and topo["racks"]["count"] == 20
+    res = fidelity.run_table(TABLES / f"{one['id']}.yaml", "nccl")
+    assert res.skipped is None and {p.algorithm for p in res.points} == {"nvlink_ring"}

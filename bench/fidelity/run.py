@@ -31,8 +31,9 @@ import yaml
 
 from optnet import calibrate_model as cm
 from optnet.collectives import busbw_factor
+from optnet.errors import OptnetError
 from optnet.nccl_tests import parse_nccl_tests
-from optnet.presets import NETWORKS
+from optnet.presets import NETWORKS, PRESETS
 
 TABLES = Path(__file__).resolve().parent / "tables"
 BANDS = cm.BANDS
@@ -44,6 +45,7 @@ PRESET = {
     "A100-SXM": "dgx-a100",
     "A800-SXM": "dgx-a100",
     "B200": "dgx-b200",
+    "GB200": "gb200-nvl72",
 }
 allowed_algorithms = cm.allowed_algorithms
 
@@ -79,20 +81,38 @@ def base_data(meta: dict) -> dict | None:
     packet fabric of the table's NICs per server (``nics`` rails of ``nic_rate_gbps``; all
     nodes under one leaf)."""
     preset = PRESET.get(meta["gpu"])
-    if preset is None:
+    shape = servers(meta)
+    if preset is None or shape is None:
         return None
+    n, gpus, nics = shape
+    racks = (n, 1) if PRESETS[preset].one_server_per_rack else (1, n)
     topo: dict = {
         "preset": preset,
-        "gpus_per_server": meta["gpus_per_node"],
-        "racks": {"count": 1, "servers_per_rack": meta["nodes"], "trunk_length_km": 0.05},
+        "gpus_per_server": gpus,
+        "racks": {"count": racks[0], "servers_per_rack": racks[1], "trunk_length_km": 0.05},
         "wavelengths_per_fibre": 4,
     }
-    if meta["nodes"] > 1:
-        topo["packet_fabric"] = {"rate_gbps": meta["nic_rate_gbps"], "nics": meta["nics_per_node"]}
+    if n > 1:
+        topo["packet_fabric"] = {"rate_gbps": meta["nic_rate_gbps"], "nics": nics}
         network = network_preset(meta)
         if network is not None:
             topo["network"] = network
     return {"name": meta["id"], "topology": topo}
+
+
+def servers(meta: dict) -> tuple[int, int, int] | None:
+    """(servers, GPUs per server, NICs per server) of optnet's instance of the table: its nodes,
+    or for a rack-scale preset (an NVLink domain of several trays, ``gb200-nvl72``) its NVLink
+    domains, each with all its trays' GPUs and NICs; None when the ranks do not fill whole
+    domains."""
+    preset = PRESETS.get(PRESET.get(meta["gpu"], ""))
+    nodes, per_node, nics = meta["nodes"], meta["gpus_per_node"], meta["nics_per_node"]
+    if preset is None or not preset.one_server_per_rack:
+        return nodes, per_node, nics
+    gpus = preset.fields["gpus_per_server"]
+    if (nodes * per_node) % gpus or gpus % per_node:
+        return None
+    return nodes * per_node // gpus, gpus, (nics or 0) * (gpus // per_node)
 
 
 def network_preset(meta: dict) -> str | None:
@@ -113,7 +133,9 @@ def measured(meta: dict, rows: list) -> cm.Measured:
     """The table as the fit sees it: out-of-place times, the run's algorithms."""
     n = meta["nodes"] * meta["gpus_per_node"]
     allowed = allowed_algorithms(meta.get("env"))
-    return cm.measured_from_rows(meta["collective"], n, meta["nodes"], rows, meta["id"], allowed)
+    shape = servers(meta)
+    nodes = shape[0] if shape is not None else meta["nodes"]
+    return cm.measured_from_rows(meta["collective"], n, nodes, rows, meta["id"], allowed)
 
 
 def run_table(yml: Path, library: str, calibrated: bool = False) -> Result:
@@ -133,7 +155,11 @@ def run_table(yml: Path, library: str, calibrated: bool = False) -> Result:
     m = measured(meta, rows)
     params = None
     if calibrated:
-        fitted = cm.fit(base, [m])
+        try:
+            fitted = cm.fit(base, [m])
+        except OptnetError as exc:
+            res.skipped = str(exc)
+            return res
         params, res.warnings = fitted.params, fitted.warnings
         res.params = params
     got = cm.predict(base, m, params, library)

@@ -134,8 +134,9 @@ class PacketFabric(Strict):
     """Rate of each of a server's NICs into the fabric."""
     nics: Annotated[int, Field(ge=1, le=1024)] | None = None
     """NICs per server into the fabric, rail-aligned (NIC k of every server on rail k, one per
-    GPU on a DGX: 8; a GB200 NVL72 rack, one optnet server, has 72); a server's fabric rate is nics x ``rate_gbps``, over which NCCL stripes
-    its channels (docs/model.md §2); omitted: 1."""
+    GPU on a DGX: 8; a GB200 NVL72 rack, one optnet server, has 72); a server's fabric rate
+    is nics x ``rate_gbps``, over which NCCL stripes its channels (docs/model.md §2); omitted:
+    1."""
     oversubscription: Annotated[float, Field(ge=1, le=1000, allow_inf_nan=False)] = 1.0
     """Leaf uplink oversubscription: a rack's uplinks carry servers x rate_gbps / oversubscription;
     without ``congestion_control`` each flow between racks gets rate_gbps / oversubscription."""

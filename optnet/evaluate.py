@@ -107,6 +107,19 @@ def check_circuits(inst: Instance, d: Decisions) -> list[str]:
     return out
 
 
+class _LazyName:
+    """A lightpath's name, formatted only when a message needs it (every evaluation checks
+    every lightpath; few have a problem)."""
+
+    __slots__ = ("inst", "lp")
+
+    def __init__(self, inst: Instance, lp: Lightpath) -> None:
+        self.inst, self.lp = inst, lp
+
+    def __format__(self, spec: str) -> str:
+        return format(_lp_name(self.inst, self.lp), spec)
+
+
 def check_lightpaths(inst: Instance, d: Decisions) -> list[str]:
     """Transceivers exist, are attached to the OCS and carry one lightpath; a circuit joins the
     two racks; wavelengths are on the grid, tunable, and unique on every fibre direction."""
@@ -116,8 +129,9 @@ def check_lightpaths(inst: Instance, d: Decisions) -> list[str]:
     fibre_use: dict[tuple[int, int, str, int], int] = defaultdict(int)
     W = inst.wavelengths_per_fibre
     tunable = set(inst.transceiver_wavelengths) if inst.transceiver_wavelengths else None
+    budget: dict[tuple[int, int, int], bool] = {}  # (rack, rack, ocs) -> within the budget
     for lp in d.lightpaths:
-        name = _lp_name(inst, lp)
+        name = _LazyName(inst, lp)
         if lp.server_a == lp.server_b:
             out.append(f"lightpaths: {name} joins a server to itself")
             continue
@@ -145,7 +159,10 @@ def check_lightpaths(inst: Instance, d: Decisions) -> list[str]:
                 out.append(f"lightpaths: {name}: wavelength {wl} is not on the grid 0..{W - 1}")
             elif tunable is not None and wl not in tunable:
                 out.append(f"lightpaths: {name}: transceivers cannot tune to wavelength {wl}")
-        if not physics.within_power_budget(inst, ra, rb, lp.ocs):
+        key = (ra, rb, lp.ocs)
+        if key not in budget:
+            budget[key] = physics.within_power_budget(inst, ra, rb, lp.ocs)
+        if not budget[key]:
             out.append(
                 f"power budget: {name} loses "
                 f"{physics.lightpath_loss_db(inst, ra, rb, lp.ocs):.2f} dB, more than the "
@@ -881,9 +898,12 @@ def evaluate(
     *,
     alone_us: list[float] | None = None,
     iteration_budget_us: float | None = None,
+    reports: bool = True,
 ) -> Evaluation:
     """Check every constraint family, then compute every latency and utilisation, the energy,
-    carbon and fairness figures, and the objective (docs/model.md §4, docs/energy.md)."""
+    carbon and fairness figures, and the objective (docs/model.md §4, docs/energy.md).
+    ``reports=False`` stops there: no per-lightpath, per-link or fabric rows, which a search
+    comparing plans does not read (the same objective, violations, jobs and collectives)."""
     if d.phases:  # the first phase's plan is the one the per-lightpath and energy reports show
         first = d.phases[0]
         d = dataclasses.replace(
@@ -915,6 +935,8 @@ def evaluate(
     if iteration and ev.feasible:  # an infeasible plan has no objective (only its violations)
         ev.energy = energy_report(inst, d, iteration, alone_us)
         ev.objective_us = _objective_value(inst, d, objective, iteration, alone_us)
+    if not reports:
+        return ev
     owner = {s: ji for ji, ss in d.placement.items() for s in ss}
     iter_of = dict(enumerate(iteration))
     ev.lightpaths = _lightpath_rows(inst, d, qs[0], pair_bytes, owner, iter_of)
@@ -1170,9 +1192,16 @@ def _objective_value(
 def _lightpath_rows(inst: Instance, d: Decisions, q, pair_bytes, owner, iter_of) -> list[dict]:
     """Every lightpath of the (first phase's) plan with its ends, loss and utilisation."""
     rows = []
+    optics: dict[tuple[int, int, int], tuple[float, float]] = {}  # (ra, rb, ocs) -> latency, loss
     for lp in sorted(d.lightpaths):
         key = (min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))
         ra, rb = inst.servers[lp.server_a].rack, inst.servers[lp.server_b].rack
+        if (ra, rb, lp.ocs) not in optics:
+            optics[(ra, rb, lp.ocs)] = (
+                physics.lightpath_latency_us(inst, ra, rb),
+                physics.lightpath_loss_db(inst, ra, rb, lp.ocs),
+            )
+        latency_us, loss_db = optics[(ra, rb, lp.ocs)]
         ji = owner.get(lp.server_a)
         # full duplex: the busier direction sets the utilisation
         heavier = max(pair_bytes.get(key, 0.0), pair_bytes.get(key[::-1], 0.0))
@@ -1191,8 +1220,8 @@ def _lightpath_rows(inst: Instance, d: Decisions, q, pair_bytes, owner, iter_of)
                     f"trunk {inst.racks[rb].name}->{inst.ocses[lp.ocs].name}",
                 ],
                 "circuit": [inst.racks[min(ra, rb)].name, inst.racks[max(ra, rb)].name],
-                "latency_us": physics.lightpath_latency_us(inst, ra, rb),
-                "loss_db": physics.lightpath_loss_db(inst, ra, rb, lp.ocs),
+                "latency_us": latency_us,
+                "loss_db": loss_db,
                 "utilisation": busy / iter_of[ji] if ji is not None and iter_of.get(ji) else 0.0,
             }
         )

@@ -50,6 +50,8 @@ class Layout:
         self.count: dict[tuple[int, int], int] = defaultdict(int)
         self.lightpaths: list[Lightpath] = []
         self._undo: list[tuple] = []  # per lightpath: what ``add`` changed, for ``rollback``
+        self._budget: dict[tuple[int, int, int], bool] = {}  # (ocs, rack, rack) -> within budget
+        self._ocs_order = sorted({k for s in self.trx_free.values() for k in s})
 
     def rollback(self, n: int) -> None:
         """Remove the lightpaths added after the first ``n``, in reverse order."""
@@ -75,7 +77,11 @@ class Layout:
         o = self.inst.ocses[k]
         if ra not in o.racks or rb not in o.racks or (ra == rb and not o.loopback):
             return False
-        if not within_power_budget(self.inst, ra, rb, k):
+        key = (k, ra, rb)
+        ok = self._budget.get(key)
+        if ok is None:
+            ok = self._budget[key] = within_power_budget(self.inst, ra, rb, k)
+        if not ok:
             return False
         pa, pb = self.partner.get((k, ra)), self.partner.get((k, rb))
         return (pa is None or pa == rb) and (pb is None or pb == ra)
@@ -86,14 +92,15 @@ class Layout:
         inst = self.inst
         ra, rb = inst.servers[sa].rack, inst.servers[sb].rack
         free_a, free_b = self.trx_free[sa], self.trx_free[sb]
-        order = (
-            ocses
-            if ocses is not None
-            else sorted(free_a, key=lambda k: (self.partner.get((k, ra)) not in (None, rb), k))
-        )
+        if sa == sb:
+            return False
+        if ocses is None:  # OCSes with a free transceiver at both ends, those joining ra-rb first
+            both = [k for k in self._ocs_order if free_a.get(k) and free_b.get(k)]
+            taken = {k for k in both if self.partner.get((k, ra), rb) != rb}
+            ocses = [k for k in both if k not in taken] + [k for k in both if k in taken]
         grid = inst.usable_wavelengths
-        for k in order:
-            if sa == sb or not free_a.get(k) or not free_b.get(k) or not self.can_join(k, ra, rb):
+        for k in ocses:
+            if not free_a.get(k) or not free_b.get(k) or not self.can_join(k, ra, rb):
                 continue
             up_a, down_b = self.used_wl[(ra, k, "up")], self.used_wl[(rb, k, "down")]
             w_ab = next((w for w in grid if w not in up_a and w not in down_b), None)
@@ -336,7 +343,7 @@ def improved_plan(
         if d is None:
             return None
         d.algorithms = fastest_algorithms(inst, cands, d)
-        ev = evaluate(inst, d, objective, cands)
+        ev = evaluate(inst, d, objective, cands, reports=False)
         return (ev.objective_us, d) if ev.feasible and ev.objective_us is not None else None
 
     best = build({})

@@ -65,7 +65,7 @@ def score(inst: Instance, d: Decisions, objective: str, cands) -> Score | None:
     """The evaluator's objective, then every job's iteration time from the slowest down, then
     the plan's *load*: the sum over server pairs of bytes per iteration per lightpath of the
     chosen algorithms (:func:`load`); None for an infeasible plan."""
-    ev = evaluate(inst, d, objective, cands)
+    ev = evaluate(inst, d, objective, cands, reports=False)
     if not ev.feasible or ev.objective_us is None:
         return None
     per_job = [j["iteration_time_us"] for j in ev.jobs]
@@ -253,7 +253,7 @@ def _improving_move(
 ) -> tuple[Decisions, Score] | None:
     """The first move (slowest job first, its bottleneck pairs in order) that ``better``
     accepts, or None."""
-    ev = evaluate(inst, d, objective, cands)
+    ev = evaluate(inst, d, objective, cands, reports=False)
     order = sorted(range(len(inst.jobs)), key=lambda j: -ev.jobs[j]["iteration_time_us"])
     per_job = _job_weights(cands, d, order[:2])
     weight = pair_weights(cands, d.placement, _chosen(cands, d, range(len(cands))))
@@ -360,7 +360,7 @@ def _improving_placement(
 ) -> tuple[Decisions, Score] | None:
     """The first placement move (``placement_moves``) that ``better`` accepts, or None;
     ``per_round``: (slowest jobs, slots of each) tried."""
-    ev = evaluate(inst, d, objective, cands)
+    ev = evaluate(inst, d, objective, cands, reports=False)
     order = sorted(range(len(inst.jobs)), key=lambda j: -ev.jobs[j]["iteration_time_us"])
     jobs, n = per_round
     for j in order[:jobs]:

@@ -403,3 +403,24 @@ def test_evaluate_does_not_mutate_decisions():
     evaluate(_tiny(), d)
     assert d == before
     assert math.isfinite(evaluate(_tiny(), d, "weighted-sum").objective_us)
+
+
+@pytest.mark.parametrize("name", ["small.yaml", "hybrid.yaml", "dgx-h100.yaml", "realistic.yaml"])
+def test_reports_off_gives_the_same_verdict_and_times(name):
+    """``evaluate(..., reports=False)`` (what the local search compares plans with) gives the
+    same feasibility, violations, objective, job rows and collective rows as the full
+    evaluation, and only leaves out the per-lightpath and per-link report rows."""
+    from optnet.construct import constructive_plan
+
+    inst = load_instance(Path(__file__).resolve().parent.parent / "instances" / name)
+    d = constructive_plan(inst)
+    assert d is not None
+    broken = copy.deepcopy(d)
+    broken.lightpaths = list(d.lightpaths) + list(d.lightpaths[:1])  # a transceiver used twice
+    for plan in (d, broken):
+        full, lean = evaluate(inst, plan), evaluate(inst, plan, reports=False)
+        assert (lean.feasible, lean.violations) == (full.feasible, full.violations)
+        assert lean.objective_us == full.objective_us
+        assert lean.jobs == full.jobs and lean.collectives == full.collectives
+        assert not lean.lightpaths and (full.lightpaths or not plan.lightpaths)
+    assert not evaluate(inst, broken).feasible

@@ -16,7 +16,8 @@ plan provides: the steps of the algorithm's schedule on those links (``optnet.co
 each network byte weighted by the protocol's wire overhead and the NIC's efficiency
 (:func:`network_weight`), and a tree's network bytes and constant extended by its pipeline
 fill (:func:`pipeline_fill`, :func:`fill_terms`), which takes the place of NCCL's empirical
-tree correction (:func:`size_factor`). The algorithm is optnet's decision; the protocol is
+tree correction (:func:`size_factor`), and one node's NVLS by the fill of its three warp-group
+stages (:func:`nvls_fill_factor`). The algorithm is optnet's decision; the protocol is
 chosen as NCCL's tuner does, the P of least time at the hardware's nominal rates
 (``candidates._nccl_option``), so it does not depend on the plan, and the MILP and the
 evaluator price the same option.

@@ -201,19 +201,32 @@ def nvls_time_us(inst: Instance, g: int, nbytes: float) -> float:
     """All-reduce of ``nbytes`` on g GPUs by NVLink SHARP (NCCL's NVLS algorithm): each GPU
     sends every chunk once to the switches, which reduce it (``multimem.ld_reduce``), and sends
     its reduced 1/g share once more for the switches to multicast (``multimem.st``), so each
-    direction of its NVLink carries n (1 + 1/g) bytes (docs/collectives.md §7):
+    direction of its NVLink carries n (1 + 1/g) bytes, and its chunks pass three stages in
+    turn (docs/collectives.md §7):
 
-        t = lat_NVLS + n (1 + 1/g) / (e B_nvlink)
+        t = lat_NVLS + n (1 + 1/g) / (e B_nvlink) x f
 
-    with e ``nvlink_sharp_efficiency`` (NCCL's nvlsEfficiency) and lat_NVLS NCCL's NVLink
-    latency of NVLS/Simple (src/graph/tuning.cc hwLatencies)."""
-    return library.NVLS_LATENCY_US + nvls_nvlink_us(inst, g, nbytes)
+    with e ``nvlink_sharp_efficiency`` (NCCL's nvlsEfficiency), lat_NVLS NCCL's NVLink
+    latency of NVLS/Simple (src/graph/tuning.cc hwLatencies) and f the pipeline's fill
+    (``nccl_cost.nvls_fill_factor``)."""
+    return _nvls_option(inst, g, nbytes).time_us(0.0)
 
 
 def nvls_nvlink_us(inst: Instance, g: int, nbytes: float) -> float:
     """The NVLink part of NVLS, ``n (1 + 1/g) / (e B_nvlink)`` (:func:`nvls_time_us`)."""
     rate = inst.nvlink_rate_gbps * (inst.nvlink_sharp_efficiency or 0.0)
     return nbytes * (1 + 1 / g) * inverse_rate_us_per_byte(rate)
+
+
+def _nvls_option(inst: Instance, g: int, n: float) -> Option:
+    """One node's NVLS all-reduce as an option: NCCL's latency, then the NVLink part
+    (:func:`nvls_nvlink_us`) stretched by the fill of its scatter-reduce-gather pipeline,
+    ``NVL x (f - 1)`` with f ``nccl_cost.nvls_fill_factor`` (docs/collectives.md §7, "Pipeline
+    fill"), in the constant and reported as intra-server time, as a tree's fill."""
+    nv = nvls_nvlink_us(inst, g, n)
+    fill = nv * (nc.nvls_fill_factor(n, g, inst.gpu_arch) - 1.0)
+    lat = library.NVLS_LATENCY_US
+    return Option("nvls", lat + fill, (), nv, overlap_us=nv, protocol="simple", fill_us=fill)
 
 
 def _gamma_us(
@@ -599,8 +612,7 @@ def collective_candidates(
                 const = nv + _intra_gamma_us(inst, spec.kind, p, n)
                 options = [Option("nvlink_ring", const, (), nv)]
             if library.nvls_available(inst, spec.kind, g):
-                nv, lat = nvls_nvlink_us(inst, g, n), library.NVLS_LATENCY_US
-                options.append(Option("nvls", lat, (), nv, overlap_us=nv, protocol="simple"))
+                options.append(_nvls_option(inst, g, n))
             cc = CollectiveCandidates(-1, spec, tuple(options), N, p)
         else:
             algs = coll.algorithms_for(spec.kind, N)

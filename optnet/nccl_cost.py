@@ -16,7 +16,8 @@ plan provides: the steps of the algorithm's schedule on those links (``optnet.co
 each network byte weighted by the protocol's wire overhead and the NIC's efficiency
 (:func:`network_weight`), and a tree's network bytes and constant extended by its pipeline
 fill (:func:`pipeline_fill`, :func:`fill_terms`), which takes the place of NCCL's empirical
-tree correction (:func:`size_factor`). The algorithm is optnet's decision; the protocol is
+tree correction (:func:`size_factor`), and one node's NVLS by the fill of its three warp-group
+stages (:func:`nvls_fill_factor`). The algorithm is optnet's decision; the protocol is
 chosen as NCCL's tuner does, the P of least time at the hardware's nominal rates
 (``candidates._nccl_option``), so it does not depend on the plan, and the MILP and the
 evaluator price the same option.
@@ -444,6 +445,8 @@ GRAIN: dict[str, int] = {"ll": 16, "ll128": 32 * 8 // 16 * 15 * 8, "simple": 512
 NVLS_CHUNK = 128 * 1024
 NVLS_CHANNELS_SM90 = 16
 NVLS_CHANNELS_SM100 = 32
+#: src/transport/nvls.cc line 157 ``NVLS_NCHANNELS_SM100_NVL``: Blackwell on one node
+NVLS_CHANNELS_SM100_ONE_NODE = 24
 
 
 def tree_chunk_bytes(protocol: str, nbytes: float, channels: int, ranks: int, nodes: int) -> int:
@@ -571,3 +574,64 @@ def fill_terms(hops: int, phi: float, nvlink_us: float) -> tuple[float, float]:
     if hops == 0:
         return 1.0, 0.0
     return 1.0 + (hops - 1) * phi, phi * nvlink_us
+
+
+# --- NVLS on one node: its stages (docs/collectives.md §7, "Pipeline fill") -----------------
+#
+# One node's NVLS all-reduce runs each channel's chunks through three groups of warps in turn
+# (src/device/all_reduce.h lines 410-457, ``RunWorkColl<ncclFuncAllReduce, NVLS, Simple>``,
+# ``work->oneNode``): scatter (the GPU's share of each head's chunk into the NVLS buffer), reduce
+# (the head's ``multimem.ld_reduce`` and ``multimem.st`` through the switch) and gather (the
+# result out of the NVLS buffer), handing chunks over through the connections' NCCL_STEPS slots.
+# The warps are split between the stages so that they keep pace (lines 395-399: 16 warps, 6 /
+# 5 / 5 on 8 GPUs), so each stage takes the pipeline's period per chunk; a chunk reaches the
+# gather two periods after its scatter began: a pipeline of S = 3 stages, whose fill is S - 1
+# chunk times, as the tree's network hops (:func:`pipeline_fill`).
+
+#: the stages a chunk of one node's NVLS all-reduce passes in turn (scatter, reduce, gather)
+NVLS_STAGES = 3
+#: src/include/device.h ``NCCL_MAX_NVLS_ARITY``: at most this many NVLS heads
+MAX_NVLS_ARITY = 32
+
+
+def nvls_channels(gpu_arch: str | None, nodes: int) -> int:
+    """NCCL's NVLS channels (src/transport/nvls.cc ``ncclNvlsTuning`` lines 209-214):
+    ``NVLS_NCHANNELS_SM90`` (16) before Blackwell; on Blackwell 24 on one node
+    (``NVLS_NCHANNELS_SM100_NVL``), 32 across nodes."""
+    if gpu_arch != "blackwell":
+        return NVLS_CHANNELS_SM90
+    return NVLS_CHANNELS_SM100_ONE_NODE if nodes == 1 else NVLS_CHANNELS_SM100
+
+
+def nvls_chunk_bytes(channel_bytes: float, heads: int, chunk: int = NVLS_CHUNK) -> int:
+    """One node's NVLS chunk (src/enqueue.cc ``calcCollChunking`` lines 2258-2274, which NCCL
+    calls per channel with that channel's bytes, lines 717-735): ``min(stepSize, chunk)``,
+    stepSize = ``DEFAULT_BUFFSIZE`` / NCCL_STEPS = 512 KiB, chunk ``NCCL_NVLS_CHUNKSIZE``
+    (128 KiB), then 64 KiB while the channel's bytes are under 64 x ``heads`` such chunks,
+    32 KiB under 8 x, 16 KiB under 2 x (each test with the chunk so far). (The 32 KiB cap of
+    NVLS across nodes, line 2265, does not apply on one node.)"""
+    c = min(BUFF_SIZE["simple"] // NCCL_STEPS, chunk)
+    for times, size in ((64, 65536), (8, 32768), (2, 16384)):
+        if channel_bytes < times * heads * c and c > size:
+            c = size
+    return c
+
+
+def nvls_fill_factor(nbytes: float, heads: int, gpu_arch: str | None) -> float:
+    """The factor on one node's NVLS NVLink time for its pipeline's fill:
+
+        1 + (S - 1) phi,   phi = min(1, heads x chunk / (n / C)),
+
+    S = :data:`NVLS_STAGES`, C = :func:`nvls_channels` (one node), ``heads`` the node's GPUs,
+    at most :data:`MAX_NVLS_ARITY` (one NVLS head per GPU on one node: src/graph/search.cc
+    lines 1126-1137, ``maxChannels = min(NCCL_MAX_NVLS_ARITY, GPUs)``, ``minChannels =
+    maxChannels``), chunk :func:`nvls_chunk_bytes` of the channel's n / C bytes;
+    heads x chunk is one loop of a channel (all_reduce.h line 414, ``loopCount``). A pipeline of
+    S stages each taking T for the whole message, in chunks of share phi, lasts T (1 + (S-1)
+    phi) (:func:`pipeline_fill`). 1 for an empty message."""
+    if nbytes <= 0 or heads < 1:
+        return 1.0
+    heads = min(heads, MAX_NVLS_ARITY)
+    channel_bytes = nbytes / nvls_channels(gpu_arch, 1)
+    loop = heads * nvls_chunk_bytes(channel_bytes, heads)
+    return 1.0 + (NVLS_STAGES - 1) * min(1.0, loop / channel_bytes)

@@ -676,3 +676,25 @@ def test_proxy_floor_is_priced_alike_by_the_milp_and_the_evaluator(tmp_path, lau
     assert ag["algorithm"] == "ring"
     assert ag["time_us"] == pytest.approx(ring.constant_us + floor, rel=1e-9)
     assert math.isclose(evaluate_objective(path, out, tmp_path), res["objective"], rel_tol=1e-6)
+
+
+def test_nvls_fill_is_priced_alike_by_the_milp_and_the_evaluator(tmp_path):
+    """dgx-h100.yaml (library nccl): the 16 MB tensor-parallel all-reduce on one server runs
+    NVLS, whose NVLink time is stretched by its pipeline's fill (1 MB per channel in loops of
+    8 x 32 KiB: phi = 0.262, x 1.52; nccl_cost.nvls_fill_factor); the solved plan's time of it
+    and its objective are what the evaluator gives."""
+    path = INSTANCES / "dgx-h100.yaml"
+    inst = library.with_library(load_instance(path), "nccl")
+    (cc,) = [c for c in all_candidates(inst)[0].collectives if c.spec.name == "tp_allreduce"]
+    (nvls,) = [o for o in cc.options if o.algorithm == "nvls"]
+    nv = candidates.nvls_nvlink_us(inst, 8, 16e6)
+    f = nccl_cost.nvls_fill_factor(16e6, 8, inst.gpu_arch)
+    assert f == pytest.approx(1 + 2 * 8 * 32768 / 1e6)
+    assert nvls.fill_us == pytest.approx(nv * (f - 1)) and nvls.fill_us > 0.5 * nv
+    out = tmp_path / "h100.json"
+    res = solve(path, out, "--library", "nccl", "--time-limit", "20")
+    (tp,) = [c for c in res["collectives"] if c["name"] == "tp_allreduce"]
+    assert tp["algorithm"] == "nvls"
+    assert tp["time_us"] == pytest.approx(library.NVLS_LATENCY_US + nv * f, rel=1e-6)
+    ev = evaluate_objective(path, out, tmp_path, "--library", "nccl")
+    assert math.isclose(ev, res["objective"], rel_tol=1e-6)

@@ -168,6 +168,52 @@ def test_pipeline_fill_is_monotone_and_vanishes_at_large_sizes(alg, proto, nodes
     assert shares[-1] < 0.01
 
 
+def test_nvls_one_node_chunks_and_fill_by_hand():
+    """One node's NVLS (src/enqueue.cc calcCollChunking NVLS branch, per channel; nvls.cc
+    channels; all_reduce.h's three warp groups): 8 H100s, 16 channels, 8 heads."""
+    assert nc.nvls_channels("hopper", 1) == nc.nvls_channels(None, 4) == 16
+    assert (nc.nvls_channels("blackwell", 1), nc.nvls_channels("blackwell", 2)) == (24, 32)
+    # per channel: 128 KiB, then 64 KiB under 64 x 8 x 128 KiB = 64 MiB, 32 KiB under
+    # 8 x 8 x 64 KiB = 4 MiB, 16 KiB under 2 x 8 x 32 KiB = 512 KiB
+    chunk = {c: nc.nvls_chunk_bytes(c, 8) for c in (2**18, 2**19, 2**21, 2**22, 2**26, 2**30)}
+    assert chunk == {
+        2**18: 16384,
+        2**19: 32768,
+        2**21: 32768,
+        2**22: 65536,
+        2**26: 131072,
+        2**30: 131072,
+    }
+    # 4 MiB: 256 KiB per channel, loops of 8 x 16 KiB: two chunks per pipeline, phi = 1/2,
+    # the fill two more chunk times: x (1 + 2 / 2)
+    assert nc.nvls_fill_factor(2**22, 8, "hopper") == 2.0
+    assert nc.nvls_fill_factor(2**25, 8, "hopper") == 1.25  # 2 MiB / channel, 8 x 32 KiB
+    assert nc.nvls_fill_factor(2**26, 8, "hopper") == 1.25  # 4 MiB / channel, 8 x 64 KiB
+    assert nc.nvls_fill_factor(2**20, 8, "hopper") == 3.0  # under one loop: every stage
+    # Blackwell, one node: 24 channels; 24 MiB is 1 MiB per channel in 8 x 32 KiB loops
+    assert nc.nvls_fill_factor(24 * 2**20, 8, "blackwell") == 1.5
+    # NCCL_MAX_NVLS_ARITY: 72 GPUs of an NVL72 domain are 32 heads
+    assert nc.nvls_fill_factor(2**30, 72, "blackwell") == nc.nvls_fill_factor(
+        2**30, 32, "blackwell"
+    )
+    assert nc.nvls_fill_factor(0, 8, "hopper") == 1.0
+
+
+@pytest.mark.parametrize("arch,g", [("hopper", 8), ("hopper", 4), ("blackwell", 8), (None, 2)])
+def test_nvls_one_node_fill_grows_with_the_message_and_vanishes(arch, g):
+    """The fill (S - 1) min(n, C x loop) never shrinks as the message grows (NCCL's chunk only
+    grows with it), so the time n f grows; from 1 GiB on it is under 4 % of the NVLink time
+    and under 1 % at 16 GiB."""
+    sizes = sorted({int(2 ** (k / 4)) for k in range(40, 137)})  # 1 KiB .. 16 GiB
+    f = [nc.nvls_fill_factor(m, g, arch) for m in sizes]
+    fills = [m * (x - 1) for m, x in zip(sizes, f)]
+    assert all(1.0 <= x <= nc.NVLS_STAGES for x in f)
+    assert all(b >= a * (1 - 1e-12) for a, b in zip(fills, fills[1:]))
+    assert all(b * y > a * x for a, b, x, y in zip(sizes, sizes[1:], f, f[1:]))
+    assert max(x for m, x in zip(sizes, f) if m >= 2**30) < 1.04
+    assert f[-1] < 1.01
+
+
 def test_pipeline_fill_is_ncclS_tree_correction_on_two_nodes():
     """NCCL's tuner multiplies the tree's bandwidth by an empirical treeCorrectionFactor
     ("trees are not perfectly sticking to the model for medium sizes", tuning.cc); optnet prices

@@ -524,7 +524,7 @@ def _nccl_option(
         )
         lat *= nc.plateau(nccl_alg, proto, kind, p, N, n, inst.gpu_arch)
         fill, fill_us = nc.fill_terms(hops, phi, nvlink)
-        steps = _scaled(gs, volume * fill / (f * eff))
+        steps = _scaled(gs, volume * fill * nc.head_share(nccl_alg, heads, nics) / (f * eff))
         opt = Option(
             algorithm,
             lat + fill_us,
@@ -551,10 +551,11 @@ def _nccl_rails(inst: Instance) -> tuple[int, float]:
 
 def _nccl_nics(inst: Instance, g: int) -> tuple[int, float]:
     """(NVLS heads, NIC rate in Gb/s) of a server as NCCL's NVLS search sees them: one head per
-    NIC (:func:`_nccl_rails`), at most one per GPU (src/graph/search.cc: "NVLS and
-    COLLNET_DIRECT search must have ngpus heads at most")."""
+    NIC (:func:`_nccl_rails`), at most one per GPU and at most ``NCCL_MAX_NVLS_ARITY``
+    (src/graph/search.cc lines 1125-1128: "NVLS and COLLNET_DIRECT search must have ngpus
+    heads at most", ``maxChannels = min(NCCL_MAX_NVLS_ARITY, GPUs)``)."""
     nics, rate = _nccl_rails(inst)
-    return max(1, min(g, nics)), rate
+    return max(1, min(g, nics, nc.MAX_NVLS_ARITY)), rate
 
 
 #: kinds whose ring moves busbw_factor x n through every GPU's link

@@ -240,6 +240,14 @@ def ll_max_busbw(protocol: str, nccl_algorithm: str, nodes: int, gpu_arch: str |
     return LL_MAX_BUSBW_TWO_NODES if nodes == 2 else LL_MAX_BUSBW_MORE_NODES
 
 
+def head_share(nccl_algorithm: str, heads: int, nics: int) -> float:
+    """Weight of NVLS-tree's network bytes when a server has more NICs than NVLS heads:
+    ``nics / heads``. Each NVLS channel's head sends its share of the tree through one NIC
+    (src/graph/search.cc lines 1125-1128), so the tree crosses the network on ``heads`` NICs,
+    not all ``nics`` the plan's link offers (a GB200 NVL72 rack: 32 of 72). 1 otherwise."""
+    return nics / heads if nccl_algorithm == "nvls_tree" and nics > heads else 1.0
+
+
 def nvls_tree_max_busbw(nccl_algorithm: str, nodes: int, heads: int, gpu_arch: str | None) -> float:
     """NCCL's cap on NVLS-tree's bus bandwidth across nodes, GB/s (tuning.cc lines 319-323):
     ``nChannels x perChMaxNVLSTreeBw``, the NVLS graph's channels being its heads (one per

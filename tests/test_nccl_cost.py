@@ -554,3 +554,18 @@ def test_tree_cap_binds_at_mid_sizes_on_two_b200_nodes():
     cap_us = n / (8 * 31.67e3 * 0.5)
     assert row["floor_us"] == pytest.approx(cap_us, rel=1e-9)
     assert row["floor_us"] > row["network_us"]
+
+
+def test_nvls_tree_crosses_the_network_on_at_most_32_heads():
+    """NCCL's NVLS graph has at most NCCL_MAX_NVLS_ARITY = 32 heads, one NIC each
+    (src/graph/search.cc 1125-1128): a GB200 NVL72 server (72 GPUs, 72 NICs) sends NVLS-tree's
+    network bytes through 32 of them, so they weigh 72/32; a DGX (8 NICs, 8 heads) and the
+    other algorithms are unchanged."""
+    from optnet.candidates import _nccl_nics
+    from optnet.instance import load_instance
+
+    assert nc.head_share("nvls_tree", 32, 72) == pytest.approx(2.25)
+    assert nc.head_share("nvls_tree", 8, 8) == 1.0 and nc.head_share("tree", 32, 72) == 1.0
+    inst = load_instance(Path(__file__).resolve().parent.parent / "instances" / "gb200-nvl72.yaml")
+    heads, _rate = _nccl_nics(inst, inst.gpus_per_server)
+    assert inst.live_transceivers == 72 and heads == nc.MAX_NVLS_ARITY == 32

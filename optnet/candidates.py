@@ -524,7 +524,7 @@ def _nccl_option(
         )
         lat *= nc.plateau(nccl_alg, proto, kind, p, N, n, inst.gpu_arch)
         fill, fill_us = nc.fill_terms(hops, phi, nvlink)
-        steps = _scaled(gs, volume * fill * nc.head_share(nccl_alg, heads, nics) / (f * eff))
+        steps = _scaled(gs, volume * fill * nc.head_share(nccl_alg, heads, nics, g) / (f * eff))
         opt = Option(
             algorithm,
             lat + fill_us,

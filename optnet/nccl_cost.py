@@ -240,12 +240,17 @@ def ll_max_busbw(protocol: str, nccl_algorithm: str, nodes: int, gpu_arch: str |
     return LL_MAX_BUSBW_TWO_NODES if nodes == 2 else LL_MAX_BUSBW_MORE_NODES
 
 
-def head_share(nccl_algorithm: str, heads: int, nics: int) -> float:
-    """Weight of NVLS-tree's network bytes when a server has more NICs than NVLS heads:
-    ``nics / heads``. Each NVLS channel's head sends its share of the tree through one NIC
-    (src/graph/search.cc lines 1125-1128), so the tree crosses the network on ``heads`` NICs,
-    not all ``nics`` the plan's link offers (a GB200 NVL72 rack: 32 of 72). 1 otherwise."""
-    return nics / heads if nccl_algorithm == "nvls_tree" and nics > heads else 1.0
+def head_share(nccl_algorithm: str, heads: int, nics: int, gpus: int) -> float:
+    """Weight of NVLS-tree's network bytes when NCCL's cap of 32 heads leaves NICs out:
+    ``min(nics, gpus) / heads``. Each NVLS channel's head sends its share of the tree through
+    its NIC (src/graph/search.cc lines 1125-1128), so a server with more GPUs and NICs than 32
+    (a GB200 NVL72 rack: 72 of each) crosses the network on 32 NICs, not all those the plan's
+    link offers. NICs beyond one per GPU are not counted out: a network plugin presents them to
+    NCCL as one per GPU (AWS EFA: four 100 Gb/s NICs a GPU on p5, whose NVLS-tree measures
+    487 GB/s busbw, nccl-tests on all 32), so on 8 GPUs and 32 NICs the weight is 1."""
+    if nccl_algorithm != "nvls_tree":
+        return 1.0
+    return max(1.0, min(nics, gpus) / heads)
 
 
 def nvls_tree_max_busbw(nccl_algorithm: str, nodes: int, heads: int, gpu_arch: str | None) -> float:

@@ -564,8 +564,10 @@ def test_nvls_tree_crosses_the_network_on_at_most_32_heads():
     from optnet.candidates import _nccl_nics
     from optnet.instance import load_instance
 
-    assert nc.head_share("nvls_tree", 32, 72) == pytest.approx(2.25)
-    assert nc.head_share("nvls_tree", 8, 8) == 1.0 and nc.head_share("tree", 32, 72) == 1.0
+    assert nc.head_share("nvls_tree", 32, 72, 72) == pytest.approx(2.25)
+    assert nc.head_share("nvls_tree", 8, 8, 8) == 1.0 and nc.head_share("tree", 32, 72, 72) == 1
+    assert nc.head_share("nvls_tree", 8, 32, 8) == 1.0  # AWS p5: 4 EFA NICs a GPU
     inst = load_instance(Path(__file__).resolve().parent.parent / "instances" / "gb200-nvl72.yaml")
     heads, _rate = _nccl_nics(inst, inst.gpus_per_server)
     assert inst.live_transceivers == 72 and heads == nc.MAX_NVLS_ARITY == 32
+    assert _nccl_nics(inst, 2)[0] == 2  # a data-parallel group of 2 GPUs a server: 2 heads

@@ -637,6 +637,7 @@ def _block_start(
         fixed,
         interleaved(fixed),
         grouped(sub, fixed),
+        grouped(sub, fixed, heaviest=False),
         balanced(sub, fixed),
         dealt(sub, fixed, local_priority),
     )

@@ -494,16 +494,50 @@ def dealt(
     return interleaved(out)
 
 
+def _traffic(cc) -> tuple[float, int]:
+    """A collective's bytes per iteration (fewer calls first on a tie): ``grouped``'s order."""
+    return cc.spec.count * cc.spec.message_bytes, -cc.spec.count
+
+
+def _components(option) -> list[tuple[int, ...]]:
+    """The slot sets an option's transfers connect (a pipeline's stage chains: its one group
+    holds every slot, but its transfers join only the stages of one data-parallel replica)."""
+    parent: dict[int, int] = {}
+
+    def find(x: int) -> int:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for g in option.groups:
+        for m in g.slots:
+            find(m)
+        for st in g.steps:
+            for a, b, _bytes in st.transfers:
+                parent[find(g.slots[a])] = find(g.slots[b])
+    out: dict[int, list[int]] = {}
+    for m in parent:
+        out.setdefault(find(m), []).append(m)
+    return [tuple(sorted(v)) for v in out.values()]
+
+
 def grouped(
     inst: Instance,
     slot_rack: dict[tuple[int, int], int],
     cands: tuple[JobCandidates, ...] | None = None,
+    heaviest: bool = True,
 ) -> dict[tuple[int, int], int]:
     """The same racks with each job's server-level groups of its heaviest collective (the rings
     of a data-parallel all-reduce, say) kept whole where they fit: largest group first, into the
     rack with the most room left (rack size less the other jobs' slots there); a group too large
     for any rack fills the roomiest racks in turn; slots in no group fill what is left. Rings
-    then stay inside racks and what crosses racks is the lighter traffic between groups."""
+    then stay inside racks and what crosses racks is the lighter traffic between groups.
+    ``heaviest=False`` keeps the slot sets the lightest collective's transfers connect whole
+    instead (``_components``: a pipeline's stage chains, say), so the heavy rings cross racks:
+    when the heavy collective overlaps compute, or its rings are too small to need a rack's
+    loopbacks, that can be the faster split (field-64-moderate seed 0, docs/benchmarks.md)."""
     cands = cands if cands is not None else all_candidates(inst)
     by_job = _racks_by_job(slot_rack)
     out = dict(slot_rack)
@@ -512,11 +546,15 @@ def grouped(
         multi = [cc for cc in cands[j].collectives if cc.span_slots > 1 and cc.options]
         if not multi:
             continue
-        heavy = max(multi, key=lambda cc: (cc.spec.count * cc.spec.message_bytes, -cc.spec.count))
-        groups = sorted(heavy.options[0].groups, key=lambda g: (-len(g.slots), g.slots))
+        if heaviest:
+            heavy = max(multi, key=_traffic)
+            groups = [g.slots for g in heavy.options[0].groups]
+        else:
+            groups = _components(min(multi, key=_traffic).options[0])
+        groups = sorted(groups, key=lambda g: (-len(g), g))
         placed: set[int] = set()
-        rest = [m for m in range(len(rs)) if not any(m in g.slots for g in groups)]
-        for todo in [list(g.slots) for g in groups] + [rest]:
+        rest = [m for m in range(len(rs)) if not any(m in g for g in groups)]
+        for todo in [list(g) for g in groups] + [rest]:
             r = max(room, key=lambda r: (room[r], -r))
             for m in todo:
                 if m in placed:

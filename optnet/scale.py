@@ -637,6 +637,7 @@ def _block_start(
         fixed,
         interleaved(fixed),
         grouped(sub, fixed),
+        grouped(sub, fixed, heaviest=False),
         balanced(sub, fixed),
         dealt(sub, fixed, local_priority),
     )
@@ -677,8 +678,9 @@ def solve_decomposed(
     Each block's warm start is the best (by the evaluator) of its constructive plans: the
     greedy one with its algorithms searched (``improved_plan``) and one guided by each answer
     in ``targets`` (``guided_plan``: the relaxations' answers, the closed-form allocations of
-    ``closed_form_targets``), each on five placements with the same racks (the block placement,
-    ``interleaved``, ``grouped``, ``balanced``, ``dealt``), and ``fallback`` restricted to the
+    ``closed_form_targets``), each on six placements with the same racks (the block placement,
+    ``interleaved``, ``grouped`` by the heaviest and by the lightest collective, ``balanced``,
+    ``dealt``), and ``fallback`` restricted to the
     block. Up to four block assignments are tried, in this order: the blocks of ``fallback``
     (``plan_blocks``), ``block_assignment`` packed and spread, and ``cycle_assignment``; after
     the first, an assignment is prepared only while

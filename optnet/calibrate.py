@@ -569,7 +569,8 @@ def _calibrate_nccl(
             {"field": f"{where}.{key}", "old": old, "new": value, "source": "fit of "
              + ", ".join(m.label for m in ms)}
         )  # fmt: skip
-    for w in model.warnings:
+    warnings = model.warnings + [_one_process(tab) for tab in tabs if _one_process(tab)]
+    for w in warnings:
         from optnet import streams
 
         streams.say(f"optnet: warning: {w}")
@@ -586,7 +587,22 @@ def _calibrate_nccl(
         ]
         write_atomic(output, "\n".join(head) + "\n" + dump_yaml(data), force=force)
     return Calibration(
-        [], rows_out, {}, changes, model.warnings, {"params": model.params, "bands": bands}
+        [], rows_out, {}, changes, warnings, {"params": model.params, "bands": bands}
+    )
+
+
+def _one_process(tab: NcclTable) -> str:
+    """The warning for a run in which one thread drives several GPUs (nccl-tests ``-g N``):
+    every call then waits for that thread's N launches, a host cost a job with one process per
+    GPU does not pay ("CUDA latency overheads of single process jobs", a maintainer in
+    NVIDIA/nccl-tests#333). Empty for any other run."""
+    if not tab.gpus_per_thread or tab.gpus_per_thread < 2:
+        return ""
+    return (
+        f"{tab.file}: one thread drove {tab.gpus_per_thread} GPUs (nccl-tests -g "
+        f"{tab.gpus_per_thread}): its small sizes include that thread's serial kernel launches, "
+        "so the fitted launch_overhead_us holds for jobs launched that way, not for one process "
+        "per GPU (NVIDIA/nccl-tests#333); measure with -g 1 under mpirun or srun for those"
     )
 
 

@@ -103,6 +103,9 @@ class NcclTable:
     """Distinct hosts of the Rank lines (or srun's ``--nodes``); None when unknown."""
     gpus_per_node: int | None = None
     """ranks / nodes when that divides; None when unknown."""
+    gpus_per_thread: int | None = None
+    """GPUs each thread of a process drives (the header's ``nGpus``, nccl-tests ``-g``); None
+    when the header does not say."""
 
 
 def kind_of(name: str) -> str | None:
@@ -211,7 +214,7 @@ def parse_nccl_tests(
     rank_host: dict[int, str | None] = {}
     hosts: list[str] = []
     nranks: set[int] = set()
-    threads = None
+    threads = per_thread = None
     launched = np_ = srun_nodes = per_node = None
     rows: dict[tuple[int, str, str], Measurement] = {}
     text = re.sub(r"\\[ \t]*\r?\n", " ", text)  # a command line continued with a backslash
@@ -228,7 +231,7 @@ def parse_nccl_tests(
             nranks.add(int(m.group(1)))
             continue
         if threads is None and (m := _THREADS.search(line)):
-            threads = int(m.group(1)) * int(m.group(2))
+            threads, per_thread = int(m.group(1)) * int(m.group(2)), int(m.group(2))
         if "#" not in line and (m := _COMMAND.search(line)) and re.search(r"\s-[bef]\s", line):
             command = command or m.group(1)
             if _LAUNCH.search(line) and launched is None:
@@ -301,7 +304,10 @@ def parse_nccl_tests(
         raise input_error(file, "", f"{ranks} rank(s): a collective needs at least 2")
     nodes = len({h for h in rank_host.values() if h}) or srun_nodes
     gpn = ranks // nodes if nodes and ranks % nodes == 0 else None
-    return NcclTable(file, kind, ranks, table, hosts=tuple(hosts), nodes=nodes, gpus_per_node=gpn)
+    return NcclTable(
+        file, kind, ranks, table, hosts=tuple(hosts), nodes=nodes, gpus_per_node=gpn,
+        gpus_per_thread=per_thread,
+    )  # fmt: skip
 
 
 def read_nccl_tests(

@@ -571,3 +571,34 @@ def test_nvls_tree_crosses_the_network_on_at_most_32_heads():
     heads, _rate = _nccl_nics(inst, inst.gpus_per_server)
     assert inst.live_transceivers == 72 and heads == nc.MAX_NVLS_ARITY == 32
     assert _nccl_nics(inst, 2)[0] == 2  # a data-parallel group of 2 GPUs a server: 2 heads
+
+
+def test_calibrate_warns_when_one_thread_drove_every_gpu(tmp_path):
+    """A run in which one thread drives 8 GPUs (nccl-tests -g 8) pays that thread's serial
+    launches in every call: calibrate says so, naming the file; NVIDIA's one-process-per-GPU
+    sample of the same hardware gets no such warning."""
+    from optnet.nccl_tests import read_nccl_tests
+
+    base = tmp_path / "base.yaml"
+    base.write_text(BASE)
+    optnet = [sys.executable, "-m", "optnet"]
+    said = {}
+    for stem in (
+        "single-h100-8gpu-allreduce-ring-together",
+        "single-h100-8gpu-allreduce-dgxcbench",
+    ):
+        table = TABLES / f"{stem}.txt"
+        out = tmp_path / f"{stem}.json"
+        subprocess.run(
+            [*optnet, "calibrate", str(table), "--collective", "all_reduce", "--ranks", "8",
+             "--instance", str(base), "--json", str(out)],
+            check=True, capture_output=True,
+        )  # fmt: skip
+        said[stem] = [w for w in json.loads(out.read_text())["warnings"] if "one thread" in w]
+    assert (
+        read_nccl_tests(TABLES / "single-h100-8gpu-allreduce-ring-together.txt").gpus_per_thread
+        == 8
+    )
+    (w,) = said["single-h100-8gpu-allreduce-ring-together"]
+    assert "drove 8 GPUs (nccl-tests -g 8)" in w and "NVIDIA/nccl-tests#333" in w
+    assert said["single-h100-8gpu-allreduce-dgxcbench"] == []

@@ -569,7 +569,7 @@ def _calibrate_nccl(
             {"field": f"{where}.{key}", "old": old, "new": value, "source": "fit of "
              + ", ".join(m.label for m in ms)}
         )  # fmt: skip
-    warnings = model.warnings + [_one_process(tab) for tab in tabs if _one_process(tab)]
+    warnings = model.warnings + [w for w in map(_one_process, tabs) if w]
     for w in warnings:
         from optnet import streams
 

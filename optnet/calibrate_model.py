@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import copy
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -90,6 +90,14 @@ class Measured:
     label: str = ""
     allowed: frozenset[str] | None = None
     """Algorithms the run could use (its ``NCCL_ALGO``); None: any."""
+
+    def rows(self, idx: list[int]) -> Measured:
+        """The same table with only the rows ``idx``, in that order."""
+        return replace(
+            self,
+            sizes=tuple(self.sizes[i] for i in idx),
+            times_us=tuple(self.times_us[i] for i in idx),
+        )
 
 
 def measured_from_rows(
@@ -190,16 +198,7 @@ def predict(
 
 
 def _fitted(m: Measured) -> Measured:
-    keep = [i for i, s in enumerate(m.sizes) if s <= FIT_MAX_BYTES]
-    return Measured(
-        m.kind,
-        m.ranks,
-        m.nodes,
-        tuple(m.sizes[i] for i in keep),
-        tuple(m.times_us[i] for i in keep),
-        m.label,
-        m.allowed,
-    )
+    return m.rows([i for i, s in enumerate(m.sizes) if s <= FIT_MAX_BYTES])
 
 
 @dataclass(frozen=True)
@@ -257,17 +256,7 @@ def _largest_bound(ms: list[Measured], shares: list[np.ndarray]) -> list[Measure
         idx = sorted(range(len(m.sizes)), key=lambda i: m.sizes[i])
         idx = [i for i in idx if share[i] >= BOUND_SHARE][-2:]
         if len(idx) == 2 and m.times_us[idx[1]] > m.times_us[idx[0]]:
-            out.append(
-                Measured(
-                    m.kind,
-                    m.ranks,
-                    m.nodes,
-                    tuple(m.sizes[i] for i in idx),
-                    tuple(m.times_us[i] for i in idx),
-                    m.label,
-                    m.allowed,
-                )
-            )
+            out.append(m.rows(idx))
     return out
 
 

@@ -164,8 +164,19 @@ _EFA_TUNER = (
     "include/tuner/nccl_ofi_tuner_model.h, the latency AWS's own NCCL tuner plugin charges per "
     "network step"
 )
+_EFA_PLATFORM = (
+    "aws/aws-ofi-nccl src/platform-aws.cpp (master 2daf7d3, 2026-08-21), platform_data_map: "
+    "p4d.24xlarge and p4de.24xlarge '.latency = 75.0', the latency the network plugin reports to "
+    "NCCL for each NIC (props->latency, src/nccl_ofi_net.cpp), which NCCL's own tuner adds to "
+    "every network step (NVIDIA/nccl src/graph/tuning.cc, interLat += graphs[a]->latencyInter); "
+    "the plugin's tuner models P5, P5e and P5en only, so on P4d this is the figure NCCL prices "
+    "with. Set by commit d87d61e (2023-05-31, 'Variable internode latency reported to NCCL'), "
+    "which replaced the 150 us 'chosen by measuring all reduce latency for different NCCL "
+    "algorithms and using that to calculate [the] latency based on NCCL's tuning algorithm' [P]"
+)
 _EFA_RATE = (
-    "AWS EC2 accelerated computing instance specifications: p5.48xlarge 32 x 100 Gb/s EFA "
+    "AWS EC2 accelerated computing instance specifications: p4d.24xlarge and p4de.24xlarge "
+    "4 x 100 Gb/s EFA, p5.48xlarge 32 x 100 Gb/s EFA "
     "(3,200 Gb/s), p5en.48xlarge 16 x 200 Gb/s EFA [S]; aws-ofi-nccl's tuner model gives 4 "
     "rails of 12.5 GiB/s per GPU (P5) and 2 of 25 GiB/s (P5en) [P]. No expected share of the "
     "line rate is published for EFA: the default 0.94 (the NDR figure) applies [U]"
@@ -180,6 +191,15 @@ NETWORKS: dict[str, NetworkPreset] = {
         NetworkPreset("roce-200", 200.0, 0.96, "RoCE v2 on 200 GbE NICs", _PEAK_200G_100G),
         NetworkPreset("ib-edr", 100.0, 0.96, "InfiniBand EDR, 100 Gb/s per NIC", _PEAK_200G_100G),
         NetworkPreset("roce-100", 100.0, 0.96, "RoCE v2 on 100 GbE NICs", _PEAK_200G_100G),
+        NetworkPreset(
+            "efa-p4d",
+            100.0,
+            DEFAULT_NIC_EFFICIENCY,
+            "AWS EFA on p4d/p4de, 100 Gb/s per NIC",
+            _EFA_RATE,
+            75.0,
+            f"{_EFA_PLATFORM}: P4d & P4de 75 us",
+        ),
         NetworkPreset(
             "efa-p5",
             100.0,

@@ -307,6 +307,27 @@ def test_default_nccl_model_meets_the_large_message_target(stem):
     assert max(abs(p.error) for p in ideal.points if p.size >= 512 * 2**20) > 0.10
 
 
+@pytest.mark.parametrize(
+    "stem",
+    ["multi-a100-2node-efa-p4d-allreduce-awsefaeks", "multi-a100-2node-efa-p4de-allreduce-awsome"],
+)
+def test_efa_p4d_small_all_reduce_pays_the_plugins_latency(stem):
+    """Under ``efa-p4d`` an 8 B all-reduce of 2 x 8 A100 costs what NCCL's own tuner charges
+    with the 75 µs the EFA plugin reports (tree LL: base + 2 (7 lat_nvl + lat_net + 75)) within
+    10 %, and every published row of at most 512 B is within 1.5x (without the preset: 0.2x)."""
+    from optnet.presets import NETWORKS
+
+    lat = NETWORKS["efa-p4d"].nic_latency_us
+    i = nc.PROTOCOLS.index("ll")
+    nccl_us = nc.BASE_LATENCY_US["tree"][i] + 2 * (
+        7 * nc.HW_LATENCY_US["nvlink"]["tree"][i] + nc.HW_LATENCY_US["net"]["tree"][i] + lat
+    )
+    res = fidelity.run_table(_table(stem)[0], "nccl")
+    tiny = [p for p in res.points if p.size <= 512]
+    assert tiny and all(1 / 1.5 <= p.predicted_us / p.measured_us <= 1.5 for p in tiny)
+    assert min(p.predicted_us for p in tiny) == pytest.approx(nccl_us, rel=0.10)
+
+
 def test_environment_restricts_the_algorithms():
     assert fidelity.allowed_algorithms("NCCL_ALGO=RING") == {"ring", "nvlink_ring"}
     assert "nvls" not in fidelity.allowed_algorithms("NCCL_NVLS_ENABLE=0")

@@ -22,6 +22,8 @@ SIZES = {
     "medium": dict(racks=8, servers=8, ocs=8, ports=64, trx=8, rate=100, W=16, jobs=6),
     "large": dict(racks=16, servers=16, ocs=16, ports=136, trx=16, rate=100, W=32, jobs=12),
     "tpu": dict(racks=32, servers=16, ocs=48, ports=136, trx=48, rate=25, W=40, jobs=16),
+    # 1,024 servers on bench/generate_field.py's hardware of that size (issue 20's 1,024 rows)
+    "xl": dict(racks=64, servers=16, ocs=32, ports=272, trx=32, rate=100, W=40, jobs=24),
 }
 
 

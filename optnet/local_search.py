@@ -157,33 +157,102 @@ def _bottlenecks(
 def _repointed(
     inst: Instance, lay: Layout, k: int, ra: int, rb: int, crit: dict, weight: dict
 ) -> Layout | None:
-    """A new layout on ``lay``'s circuits with OCS ``k`` joining ``ra`` to ``rb`` instead (the
-    racks they were joined to on ``k`` left unjoined there): every pair of ``weight`` connected
-    first (``lay_out_demand``, one lightpath each, then first fit), the slowest job's pairs
-    ``crit`` between the two racks laid on ``k``, the rest filled by ``weight``; None when a
-    pair cannot be connected and there is no packet fabric."""
+    """``lay`` with OCS ``k`` joining ``ra`` to ``rb`` instead, the two racks' lightpaths laid
+    again and every other lightpath kept: every lightpath with an end in ``ra`` or ``rb``
+    taken out (``Layout.remove``), ``k`` re-pointed (``Layout.repoint``: the racks ``ra`` and
+    ``rb`` were joined to on ``k`` left unjoined there, every other circuit kept); every pair
+    of ``weight`` left without a lightpath connected again first (``lay_out_demand``, one
+    lightpath each, then first fit, then by taking out spare lightpaths, ``_made_room``), then
+    the slowest job's pairs ``crit`` between the two racks laid on ``k``, then the freed
+    transceivers filled by ``weight`` (``fill``). Where a pair cannot be connected so, the
+    whole plan is laid again on the new circuits (``_relaid_whole``): None when that fails too
+    and there is no packet fabric."""
+    rack = [s.rack for s in inst.servers]
+    new = lay.copy()
+    new.remove([lp for lp in new.lightpaths if {rack[lp.server_a], rack[lp.server_b]} & {ra, rb}])
+    new.repoint(k, ra, rb)
+    if _connected(new, weight, _made_room) is None:
+        return _relaid_whole(inst, lay, k, ra, rb, crit, weight)
+    return _filled(new, k, ra, rb, crit, weight)
+
+
+def _made_room(lay: Layout, pair: tuple[int, int]) -> bool:
+    """Connect ``pair`` (servers ``x``, ``y`` on racks ``rx``, ``ry``) on an OCS that already
+    joins ``rx`` to ``ry``, by taking out *spare* lightpaths there (lightpaths of a pair that
+    keeps another one, so no pair loses its connection): OCS by OCS in index order, one at
+    ``x`` if ``x`` has no free transceiver there, one at ``y`` likewise, then others on that
+    circuit, most lightpaths of their pair first, until ``pair``'s lightpath fits (``add``);
+    True then. An OCS where it does not fit gets its spare lightpaths back."""
+    rack = [s.rack for s in lay.inst.servers]
+    x, y = pair
+    rx, ry = rack[x], rack[y]
+    for k in sorted(kk for (kk, r), rr in lay.partner.items() if r == rx and rr == ry):
+        on = [
+            lp
+            for lp in lay.lightpaths
+            if lp.ocs == k and rx in (rack[lp.server_a], rack[lp.server_b])
+        ]
+        taken: list[Lightpath] = []
+        for lp in _spares(lay, on, x, y):
+            if lay.count[_ends(lp)] < 2:
+                continue
+            lay.remove([lp])
+            taken.append(lp)
+            if lay.add(x, y, [k]):
+                return True
+        for lp in taken:
+            lay.place(lp)
+    return False
+
+
+def _spares(lay: Layout, on: list[Lightpath], x: int, y: int) -> list[Lightpath]:
+    """The lightpaths of ``on`` (one circuit's) worth taking out for a lightpath ``x``-``y``
+    there, in order: one at ``x`` unless ``x`` has a free transceiver there, one at ``y``
+    likewise, then the rest by their pair's lightpaths, most first."""
+    k = on[0].ocs if on else -1
+    first = []
+    for s in (x, y):
+        if not lay.trx_free[s].get(k):
+            mine = [lp for lp in on if s in (lp.server_a, lp.server_b)]
+            first += sorted(mine, key=lambda lp: -lay.count[_ends(lp)])[:1]
+    rest = sorted((lp for lp in on if lp not in first), key=lambda lp: -lay.count[_ends(lp)])
+    return first + rest
+
+
+def _ends(lp: Lightpath) -> tuple[int, int]:
+    """``lp``'s server pair, lower first."""
+    return min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b)
+
+
+def _relaid_whole(
+    inst: Instance, lay: Layout, k: int, ra: int, rb: int, crit: dict, weight: dict
+) -> Layout | None:
+    """A new layout on ``lay``'s circuits, ``k`` re-pointed as in ``_repointed``, every
+    lightpath laid again: every pair of ``weight`` connected first (``lay_out_demand``, then
+    first fit), then as ``_filled``; None when a pair cannot be connected and there is no
+    packet fabric."""
     new = Layout(inst)
-    new.partner = {
-        key: r for key, r in lay.partner.items() if key[0] != k or {key[1], r}.isdisjoint((ra, rb))
-    }
-    new.partner[(k, ra)], new.partner[(k, rb)] = rb, ra
-    lay_out_demand(new, dict.fromkeys(weight, 1))
-    for p in sorted(weight):
-        if new.count[p] == 0 and not new.add(*p) and inst.packet is None:
-            return None
-    between = {
-        p: w
-        for p, w in crit.items()
-        if sorted((inst.servers[p[0]].rack, inst.servers[p[1]].rack)) == sorted((ra, rb))
-    }
-    heap = [(-w / (new.count[p] + 1), p) for p, w in between.items()]
+    new.partner = dict(lay.partner)
+    new.repoint(k, ra, rb)
+    if _connected(new, weight) is None:
+        return None
+    return _filled(new, k, ra, rb, crit, weight)
+
+
+def _filled(lay: Layout, k: int, ra: int, rb: int, crit: dict, weight: dict) -> Layout:
+    """``lay`` with the slowest job's pairs ``crit`` between racks ``ra`` and ``rb`` laid on
+    OCS ``k`` while transceivers and wavelengths last (most bytes per lightpath first), then
+    the rest filled by ``weight`` (``fill``)."""
+    rack = [s.rack for s in lay.inst.servers]
+    between = {p: w for p, w in crit.items() if {rack[p[0]], rack[p[1]]} == {ra, rb}}
+    heap = [(-w / (lay.count[p] + 1), p) for p, w in between.items()]
     heapq.heapify(heap)
     while heap:
         _w, p = heapq.heappop(heap)
-        if new.add(*p, ocses=[k]):
-            heapq.heappush(heap, (-between[p] / (new.count[p] + 1), p))
-    fill(new, weight)
-    return new
+        if lay.add(*p, ocses=[k]):
+            heapq.heappush(heap, (-between[p] / (lay.count[p] + 1), p))
+    fill(lay, weight)
+    return lay
 
 
 def _moves(
@@ -194,7 +263,7 @@ def _moves(
     built again."""
     mark = len(lay.lightpaths)
     if lay.add(*pair):
-        trial = loaded(inst, lay.lightpaths)
+        trial = lay.copy()
         lay.rollback(mark)
         yield trial
         return
@@ -473,13 +542,15 @@ def relaid(
     return out
 
 
-def _connected(lay: Layout, need: dict[tuple[int, int], float]) -> Layout | None:
+def _connected(
+    lay: Layout, need: dict[tuple[int, int], float], rescue=lambda lay, p: False
+) -> Layout | None:
     """``lay`` with every pair of ``need`` given a lightpath where it has none
-    (``lay_out_demand``, then first fit); None when one cannot be connected and there is no
-    packet fabric."""
+    (``lay_out_demand``, then first fit, then ``rescue(lay, pair)``, which may connect it
+    otherwise); None when one cannot be connected and there is no packet fabric."""
     lay_out_demand(lay, {p: 1 for p in need if lay.count[p] == 0})
-    for p in sorted(need):
-        if lay.count[p] == 0 and not lay.add(*p) and lay.inst.packet is None:
+    for p in sorted(p for p in need if lay.count[p] == 0):
+        if not lay.add(*p) and not rescue(lay, p) and lay.inst.packet is None:
             return None
     return lay
 

@@ -154,7 +154,7 @@ def _bottlenecks(
     return list(out)[:n]
 
 
-def _repointed(
+def repointed(
     inst: Instance, lay: Layout, k: int, ra: int, rb: int, crit: dict, weight: dict
 ) -> Layout | None:
     """``lay`` with OCS ``k`` joining ``ra`` to ``rb`` instead, the two racks' lightpaths laid
@@ -165,14 +165,14 @@ def _repointed(
     lightpath each, then first fit, then by taking out spare lightpaths, ``_made_room``), then
     the slowest job's pairs ``crit`` between the two racks laid on ``k``, then the freed
     transceivers filled by ``weight`` (``fill``). Where a pair cannot be connected so, the
-    whole plan is laid again on the new circuits (``_relaid_whole``): None when that fails too
+    whole plan is laid again on the new circuits (``relaid_whole``): None when that fails too
     and there is no packet fabric."""
     rack = [s.rack for s in inst.servers]
     new = lay.copy()
     new.remove([lp for lp in new.lightpaths if {rack[lp.server_a], rack[lp.server_b]} & {ra, rb}])
     new.repoint(k, ra, rb)
     if _connected(new, weight, _made_room) is None:
-        return _relaid_whole(inst, lay, k, ra, rb, crit, weight)
+        return relaid_whole(inst, lay, k, ra, rb, crit, weight)
     return _filled(new, k, ra, rb, crit, weight)
 
 
@@ -224,10 +224,10 @@ def _ends(lp: Lightpath) -> tuple[int, int]:
     return min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b)
 
 
-def _relaid_whole(
+def relaid_whole(
     inst: Instance, lay: Layout, k: int, ra: int, rb: int, crit: dict, weight: dict
 ) -> Layout | None:
-    """A new layout on ``lay``'s circuits, ``k`` re-pointed as in ``_repointed``, every
+    """A new layout on ``lay``'s circuits, ``k`` re-pointed as in ``repointed``, every
     lightpath laid again: every pair of ``weight`` connected first (``lay_out_demand``, then
     first fit), then as ``_filled``; None when a pair cannot be connected and there is no
     packet fabric."""
@@ -273,7 +273,7 @@ def _moves(
             if lay.partner.get((k, ra)) == rb or (k, *sorted((ra, rb))) in tried:
                 continue  # already joined (no room there), or already tried
             tried.add((k, *sorted((ra, rb))))
-            trial = _repointed(inst, lay, k, ra, rb, crit, weight)
+            trial = repointed(inst, lay, k, ra, rb, crit, weight)
             if trial is not None:
                 yield trial
 

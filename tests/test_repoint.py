@@ -1,7 +1,7 @@
 """Issue 20: a circuit move's trial re-points one OCS incrementally (``Layout.repoint``,
-``local_search._repointed``): it keeps every lightpath the move does not touch, re-lays only
+``local_search.repointed``): it keeps every lightpath the move does not touch, re-lays only
 the pairs that lost theirs, and must be a plan the evaluator accepts whenever the whole
-re-lay (``_relaid_whole``, the trial before) is one, on clusters of every kind: unequal racks,
+re-lay (``relaid_whole``, the trial before) is one, on clusters of every kind: unequal racks,
 cut trunks and a failed OCS, a packet fabric and none (docs/model.md §7, step 4)."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from optnet.construct import constructive_plan, pair_weights
 from optnet.evaluate import evaluate
 from optnet.heuristic import Layout, fastest_algorithms
 from optnet.instance import instance_from_data
-from optnet.local_search import _chosen, _job_weights, _relaid_whole, _repointed, loaded
+from optnet.local_search import _chosen, _job_weights, loaded, relaid_whole, repointed
 from tests.gen import tiny_instance
 
 
@@ -126,8 +126,8 @@ def _check_trials(inst, n: int, seed: int) -> tuple[int, int]:
     tried = built = 0
     for k, ra, rb in _repointings(inst, lay, random.Random(seed), n):
         tried += 1
-        trial = _repointed(inst, lay, k, ra, rb, crit, weight)
-        whole = _relaid_whole(inst, lay, k, ra, rb, crit, weight)
+        trial = repointed(inst, lay, k, ra, rb, crit, weight)
+        whole = relaid_whole(inst, lay, k, ra, rb, crit, weight)
         assert whole is None or trial is not None, (k, ra, rb)
         if trial is None:
             continue

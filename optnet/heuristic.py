@@ -126,6 +126,13 @@ class Layout:
         self._undo = [self._undo[i] for i in kept]
         self._floor = len(self.lightpaths)
 
+    def unjoin_idle(self) -> None:
+        """Unjoin every circuit that carries no lightpath (as a layout holding only its
+        lightpaths, ``place`` by ``place``, would have it)."""
+        rack = [s.rack for s in self.inst.servers]
+        busy = {(lp.ocs, rack[s]) for lp in self.lightpaths for s in (lp.server_a, lp.server_b)}
+        self.partner = {key: r for key, r in self.partner.items() if key in busy}
+
     def repoint(self, k: int, ra: int, rb: int) -> list[Lightpath]:
         """Join rack ``ra`` to rack ``rb`` on OCS ``k`` (a loopback when ``ra == rb``): the
         lightpaths on ``k`` with an end in ``ra`` or ``rb`` are removed (``remove``; returned),

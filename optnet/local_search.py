@@ -432,11 +432,12 @@ def _improving_placement(
     ev = evaluate(inst, d, objective, cands, reports=False)
     order = sorted(range(len(inst.jobs)), key=lambda j: -ev.jobs[j]["iteration_time_us"])
     jobs, n = per_round
+    lay = loaded(inst, d.lightpaths)  # each trial copies it
     for j in order[:jobs]:
         for placement, changed in placement_moves(inst, cands, d, j, rng, n):
             if time.perf_counter() >= until or interrupt.requested():
                 return None
-            cand = relaid(inst, cands, d, placement, changed)
+            cand = relaid(inst, cands, d, placement, changed, lay)
             if cand is None:
                 continue
             s = score(inst, cand, objective, cands)
@@ -511,21 +512,29 @@ def relaid(
     d: Decisions,
     placement: dict[int, tuple[int, ...]],
     changed: tuple[int, ...],
+    lay: Layout | None = None,
 ) -> Decisions | None:
-    """Plan ``d`` on ``placement``, where only the jobs ``changed`` moved: every lightpath of
-    another job kept (with its circuit); the changed jobs' pairs of their chosen algorithms laid
-    on what is left (``lay_out_demand``, one lightpath each, then first fit); where that leaves a
-    pair unconnected, the other jobs keep one lightpath a pair (fewer circuits held) and the
-    changed jobs are laid again; where that fails too, every job is laid afresh, one at a time
-    (``construct.connect_jobs``). Then the spare transceivers are filled by bytes per lightpath
-    over all jobs (``heuristic.fill``) and every collective takes its fastest option. None when
-    a pair cannot be connected and there is no packet fabric."""
+    """Plan ``d`` on ``placement``, where only the jobs ``changed`` moved (``lay``: ``d``'s
+    lightpaths as ``loaded`` holds them, copied here, never written; built when not given):
+    every lightpath of another job kept (with its circuit); the changed jobs' pairs of their
+    chosen algorithms laid on what is left (``lay_out_demand``, one lightpath each, then first
+    fit); where that leaves a pair unconnected, the other jobs keep one lightpath a pair (fewer
+    circuits held) and the changed jobs are laid again; where that fails too, every job is laid
+    afresh, one at a time (``construct.connect_jobs``). Then the spare transceivers are filled
+    by bytes per lightpath over all jobs (``heuristic.fill``) and every collective takes its
+    fastest option. None when a pair cannot be connected and there is no packet fabric."""
     moved = {s for j in changed for s in (*d.placement[j], *placement[j])}
     keep = [lp for lp in d.lightpaths if lp.server_a not in moved and lp.server_b not in moved]
+    if lay is None:
+        lay = loaded(inst, keep)
+    else:  # the same layout, in time linear in the lightpaths rather than laying each again
+        lay = lay.copy()
+        lay.remove([lp for lp in lay.lightpaths if lp.server_a in moved or lp.server_b in moved])
+        lay.unjoin_idle()  # the moved jobs' circuits are free again
     after = dataclasses.replace(d, placement=placement)
     weight = pair_weights(cands, dict(placement), _chosen(cands, after, range(len(cands))))
     need = pair_weights(cands, dict(placement), _chosen(cands, after, changed))
-    lay = _connected(loaded(inst, keep), need)
+    lay = _connected(lay, need)
     if lay is None:  # the other jobs keep one lightpath a pair: fewer circuits held
         lay = _connected(loaded(inst, _thinned(keep)), need)
     if lay is None:  # the kept circuits leave no way: every job laid afresh, one at a time

@@ -20,7 +20,15 @@ from optnet.construct import constructive_plan, pair_weights
 from optnet.evaluate import evaluate
 from optnet.heuristic import Layout, fastest_algorithms
 from optnet.instance import instance_from_data
-from optnet.local_search import _chosen, _job_weights, loaded, relaid_whole, repointed
+from optnet.local_search import (
+    _chosen,
+    _job_weights,
+    loaded,
+    placement_moves,
+    relaid,
+    relaid_whole,
+    repointed,
+)
 from tests.gen import tiny_instance
 
 
@@ -189,3 +197,24 @@ def test_a_copy_writes_neither_its_original_nor_the_other_way():
     assert all(lp.ocs == 0 for lp in gone)
     with pytest.raises(ValueError, match="crosses a repoint"):
         trial.rollback(0 if trial.lightpaths else -1)
+
+
+@pytest.mark.parametrize("case", ["equal-64-moderate-s1", "field-64-dense-s1-packet"])
+def test_a_placement_trial_from_a_copied_layout_is_the_one_laid_afresh(case):
+    """``relaid`` given the plan's layout (copied, the moved jobs' lightpaths removed, their
+    idle circuits unjoined) returns exactly the plan it builds from scratch, and leaves the
+    layout as it was."""
+    inst = CASES[case]()
+    cands = all_candidates(inst)
+    d = constructive_plan(inst, None, cands)
+    lay = loaded(inst, d.lightpaths)
+    before = _state(lay)
+    rng = random.Random(0)
+    tried = 0
+    for j in range(len(inst.jobs)):
+        for placement, changed in placement_moves(inst, cands, d, j, rng, 2):
+            fresh = relaid(inst, cands, d, placement, changed)
+            assert relaid(inst, cands, d, placement, changed, lay) == fresh
+            tried += 1
+    assert _state(lay) == before
+    assert tried >= 10

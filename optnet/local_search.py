@@ -387,14 +387,43 @@ def paying_placement(
     cands: tuple[JobCandidates, ...] | None = None,
     seed: int = 0,
 ) -> tuple[Decisions, int]:
-    """``improve_placement`` that must pay as it goes (the first plan's stage, ``scale.TimePlan``):
-    the time since the objective last fell never exceeds the longer of the time that brought it
-    down and the first step (one pass over the moves until one is kept). So a first step that
-    keeps nothing, or keeps moves that leave the objective as it was, ends the stage; each fall
-    of the objective earns as much time again. Until the first fall only the slowest job's
-    moves are tried (the job whose time is the objective); then the two slowest jobs'."""
+    """``improve_placement`` that must pay as it goes (the first plan's stage, ``scale.TimePlan``,
+    ``_paying``). Until the first fall of the objective only the slowest job's moves are tried
+    (the job whose time is the objective); then the two slowest jobs'."""
     cands = cands if cands is not None else all_candidates(inst)
     rng = random.Random(seed)
+
+    def attempt(d: Decisions, best: Score, deadline: float, fell: bool):
+        jobs = 2 if fell else 1
+        return _improving_placement(
+            inst, d, objective, cands, best, deadline, rng, (jobs, SLOTS_PER_ROUND)
+        )
+
+    return _paying(inst, d, objective, until, cands, attempt)
+
+
+def paying_circuits(
+    inst: Instance,
+    d: Decisions,
+    objective: str,
+    until: float,
+    cands: tuple[JobCandidates, ...] | None = None,
+) -> tuple[Decisions, int]:
+    """``improve_circuits`` that must pay as it goes (the first plan's stage, ``_paying``)."""
+    cands = cands if cands is not None else all_candidates(inst)
+
+    def attempt(d: Decisions, best: Score, deadline: float, _fell: bool):
+        return _improving_move(inst, d, objective, cands, best, deadline, None)
+
+    return _paying(inst, d, objective, until, cands, attempt)
+
+
+def _paying(inst: Instance, d: Decisions, objective: str, until: float, cands, attempt):
+    """A descent (``_descend``) whose time since the objective last fell never exceeds the
+    longer of the time that brought it down and the first step (one pass over the moves until
+    one is kept): a first step that keeps nothing, or keeps moves that leave the objective as
+    it was, ends it; each fall of the objective earns as much time again.
+    ``attempt(d, best, deadline, fell)`` is one step (``fell``: the objective has fallen)."""
     start = time.perf_counter()
     clock = {"gain": start, "first": None}
 
@@ -404,10 +433,7 @@ def paying_placement(
         deadline = until if first is None else min(until, gain + max(gain - start, first))
         if time.perf_counter() >= deadline:
             return None
-        jobs = 2 if gain > start else 1
-        out = _improving_placement(
-            inst, d, objective, cands, best, deadline, rng, (jobs, SLOTS_PER_ROUND)
-        )
+        out = attempt(d, best, deadline, gain > start)
         now = time.perf_counter()
         clock["first"] = now - start if first is None else first
         if out is not None and out[1][0] < best[0] * (1 - TOLERANCE):

@@ -9,7 +9,9 @@ the fallback to the whole re-lay, built by neither (None); the ratio of the two 
 objectives (incremental / whole; below 1: the incremental plan is faster); the seconds per
 layout of each. Deterministic for the seed but for the seconds.
 
-Usage: python -m bench.repoint INSTANCE.yaml [...] [--trials N] [--seed N]
+``--search``: instead, seconds per trial of the search itself (``search_trials``).
+
+Usage: python -m bench.repoint INSTANCE.yaml [...] [--trials N] [--seed N] [--search]
 """
 
 from __future__ import annotations
@@ -83,6 +85,42 @@ def compare(inst: Instance, trials: int, seed: int) -> dict:
     return row
 
 
+def search_trials(inst: Instance, n: int) -> dict:
+    """Seconds per circuit-move trial in the search's own order (the slowest two jobs'
+    bottleneck pairs, ``local_search._moves``) on the first plan ``auto`` starts from: the
+    trial's layout, its plan with the fastest options, the evaluator's score; ``n`` trials."""
+    from optnet.scale import _greedy_incumbent
+    from optnet.solve import SolveOptions
+
+    d = _greedy_incumbent(inst, SolveOptions())
+    cands = all_candidates(inst)
+    ev = evaluate(inst, d, "max-iteration", cands, reports=False)
+    order = sorted(range(len(inst.jobs)), key=lambda j: -ev.jobs[j]["iteration_time_us"])
+    per_job = ls._job_weights(cands, d, order[:2])
+    weight = pair_weights(cands, d.placement, ls._chosen(cands, d, range(len(cands))))
+    lay = ls.loaded(inst, d.lightpaths)
+    tried: set = set()
+    s = [0.0, 0.0, 0.0]
+    done = 0
+    for j in order[:2]:
+        for pair in ls._bottlenecks(inst, cands, d, ev, j, lay, None):
+            moves = ls._moves(inst, lay, pair, per_job[j], weight, tried)
+            while done < n:
+                t0 = time.perf_counter()
+                trial = next(moves, None)
+                t1 = time.perf_counter()
+                if trial is None:
+                    break
+                c = trial.decisions(d.placement, dict(d.algorithms))
+                c = dataclasses.replace(c, hybrid=d.hybrid)
+                c.algorithms = fastest_algorithms(inst, cands, c)
+                t2 = time.perf_counter()
+                ls.score(inst, c, "max-iteration", cands)
+                s = [s[0] + t1 - t0, s[1] + t2 - t1, s[2] + time.perf_counter() - t2]
+                done += 1
+    return {"trials": done, "layout_s": s[0], "plan_s": s[1], "score_s": s[2]}
+
+
 def _line(name: str, row: dict) -> str:
     r = row["ratios"] or [float("nan")]
     n = max(1, row["tried"])
@@ -101,7 +139,21 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("instances", nargs="+")
     ap.add_argument("--trials", type=int, default=40)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--search", action="store_true", help="time the search's own trials")
     args = ap.parse_args(argv)
+    if args.search:
+        print("| instance | trials | s layout | s plan | s score | s per trial |")
+        print("|---|---|---|---|---|---|")
+        for path in args.instances:
+            r = search_trials(load_instance(path), args.trials)
+            n = max(1, r["trials"])
+            total = (r["layout_s"] + r["plan_s"] + r["score_s"]) / n
+            print(
+                f"| {path.rsplit('/', 1)[-1]} | {r['trials']} | {r['layout_s'] / n:.3f} "
+                f"| {r['plan_s'] / n:.3f} | {r['score_s'] / n:.3f} | {total:.3f} |",
+                flush=True,
+            )
+        return
     print(
         "| instance | tried | incremental | fallback | none | ratio mean | median | min | max "
         "| better / equal / worse | s incremental | s whole |"

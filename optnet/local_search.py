@@ -13,10 +13,13 @@ collective's algorithm options fixed (docs/model.md §7, "circuit moves"):
 * for a bottleneck pair ``(a, b)`` on racks ``(ra, rb)``, the moves are: one more lightpath
   where one fits (``Layout.add``); else, for each OCS ``k`` that reaches both racks, *re-point*
   ``k``: join ``ra`` to ``rb`` on ``k`` (a loopback when ``ra == rb``), the racks they were
-  joined to there left unjoined, every other circuit kept; lay the lightpaths again on those
-  circuits, every pair the chosen algorithms use connected first (``lay_out_demand``, one
-  lightpath each, then first fit), then the slow job's pairs between the two racks on ``k``
-  while transceivers and wavelengths last, then the rest (``heuristic.fill``);
+  joined to there left unjoined, every other circuit kept; lay the two racks' lightpaths again
+  and keep every other (``repointed``): every pair the chosen algorithms use that is left
+  without a lightpath connected first (``lay_out_demand``, one lightpath each, then first fit,
+  then by taking out spare lightpaths, ``_made_room``), then the slow job's pairs between the
+  two racks on ``k`` while transceivers and wavelengths last, then the rest
+  (``heuristic.fill``); the whole plan laid again (``relaid_whole``) only where that leaves a
+  pair unconnected;
 * every collective then takes its fastest option on the links built
   (``heuristic.fastest_algorithms``) and the evaluator scores the plan: a move is kept only if
   it is feasible and strictly better, by the objective, then by the jobs' times from the
@@ -26,7 +29,7 @@ collective's algorithm options fixed (docs/model.md §7, "circuit moves"):
 
 First improvement, deterministic (pairs, OCSes in index order), until no move improves or
 ``until`` (``time.perf_counter`` seconds) passes; the plan returned is always one the evaluator
-accepted.
+accepted. On the first plan the moves must pay as they go (``paying_circuits``, ``_paying``).
 
 *Placement moves* (``improve_placement``) change what the circuit moves cannot: which servers a
 slow job has. A job whose rings all cross one rack with too few trunks stays as slow whatever

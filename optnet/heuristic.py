@@ -57,7 +57,7 @@ class Layout:
         # after ``copy``, both layouts share the inner lists and sets until one writes them:
         self._cow = False
         self._own_trx: set[int] = set()  # servers whose ``trx_free`` lists are this one's
-        self._own_wl: set[tuple[int, int, str]] = set()  # ``used_wl`` keys whose sets are
+        self._own_wl: set[tuple[int, int, str]] = set()  # fibre keys whose sets are this one's
 
     def rollback(self, n: int) -> None:
         """Remove the lightpaths added after the first ``n``, in reverse order (``n`` not below

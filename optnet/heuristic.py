@@ -23,6 +23,7 @@ fill above.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from collections import defaultdict
 
@@ -52,25 +53,114 @@ class Layout:
         self._undo: list[tuple] = []  # per lightpath: what ``add`` changed, for ``rollback``
         self._budget: dict[tuple[int, int, int], bool] = {}  # (ocs, rack, rack) -> within budget
         self._ocs_order = sorted({k for s in self.trx_free.values() for k in s})
+        self._floor = 0  # lightpaths a ``rollback`` may not remove (kept by ``repoint``)
+        # after ``copy``, both layouts share the inner lists and sets until one writes them:
+        self._cow = False
+        self._own_trx: set[int] = set()  # servers whose ``trx_free`` lists are this one's
+        self._own_wl: set[tuple[int, int, str]] = set()  # fibre keys whose sets are this one's
 
     def rollback(self, n: int) -> None:
-        """Remove the lightpaths added after the first ``n``, in reverse order."""
+        """Remove the lightpaths added after the first ``n``, in reverse order (``n`` not below
+        the lightpaths kept by the last ``repoint``)."""
+        if n < self._floor:
+            raise ValueError(f"rollback to {n} crosses a repoint at {self._floor}")
         while len(self.lightpaths) > n:
             lp = self.lightpaths.pop()
             ra, rb, was_a, was_b = self._undo.pop()
             k, sa, sb = lp.ocs, lp.server_a, lp.server_b
-            for key, w in (((ra, k, "up"), lp.wavelength_ab), ((rb, k, "down"), lp.wavelength_ab)):
-                self.used_wl[key].discard(w)
-            for key, w in (((rb, k, "up"), lp.wavelength_ba), ((ra, k, "down"), lp.wavelength_ba)):
-                self.used_wl[key].discard(w)
+            self._unplace(lp, ra, rb)
             for key, was in (((k, rb), was_b), ((k, ra), was_a)):
                 if was is None:
                     self.partner.pop(key, None)
                 else:
                     self.partner[key] = was
-            self.trx_free[sa][k].insert(0, lp.transceiver_a)
-            self.trx_free[sb][k].insert(0, lp.transceiver_b)
-            self.count[(min(sa, sb), max(sa, sb))] -= 1
+            self._free(sa)[k].insert(0, lp.transceiver_a)
+            self._free(sb)[k].insert(0, lp.transceiver_b)
+
+    def copy(self) -> Layout:
+        """An independent layout in the same state, in time linear in the servers, circuits
+        and lightpaths: a server's free transceivers and a fibre's wavelengths stay shared
+        with ``self`` until either layout writes them (``_free``, ``_wl`` copy them first);
+        the instance and the power-budget cache are shared (read-only here)."""
+        new = Layout.__new__(Layout)
+        new.inst, new._budget, new._ocs_order = self.inst, self._budget, self._ocs_order
+        new.trx_free = dict(self.trx_free)
+        new.partner = dict(self.partner)
+        new.used_wl = defaultdict(set, self.used_wl)
+        new.count = defaultdict(int, self.count)
+        new.lightpaths = list(self.lightpaths)
+        new._undo, new._floor = list(self._undo), self._floor
+        for lay in (self, new):
+            lay._cow, lay._own_trx, lay._own_wl = True, set(), set()
+        return new
+
+    def _free(self, s: int) -> dict[int, list[int]]:
+        """Server ``s``'s free transceivers per OCS, for writing (copied first if shared)."""
+        if self._cow and s not in self._own_trx:
+            self.trx_free[s] = defaultdict(list, {k: list(t) for k, t in self.trx_free[s].items()})
+            self._own_trx.add(s)
+        return self.trx_free[s]
+
+    def _wl(self, key: tuple[int, int, str]) -> set[int]:
+        """The wavelengths used on fibre direction ``key``, for writing (copied if shared)."""
+        if self._cow and key not in self._own_wl:
+            self.used_wl[key] = set(self.used_wl.get(key, ()))
+            self._own_wl.add(key)
+        return self.used_wl[key]
+
+    def remove(self, lightpaths: list[Lightpath]) -> None:
+        """Take ``lightpaths`` (laid here) out: their transceivers free again (in transceiver
+        order), their wavelengths unused, their pairs' counts lowered; the circuits stay. The
+        invariant holds after it as after ``place``: every lightpath's racks are joined on its
+        OCS; ``trx_free`` holds exactly the usable transceivers no lightpath uses; ``used_wl``
+        exactly the lightpaths' wavelengths per (rack, OCS, direction); ``count`` the lightpaths
+        per server pair. A ``rollback`` mark taken before it is void."""
+        rack = [s.rack for s in self.inst.servers]
+        out = set(lightpaths)
+        for lp in lightpaths:
+            self._unplace(lp, rack[lp.server_a], rack[lp.server_b])
+            bisect.insort(self._free(lp.server_a)[lp.ocs], lp.transceiver_a)
+            bisect.insort(self._free(lp.server_b)[lp.ocs], lp.transceiver_b)
+        kept = [i for i, lp in enumerate(self.lightpaths) if lp not in out]
+        self.lightpaths = [self.lightpaths[i] for i in kept]
+        self._undo = [self._undo[i] for i in kept]
+        self._floor = len(self.lightpaths)
+
+    def unjoin_idle(self) -> None:
+        """Unjoin every circuit that carries no lightpath (as a layout holding only its
+        lightpaths, ``place`` by ``place``, would have it)."""
+        rack = [s.rack for s in self.inst.servers]
+        busy = {(lp.ocs, rack[s]) for lp in self.lightpaths for s in (lp.server_a, lp.server_b)}
+        self.partner = {key: r for key, r in self.partner.items() if key in busy}
+
+    def repoint(self, k: int, ra: int, rb: int) -> list[Lightpath]:
+        """Join rack ``ra`` to rack ``rb`` on OCS ``k`` (a loopback when ``ra == rb``): the
+        lightpaths on ``k`` with an end in ``ra`` or ``rb`` are removed (``remove``; returned),
+        so are the circuits of ``k`` at ``ra``, ``rb`` and the racks they were joined to there
+        (left unjoined on ``k``); every other lightpath and circuit is kept (the invariant of
+        ``remove`` holds)."""
+        rack = [s.rack for s in self.inst.servers]
+        gone = [
+            lp
+            for lp in self.lightpaths
+            if lp.ocs == k and (rack[lp.server_a] in (ra, rb) or rack[lp.server_b] in (ra, rb))
+        ]
+        self.remove(gone)
+        for r in {ra, rb, self.partner.get((k, ra)), self.partner.get((k, rb))} - {None}:
+            self.partner.pop((k, r), None)
+        self.partner[(k, ra)], self.partner[(k, rb)] = rb, ra
+        return gone
+
+    def _unplace(self, lp: Lightpath, ra: int, rb: int) -> None:
+        """Release ``lp``'s wavelengths and its pair's count (not its transceivers or its
+        circuit: the callers return those)."""
+        k = lp.ocs
+        for key, w in (((ra, k, "up"), lp.wavelength_ab), ((rb, k, "down"), lp.wavelength_ab)):
+            self._wl(key).discard(w)
+        for key, w in (((rb, k, "up"), lp.wavelength_ba), ((ra, k, "down"), lp.wavelength_ba)):
+            self._wl(key).discard(w)
+        sa, sb = lp.server_a, lp.server_b
+        self.count[(min(sa, sb), max(sa, sb))] -= 1
 
     def can_join(self, k: int, ra: int, rb: int) -> bool:
         """OCS ``k`` can carry a lightpath between racks ``ra`` and ``rb`` (circuit-wise)."""
@@ -129,13 +219,13 @@ class Layout:
         k, sa, sb = lp.ocs, lp.server_a, lp.server_b
         ra, rb = self.inst.servers[sa].rack, self.inst.servers[sb].rack
         self._undo.append((ra, rb, self.partner.get((k, ra)), self.partner.get((k, rb))))
-        self.used_wl[(ra, k, "up")].add(lp.wavelength_ab)
-        self.used_wl[(rb, k, "down")].add(lp.wavelength_ab)
-        self.used_wl[(rb, k, "up")].add(lp.wavelength_ba)
-        self.used_wl[(ra, k, "down")].add(lp.wavelength_ba)
+        self._wl((ra, k, "up")).add(lp.wavelength_ab)
+        self._wl((rb, k, "down")).add(lp.wavelength_ab)
+        self._wl((rb, k, "up")).add(lp.wavelength_ba)
+        self._wl((ra, k, "down")).add(lp.wavelength_ba)
         self.partner[(k, ra)], self.partner[(k, rb)] = rb, ra
-        self.trx_free[sa][k].remove(lp.transceiver_a)
-        self.trx_free[sb][k].remove(lp.transceiver_b)
+        self._free(sa)[k].remove(lp.transceiver_a)
+        self._free(sb)[k].remove(lp.transceiver_b)
         self.lightpaths.append(lp)
         self.count[(min(sa, sb), max(sa, sb))] += 1
 
@@ -214,8 +304,10 @@ def laid_plan(
 def fill(lay: Layout, weight: dict[tuple[int, int], float]) -> None:
     """Extra lightpaths where they cut the most bytes per lightpath (``weight``: bytes per
     iteration per server pair); resources only shrink, so a pair that cannot get one now never
-    will."""
-    heap = [(-weight[p] / (lay.count[p] + 1), p) for p in weight]
+    will: a pair one of whose servers has no free transceiver is not tried (so a filled layout
+    with a few transceivers freed costs in proportion to those)."""
+    spare = {s for s, free in lay.trx_free.items() if any(free.values())}
+    heap = [(-weight[p] / (lay.count[p] + 1), p) for p in weight if spare.issuperset(p)]
     heapq.heapify(heap)
     while heap:
         _key, p = heapq.heappop(heap)

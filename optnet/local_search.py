@@ -13,10 +13,13 @@ collective's algorithm options fixed (docs/model.md §7, "circuit moves"):
 * for a bottleneck pair ``(a, b)`` on racks ``(ra, rb)``, the moves are: one more lightpath
   where one fits (``Layout.add``); else, for each OCS ``k`` that reaches both racks, *re-point*
   ``k``: join ``ra`` to ``rb`` on ``k`` (a loopback when ``ra == rb``), the racks they were
-  joined to there left unjoined, every other circuit kept; lay the lightpaths again on those
-  circuits, every pair the chosen algorithms use connected first (``lay_out_demand``, one
-  lightpath each, then first fit), then the slow job's pairs between the two racks on ``k``
-  while transceivers and wavelengths last, then the rest (``heuristic.fill``);
+  joined to there left unjoined, every other circuit kept; lay the two racks' lightpaths again
+  and keep every other (``repointed``): every pair the chosen algorithms use that is left
+  without a lightpath connected first (``lay_out_demand``, one lightpath each, then first fit,
+  then by taking out spare lightpaths, ``_made_room``), then the slow job's pairs between the
+  two racks on ``k`` while transceivers and wavelengths last, then the rest
+  (``heuristic.fill``); the whole plan laid again (``relaid_whole``) only where that leaves a
+  pair unconnected;
 * every collective then takes its fastest option on the links built
   (``heuristic.fastest_algorithms``) and the evaluator scores the plan: a move is kept only if
   it is feasible and strictly better, by the objective, then by the jobs' times from the
@@ -26,7 +29,7 @@ collective's algorithm options fixed (docs/model.md §7, "circuit moves"):
 
 First improvement, deterministic (pairs, OCSes in index order), until no move improves or
 ``until`` (``time.perf_counter`` seconds) passes; the plan returned is always one the evaluator
-accepted.
+accepted. On the first plan the moves must pay as they go (``paying_circuits``, ``_paying``).
 
 *Placement moves* (``improve_placement``) change what the circuit moves cannot: which servers a
 slow job has. A job whose rings all cross one rack with too few trunks stays as slow whatever
@@ -154,36 +157,105 @@ def _bottlenecks(
     return list(out)[:n]
 
 
-def _repointed(
+def repointed(
     inst: Instance, lay: Layout, k: int, ra: int, rb: int, crit: dict, weight: dict
 ) -> Layout | None:
-    """A new layout on ``lay``'s circuits with OCS ``k`` joining ``ra`` to ``rb`` instead (the
-    racks they were joined to on ``k`` left unjoined there): every pair of ``weight`` connected
-    first (``lay_out_demand``, one lightpath each, then first fit), the slowest job's pairs
-    ``crit`` between the two racks laid on ``k``, the rest filled by ``weight``; None when a
-    pair cannot be connected and there is no packet fabric."""
+    """``lay`` with OCS ``k`` joining ``ra`` to ``rb`` instead, the two racks' lightpaths laid
+    again and every other lightpath kept: every lightpath with an end in ``ra`` or ``rb``
+    taken out (``Layout.remove``), ``k`` re-pointed (``Layout.repoint``: the racks ``ra`` and
+    ``rb`` were joined to on ``k`` left unjoined there, every other circuit kept); every pair
+    of ``weight`` left without a lightpath connected again first (``lay_out_demand``, one
+    lightpath each, then first fit, then by taking out spare lightpaths, ``_made_room``), then
+    the slowest job's pairs ``crit`` between the two racks laid on ``k``, then the freed
+    transceivers filled by ``weight`` (``fill``). Where a pair cannot be connected so, the
+    whole plan is laid again on the new circuits (``relaid_whole``): None when that fails too
+    and there is no packet fabric."""
+    rack = [s.rack for s in inst.servers]
+    new = lay.copy()
+    new.remove([lp for lp in new.lightpaths if {rack[lp.server_a], rack[lp.server_b]} & {ra, rb}])
+    new.repoint(k, ra, rb)
+    if _connected(new, weight, _made_room) is None:
+        return relaid_whole(inst, lay, k, ra, rb, crit, weight)
+    return _filled(new, k, ra, rb, crit, weight)
+
+
+def _made_room(lay: Layout, pair: tuple[int, int]) -> bool:
+    """Connect ``pair`` (servers ``x``, ``y`` on racks ``rx``, ``ry``) on an OCS that already
+    joins ``rx`` to ``ry``, by taking out *spare* lightpaths there (lightpaths of a pair that
+    keeps another one, so no pair loses its connection): OCS by OCS in index order, one at
+    ``x`` if ``x`` has no free transceiver there, one at ``y`` likewise, then others on that
+    circuit, most lightpaths of their pair first, until ``pair``'s lightpath fits (``add``);
+    True then. An OCS where it does not fit gets its spare lightpaths back."""
+    rack = [s.rack for s in lay.inst.servers]
+    x, y = pair
+    rx, ry = rack[x], rack[y]
+    for k in sorted(kk for (kk, r), rr in lay.partner.items() if r == rx and rr == ry):
+        on = [
+            lp
+            for lp in lay.lightpaths
+            if lp.ocs == k and rx in (rack[lp.server_a], rack[lp.server_b])
+        ]
+        taken: list[Lightpath] = []
+        for lp in _spares(lay, on, x, y):
+            if lay.count[_ends(lp)] < 2:
+                continue
+            lay.remove([lp])
+            taken.append(lp)
+            if lay.add(x, y, [k]):
+                return True
+        for lp in taken:
+            lay.place(lp)
+    return False
+
+
+def _spares(lay: Layout, on: list[Lightpath], x: int, y: int) -> list[Lightpath]:
+    """The lightpaths of ``on`` (one circuit's) worth taking out for a lightpath ``x``-``y``
+    there, in order: one at ``x`` unless ``x`` has a free transceiver there, one at ``y``
+    likewise, then the rest by their pair's lightpaths, most first."""
+    k = on[0].ocs if on else -1
+    first = []
+    for s in (x, y):
+        if not lay.trx_free[s].get(k):
+            mine = [lp for lp in on if s in (lp.server_a, lp.server_b)]
+            first += sorted(mine, key=lambda lp: -lay.count[_ends(lp)])[:1]
+    rest = sorted((lp for lp in on if lp not in first), key=lambda lp: -lay.count[_ends(lp)])
+    return first + rest
+
+
+def _ends(lp: Lightpath) -> tuple[int, int]:
+    """``lp``'s server pair, lower first."""
+    return min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b)
+
+
+def relaid_whole(
+    inst: Instance, lay: Layout, k: int, ra: int, rb: int, crit: dict, weight: dict
+) -> Layout | None:
+    """A new layout on ``lay``'s circuits, ``k`` re-pointed as in ``repointed``, every
+    lightpath laid again: every pair of ``weight`` connected first (``lay_out_demand``, then
+    first fit), then as ``_filled``; None when a pair cannot be connected and there is no
+    packet fabric."""
     new = Layout(inst)
-    new.partner = {
-        key: r for key, r in lay.partner.items() if key[0] != k or {key[1], r}.isdisjoint((ra, rb))
-    }
-    new.partner[(k, ra)], new.partner[(k, rb)] = rb, ra
-    lay_out_demand(new, dict.fromkeys(weight, 1))
-    for p in sorted(weight):
-        if new.count[p] == 0 and not new.add(*p) and inst.packet is None:
-            return None
-    between = {
-        p: w
-        for p, w in crit.items()
-        if sorted((inst.servers[p[0]].rack, inst.servers[p[1]].rack)) == sorted((ra, rb))
-    }
-    heap = [(-w / (new.count[p] + 1), p) for p, w in between.items()]
+    new.partner = dict(lay.partner)
+    new.repoint(k, ra, rb)
+    if _connected(new, weight) is None:
+        return None
+    return _filled(new, k, ra, rb, crit, weight)
+
+
+def _filled(lay: Layout, k: int, ra: int, rb: int, crit: dict, weight: dict) -> Layout:
+    """``lay`` with the slowest job's pairs ``crit`` between racks ``ra`` and ``rb`` laid on
+    OCS ``k`` while transceivers and wavelengths last (most bytes per lightpath first), then
+    the rest filled by ``weight`` (``fill``)."""
+    rack = [s.rack for s in lay.inst.servers]
+    between = {p: w for p, w in crit.items() if {rack[p[0]], rack[p[1]]} == {ra, rb}}
+    heap = [(-w / (lay.count[p] + 1), p) for p, w in between.items()]
     heapq.heapify(heap)
     while heap:
         _w, p = heapq.heappop(heap)
-        if new.add(*p, ocses=[k]):
-            heapq.heappush(heap, (-between[p] / (new.count[p] + 1), p))
-    fill(new, weight)
-    return new
+        if lay.add(*p, ocses=[k]):
+            heapq.heappush(heap, (-between[p] / (lay.count[p] + 1), p))
+    fill(lay, weight)
+    return lay
 
 
 def _moves(
@@ -194,7 +266,7 @@ def _moves(
     built again."""
     mark = len(lay.lightpaths)
     if lay.add(*pair):
-        trial = loaded(inst, lay.lightpaths)
+        trial = lay.copy()
         lay.rollback(mark)
         yield trial
         return
@@ -204,7 +276,7 @@ def _moves(
             if lay.partner.get((k, ra)) == rb or (k, *sorted((ra, rb))) in tried:
                 continue  # already joined (no room there), or already tried
             tried.add((k, *sorted((ra, rb))))
-            trial = _repointed(inst, lay, k, ra, rb, crit, weight)
+            trial = repointed(inst, lay, k, ra, rb, crit, weight)
             if trial is not None:
                 yield trial
 
@@ -318,14 +390,43 @@ def paying_placement(
     cands: tuple[JobCandidates, ...] | None = None,
     seed: int = 0,
 ) -> tuple[Decisions, int]:
-    """``improve_placement`` that must pay as it goes (the first plan's stage, ``scale.TimePlan``):
-    the time since the objective last fell never exceeds the longer of the time that brought it
-    down and the first step (one pass over the moves until one is kept). So a first step that
-    keeps nothing, or keeps moves that leave the objective as it was, ends the stage; each fall
-    of the objective earns as much time again. Until the first fall only the slowest job's
-    moves are tried (the job whose time is the objective); then the two slowest jobs'."""
+    """``improve_placement`` that must pay as it goes (the first plan's stage, ``scale.TimePlan``,
+    ``_paying``). Until the first fall of the objective only the slowest job's moves are tried
+    (the job whose time is the objective); then the two slowest jobs'."""
     cands = cands if cands is not None else all_candidates(inst)
     rng = random.Random(seed)
+
+    def attempt(d: Decisions, best: Score, deadline: float, fell: bool):
+        jobs = 2 if fell else 1
+        return _improving_placement(
+            inst, d, objective, cands, best, deadline, rng, (jobs, SLOTS_PER_ROUND)
+        )
+
+    return _paying(inst, d, objective, until, cands, attempt)
+
+
+def paying_circuits(
+    inst: Instance,
+    d: Decisions,
+    objective: str,
+    until: float,
+    cands: tuple[JobCandidates, ...] | None = None,
+) -> tuple[Decisions, int]:
+    """``improve_circuits`` that must pay as it goes (the first plan's stage, ``_paying``)."""
+    cands = cands if cands is not None else all_candidates(inst)
+
+    def attempt(d: Decisions, best: Score, deadline: float, _fell: bool):
+        return _improving_move(inst, d, objective, cands, best, deadline, None)
+
+    return _paying(inst, d, objective, until, cands, attempt)
+
+
+def _paying(inst: Instance, d: Decisions, objective: str, until: float, cands, attempt):
+    """A descent (``_descend``) whose time since the objective last fell never exceeds the
+    longer of the time that brought it down and the first step (one pass over the moves until
+    one is kept): a first step that keeps nothing, or keeps moves that leave the objective as
+    it was, ends it; each fall of the objective earns as much time again.
+    ``attempt(d, best, deadline, fell)`` is one step (``fell``: the objective has fallen)."""
     start = time.perf_counter()
     clock = {"gain": start, "first": None}
 
@@ -335,10 +436,7 @@ def paying_placement(
         deadline = until if first is None else min(until, gain + max(gain - start, first))
         if time.perf_counter() >= deadline:
             return None
-        jobs = 2 if gain > start else 1
-        out = _improving_placement(
-            inst, d, objective, cands, best, deadline, rng, (jobs, SLOTS_PER_ROUND)
-        )
+        out = attempt(d, best, deadline, gain > start)
         now = time.perf_counter()
         clock["first"] = now - start if first is None else first
         if out is not None and out[1][0] < best[0] * (1 - TOLERANCE):
@@ -363,11 +461,12 @@ def _improving_placement(
     ev = evaluate(inst, d, objective, cands, reports=False)
     order = sorted(range(len(inst.jobs)), key=lambda j: -ev.jobs[j]["iteration_time_us"])
     jobs, n = per_round
+    lay = loaded(inst, d.lightpaths)  # each trial copies it
     for j in order[:jobs]:
         for placement, changed in placement_moves(inst, cands, d, j, rng, n):
             if time.perf_counter() >= until or interrupt.requested():
                 return None
-            cand = relaid(inst, cands, d, placement, changed)
+            cand = relaid(inst, cands, d, placement, changed, lay)
             if cand is None:
                 continue
             s = score(inst, cand, objective, cands)
@@ -442,21 +541,29 @@ def relaid(
     d: Decisions,
     placement: dict[int, tuple[int, ...]],
     changed: tuple[int, ...],
+    lay: Layout | None = None,
 ) -> Decisions | None:
-    """Plan ``d`` on ``placement``, where only the jobs ``changed`` moved: every lightpath of
-    another job kept (with its circuit); the changed jobs' pairs of their chosen algorithms laid
-    on what is left (``lay_out_demand``, one lightpath each, then first fit); where that leaves a
-    pair unconnected, the other jobs keep one lightpath a pair (fewer circuits held) and the
-    changed jobs are laid again; where that fails too, every job is laid afresh, one at a time
-    (``construct.connect_jobs``). Then the spare transceivers are filled by bytes per lightpath
-    over all jobs (``heuristic.fill``) and every collective takes its fastest option. None when
-    a pair cannot be connected and there is no packet fabric."""
+    """Plan ``d`` on ``placement``, where only the jobs ``changed`` moved (``lay``: ``d``'s
+    lightpaths as ``loaded`` holds them, copied here, never written; built when not given):
+    every lightpath of another job kept (with its circuit); the changed jobs' pairs of their
+    chosen algorithms laid on what is left (``lay_out_demand``, one lightpath each, then first
+    fit); where that leaves a pair unconnected, the other jobs keep one lightpath a pair (fewer
+    circuits held) and the changed jobs are laid again; where that fails too, every job is laid
+    afresh, one at a time (``construct.connect_jobs``). Then the spare transceivers are filled
+    by bytes per lightpath over all jobs (``heuristic.fill``) and every collective takes its
+    fastest option. None when a pair cannot be connected and there is no packet fabric."""
     moved = {s for j in changed for s in (*d.placement[j], *placement[j])}
     keep = [lp for lp in d.lightpaths if lp.server_a not in moved and lp.server_b not in moved]
+    if lay is None:
+        lay = loaded(inst, keep)
+    else:  # the same layout, in time linear in the lightpaths rather than laying each again
+        lay = lay.copy()
+        lay.remove([lp for lp in lay.lightpaths if lp.server_a in moved or lp.server_b in moved])
+        lay.unjoin_idle()  # the moved jobs' circuits are free again
     after = dataclasses.replace(d, placement=placement)
     weight = pair_weights(cands, dict(placement), _chosen(cands, after, range(len(cands))))
     need = pair_weights(cands, dict(placement), _chosen(cands, after, changed))
-    lay = _connected(loaded(inst, keep), need)
+    lay = _connected(lay, need)
     if lay is None:  # the other jobs keep one lightpath a pair: fewer circuits held
         lay = _connected(loaded(inst, _thinned(keep)), need)
     if lay is None:  # the kept circuits leave no way: every job laid afresh, one at a time
@@ -473,13 +580,15 @@ def relaid(
     return out
 
 
-def _connected(lay: Layout, need: dict[tuple[int, int], float]) -> Layout | None:
+def _connected(
+    lay: Layout, need: dict[tuple[int, int], float], rescue=lambda lay, p: False
+) -> Layout | None:
     """``lay`` with every pair of ``need`` given a lightpath where it has none
-    (``lay_out_demand``, then first fit); None when one cannot be connected and there is no
-    packet fabric."""
+    (``lay_out_demand``, then first fit, then ``rescue(lay, pair)``, which may connect it
+    otherwise); None when one cannot be connected and there is no packet fabric."""
     lay_out_demand(lay, {p: 1 for p in need if lay.count[p] == 0})
-    for p in sorted(need):
-        if lay.count[p] == 0 and not lay.add(*p) and lay.inst.packet is None:
+    for p in sorted(p for p in need if lay.count[p] == 0):
+        if not lay.add(*p) and not rescue(lay, p) and lay.inst.packet is None:
             return None
     return lay
 

@@ -51,7 +51,12 @@ from optnet.heuristic import (
 )
 from optnet.infeasibility import proven_infeasible
 from optnet.instance import Instance, Server
-from optnet.local_search import improve_circuits, improve_placement, paying_placement
+from optnet.local_search import (
+    improve_circuits,
+    improve_placement,
+    paying_circuits,
+    paying_placement,
+)
 from optnet.progress import current
 from optnet.rack_bound import crossings, rack_aware_bound
 from optnet.solve import SolveOptions, SolveResult, relative_gap, solve_instance
@@ -89,8 +94,9 @@ class TimePlan:
     block_free: float = 0.6
     """then the whole block, warm-started, for this share."""
     first_moves: float = 0.1
-    """The circuit moves (``local_search.improve_circuits``) on the first plan stop by this
-    share of L, sooner when no move improves;"""
+    """The circuit moves on the first plan stop by this share of L, and sooner unless they pay
+    (``local_search.paying_circuits``, the rule of the placement moves below): at 512 servers
+    they kept moves that leave the objective as it was for all of it;"""
     first_placement: float = 0.25
     """then the placement moves on it by this share of L, and only while they pay
     (``local_search.paying_placement``): a probe tries the moves of highest expected gain (the
@@ -1031,7 +1037,7 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
     moves = placed = 0
     cands = None if small else all_candidates(inst)  # what every move scores plans with
     if first is not None and o.objective == "max-iteration" and not small:
-        first, moves = improve_circuits(
+        first, moves = paying_circuits(
             inst, first, o.objective, t0 + TIME_PLAN.first_moves * deadline, cands
         )
         first, placed = paying_placement(

@@ -264,3 +264,32 @@ def test_first_plan_placement_moves_pay_as_they_go(monkeypatch):
     again, more = ls.paying_placement(inst, out, "max-iteration", time.perf_counter() + 60, cands)
     assert more == 0 and again is out
     assert rounds == [(1, ls.SLOTS_PER_ROUND)]
+
+
+def test_first_plan_circuit_moves_pay_as_they_go(monkeypatch):
+    """``paying_circuits`` (``TimePlan.first_moves``): where the moves lower the objective it
+    goes as far as they do (field-64-dense seed 1, as ``improve_circuits``); moves that leave
+    the objective as it was (a lower load only) end the stage after the first step, where
+    ``improve_circuits`` would spend its whole time on them."""
+    import optnet.local_search as ls
+
+    inst, cands, d = _field(64, "dense", 1)
+    out = d
+    for _ in range(10):  # to the fixed point: the stop rule reads the clock
+        out, kept = ls.paying_circuits(inst, out, "max-iteration", time.perf_counter() + 60, cands)
+        if not kept:
+            break
+    assert (
+        score(inst, out, "max-iteration", cands)[0]
+        < 0.9 * score(inst, d, "max-iteration", cands)[0]
+    )
+
+    def load_only(inst, d, objective, cands, best, until, n):
+        time.sleep(0.01)
+        return d, (best[0], best[1], best[2] * 0.5)  # the same times, less load
+
+    monkeypatch.setattr(ls, "_improving_move", load_only)
+    _, kept = ls.paying_circuits(inst, d, "max-iteration", time.perf_counter() + 60, cands)
+    assert kept == 1
+    _, kept = ls.improve_circuits(inst, d, "max-iteration", time.perf_counter() + 0.5, cands)
+    assert kept >= 10

@@ -40,6 +40,18 @@ def _objective(inst: Instance, cands, d, lay) -> float:
     return ev.objective_us
 
 
+def repointings(inst: Instance, lay) -> list[tuple[int, int, int]]:
+    """Every re-pointing (ocs, rack, rack) a circuit move may try that changes a circuit of
+    ``lay``: both racks reach the OCS (a loopback only where the OCS may loop back)."""
+    return [
+        (k, ra, rb)
+        for k, o in enumerate(inst.ocses)
+        for ra in o.racks
+        for rb in o.racks
+        if ra <= rb and (ra != rb or o.loopback) and lay.partner.get((k, ra)) != rb
+    ]
+
+
 def compare(inst: Instance, trials: int, seed: int) -> dict:
     """The row of the module docstring for ``inst``."""
     cands = all_candidates(inst)
@@ -49,13 +61,7 @@ def compare(inst: Instance, trials: int, seed: int) -> dict:
     slowest = max(range(len(inst.jobs)), key=lambda j: ev.jobs[j]["iteration_time_us"])
     crit = ls._job_weights(cands, d, [slowest])[slowest]
     lay = ls.loaded(inst, d.lightpaths)
-    options = [
-        (k, ra, rb)
-        for k, o in enumerate(inst.ocses)
-        for ra in o.racks
-        for rb in o.racks
-        if ra <= rb and (ra != rb or o.loopback) and lay.partner.get((k, ra)) != rb
-    ]
+    options = repointings(inst, lay)
     row = {"tried": 0, "incremental": 0, "fallback": 0, "none": 0, "ratios": [], "s": [0.0, 0.0]}
     whole_calls = []
     real = ls.relaid_whole

@@ -41,6 +41,7 @@ class Layout:
 
     def __init__(self, inst: Instance) -> None:
         self.inst = inst
+        self.rack: tuple[int, ...] = tuple(s.rack for s in inst.servers)  # server -> its rack
         self.trx_free = {s: defaultdict(list) for s in range(len(inst.servers))}
         for s in range(len(inst.servers)):
             for t, k in enumerate(inst.transceiver_ocs):
@@ -83,7 +84,8 @@ class Layout:
         with ``self`` until either layout writes them (``_free``, ``_wl`` copy them first);
         the instance and the power-budget cache are shared (read-only here)."""
         new = Layout.__new__(Layout)
-        new.inst, new._budget, new._ocs_order = self.inst, self._budget, self._ocs_order
+        new.inst, new.rack, new._budget = self.inst, self.rack, self._budget
+        new._ocs_order = self._ocs_order
         new.trx_free = dict(self.trx_free)
         new.partner = dict(self.partner)
         new.used_wl = defaultdict(set, self.used_wl)
@@ -115,7 +117,10 @@ class Layout:
         OCS; ``trx_free`` holds exactly the usable transceivers no lightpath uses; ``used_wl``
         exactly the lightpaths' wavelengths per (rack, OCS, direction); ``count`` the lightpaths
         per server pair. A ``rollback`` mark taken before it is void."""
-        rack = [s.rack for s in self.inst.servers]
+        self._floor = len(self.lightpaths) - len(lightpaths)
+        if not lightpaths:
+            return
+        rack = self.rack
         out = set(lightpaths)
         for lp in lightpaths:
             self._unplace(lp, rack[lp.server_a], rack[lp.server_b])
@@ -124,12 +129,11 @@ class Layout:
         kept = [i for i, lp in enumerate(self.lightpaths) if lp not in out]
         self.lightpaths = [self.lightpaths[i] for i in kept]
         self._undo = [self._undo[i] for i in kept]
-        self._floor = len(self.lightpaths)
 
     def unjoin_idle(self) -> None:
         """Unjoin every circuit that carries no lightpath (as a layout holding only its
         lightpaths, ``place`` by ``place``, would have it)."""
-        rack = [s.rack for s in self.inst.servers]
+        rack = self.rack
         busy = {(lp.ocs, rack[s]) for lp in self.lightpaths for s in (lp.server_a, lp.server_b)}
         self.partner = {key: r for key, r in self.partner.items() if key in busy}
 
@@ -139,7 +143,7 @@ class Layout:
         so are the circuits of ``k`` at ``ra``, ``rb`` and the racks they were joined to there
         (left unjoined on ``k``); every other lightpath and circuit is kept (the invariant of
         ``remove`` holds)."""
-        rack = [s.rack for s in self.inst.servers]
+        rack = self.rack
         gone = [
             lp
             for lp in self.lightpaths

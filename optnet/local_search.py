@@ -170,7 +170,7 @@ def repointed(
     transceivers filled by ``weight`` (``fill``). Where a pair cannot be connected so, the
     whole plan is laid again on the new circuits (``relaid_whole``): None when that fails too
     and there is no packet fabric."""
-    rack = [s.rack for s in inst.servers]
+    rack = lay.rack
     new = lay.copy()
     new.remove([lp for lp in new.lightpaths if {rack[lp.server_a], rack[lp.server_b]} & {ra, rb}])
     new.repoint(k, ra, rb)
@@ -186,7 +186,7 @@ def _made_room(lay: Layout, pair: tuple[int, int]) -> bool:
     ``x`` if ``x`` has no free transceiver there, one at ``y`` likewise, then others on that
     circuit, most lightpaths of their pair first, until ``pair``'s lightpath fits (``add``);
     True then. An OCS where it does not fit gets its spare lightpaths back."""
-    rack = [s.rack for s in lay.inst.servers]
+    rack = lay.rack
     x, y = pair
     rx, ry = rack[x], rack[y]
     for k in sorted(kk for (kk, r), rr in lay.partner.items() if r == rx and rr == ry):
@@ -246,7 +246,7 @@ def _filled(lay: Layout, k: int, ra: int, rb: int, crit: dict, weight: dict) -> 
     """``lay`` with the slowest job's pairs ``crit`` between racks ``ra`` and ``rb`` laid on
     OCS ``k`` while transceivers and wavelengths last (most bytes per lightpath first), then
     the rest filled by ``weight`` (``fill``)."""
-    rack = [s.rack for s in lay.inst.servers]
+    rack = lay.rack
     between = {p: w for p, w in crit.items() if {rack[p[0]], rack[p[1]]} == {ra, rb}}
     heap = [(-w / (lay.count[p] + 1), p) for p, w in between.items()]
     heapq.heapify(heap)

@@ -15,6 +15,7 @@ import pytest
 
 from bench.generate import generate as generate_equal
 from bench.generate_field import generate as generate_field
+from bench.repoint import repointings
 from optnet.candidates import all_candidates
 from optnet.construct import constructive_plan, pair_weights
 from optnet.evaluate import evaluate
@@ -60,13 +61,7 @@ CASES = {
 def _repointings(inst, lay: Layout, rng: random.Random, n: int) -> list[tuple[int, int, int]]:
     """``n`` random re-pointings (ocs, rack, rack) that change a circuit and that a move may
     try: both racks reach the OCS (a loopback only where it may loop back)."""
-    out = [
-        (k, ra, rb)
-        for k, o in enumerate(inst.ocses)
-        for ra in o.racks
-        for rb in o.racks
-        if ra <= rb and (ra != rb or o.loopback) and lay.partner.get((k, ra)) != rb
-    ]
+    out = repointings(inst, lay)
     return rng.sample(out, min(n, len(out)))
 
 

@@ -55,7 +55,19 @@ def _fewest_pairs(jc: JobCandidates) -> list[Option]:
     return [min(cc.options, key=lambda o: (len(_pairs(o)), o.algorithm)) for cc in jc.collectives]
 
 
-class _Racks:
+def pair_graph(jc: JobCandidates) -> dict[int, set[int]]:
+    """Slot -> the slots it sends to or receives from, over each collective's option with the
+    fewest pairs (``_fewest_pairs``): the graph a rack that cannot loop back must hold an
+    independent set of."""
+    nb: dict[int, set[int]] = defaultdict(set)
+    for opt in _fewest_pairs(jc):
+        for a, b in _pairs(opt):
+            nb[a].add(b)
+            nb[b].add(a)
+    return nb
+
+
+class Racks:
     """Free servers per rack, and which racks can loop back or be joined (cached)."""
 
     def __init__(self, inst: Instance) -> None:
@@ -94,7 +106,7 @@ Take = tuple[int, int, bool]
 
 
 def _rack_sets(
-    racks: _Racks, n: int, nb: dict[int, set[int]], remote_first: bool
+    racks: Racks, n: int, nb: dict[int, set[int]], remote_first: bool
 ) -> Iterator[list[Take]]:
     """Candidate racks for a job of ``n`` servers with pair graph ``nb`` (module docstring,
     step 2); without traffic, any free servers, the racks that cannot loop back first. With
@@ -126,7 +138,7 @@ def _rack_sets(
         yield from singles + pairs + chains
 
 
-def _pair(racks: _Racks, a: int, n: int, spread: int) -> list[Take] | None:
+def _pair(racks: Racks, a: int, n: int, spread: int) -> list[Take] | None:
     """Rack ``a`` spread (an independent set, at most ``spread`` slots) and the looping rack
     joinable to it that best fits the rest: every pair between the two where the graph allows."""
     free = racks.free
@@ -142,7 +154,7 @@ def _pair(racks: _Racks, a: int, n: int, spread: int) -> list[Take] | None:
     return [(a, q, True), (b, n - q, False)]
 
 
-def _chain(racks: _Racks, start: int, n: int, remote_max: int) -> list[Take] | None:
+def _chain(racks: Racks, start: int, n: int, remote_max: int) -> list[Take] | None:
     """Racks from ``start``, each next one joinable to the last (else to any in the chain), the
     fullest first, until they hold ``n`` servers; with ``remote_max`` > 0, racks that cannot
     loop back first (spread, at most ``remote_max`` slots between them), else none of them."""
@@ -193,10 +205,10 @@ def _independent(nb: dict[int, set[int]], n: int, q: int, taken=()) -> list[int]
 
 
 def _slot_servers(
-    racks: _Racks, taken: list[Take], nb: dict[int, set[int]], n: int
+    free: dict[int, list[int]], taken: list[Take], nb: dict[int, set[int]], n: int
 ) -> list[int] | None:
-    """Servers in slot order for the racks ``taken`` (module docstring, step 3); None when a
-    spread rack finds no independent set of its size."""
+    """Servers in slot order for the racks ``taken`` (module docstring, step 3), each rack's
+    from its ``free`` list; None when a spread rack finds no independent set of its size."""
     rack_of: dict[int, int] = {}
     for r, q, spread in taken:
         if spread:
@@ -208,8 +220,24 @@ def _slot_servers(
     for r, q, spread in taken:
         if not spread:
             rack_of.update({next(rest): r for _ in range(q)})
-    pools = {r: iter(racks.free[r]) for r, _q, _s in taken}
+    pools = {r: iter(free[r]) for r, _q, _s in taken}
     return [next(pools[rack_of[m]]) for m in range(n)]
+
+
+def redealt(racks: Racks, servers: list[int], nb: dict[int, set[int]]) -> list[int] | None:
+    """A job's slots dealt afresh onto the servers it holds (step 3): the racks that cannot
+    loop back take an independent set of its pair graph ``nb``, the others consecutive slots,
+    the rack holding most of them first (whole rings and stage chains where they fit); the
+    servers in slot order, or None when a rack that cannot loop back finds no independent
+    set of its size. ``racks`` is only asked which racks loop back."""
+    pool: dict[int, list[int]] = defaultdict(list)
+    for s in sorted(servers):
+        pool[racks.inst.servers[s].rack].append(s)
+    taken = sorted(
+        ((r, len(ss), not racks.loops(r)) for r, ss in pool.items()),
+        key=lambda t: (not t[2], -t[1], t[0]),
+    )
+    return _slot_servers(pool, taken, nb, len(servers))
 
 
 def _connect(lay: Layout, jc: JobCandidates, servers: list[int]) -> dict[int, Option] | None:
@@ -285,16 +313,9 @@ def constructive_plan(
     """The first complete plan (module docstring), or None."""
     cands = cands if cands is not None else all_candidates(inst)
     priority = priority or [j.compute_time_us for j in inst.jobs]
-    racks = _Racks(inst)
+    racks = Racks(inst)
     lay = Layout(inst)
-    neighbours: list[dict[int, set[int]]] = []
-    for jc in cands:
-        nb: dict[int, set[int]] = defaultdict(set)
-        for opt in _fewest_pairs(jc):
-            for a, b in _pairs(opt):
-                nb[a].add(b)
-                nb[b].add(a)
-        neighbours.append(nb)
+    neighbours = [pair_graph(jc) for jc in cands]
     quiet = [j for j in range(len(cands)) if not neighbours[j]]
     busy = sorted(
         (j for j in range(len(cands)) if neighbours[j]),
@@ -312,7 +333,7 @@ def constructive_plan(
         looping = sum(len(racks.free[r]) for r in racks.free if racks.loops(r))
         remote_first = sum(inst.jobs[x].slots for x in busy[i:]) > looping
         for taken in _rack_sets(racks, n, neighbours[j], remote_first):
-            servers = _slot_servers(racks, taken, neighbours[j], n) if taken else None
+            servers = _slot_servers(racks.free, taken, neighbours[j], n) if taken else None
             if servers is None:
                 continue
             mark = len(lay.lightpaths)
@@ -355,7 +376,7 @@ def connect_jobs(
     return lay, chosen
 
 
-def _place_quiet(racks: _Racks, n: int, remote_only: bool) -> list[int]:
+def _place_quiet(racks: Racks, n: int, remote_only: bool) -> list[int]:
     """``n`` free servers of the racks that cannot loop back (or any), fullest racks first."""
     order = sorted(
         (r for r in racks.free if racks.free[r] and not (remote_only and racks.loops(r))),

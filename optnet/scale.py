@@ -40,6 +40,7 @@ from optnet.construct import constructive_plan
 from optnet.decisions import Decisions, Targets
 from optnet.errors import InfeasibleError, NoIncumbentError
 from optnet.evaluate import evaluate
+from optnet.exchange import improve_exchanges
 from optnet.heuristic import (
     balanced,
     dealt,
@@ -111,8 +112,12 @@ class TimePlan:
     placement_moves: float = 0.5
     """then the placement moves this share of the time left before ``improve_until`` (both stop
     sooner when no move improves),"""
+    exchanges: float = 0.5
+    """then the rack exchanges (``exchange.improve_exchanges``) this share of the time left
+    before ``improve_until`` (sooner when no exchange is kept),"""
     improve_until: float = 0.9
-    """then large-neighbourhood search on the slowest job's block until this share of L,"""
+    """then large-neighbourhood search on the slowest job's block until this share of L (when
+    it stops sooner, having no block left to try, the rack exchanges get the rest),"""
     tighten_until: float = 0.95
     """then the slowest job's bound is tightened until this share."""
     repair: float = 0.3
@@ -1116,13 +1121,31 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
             inst, decisions, o.objective, placed_until, cands, o.seed
         )
         placed += again
-        if more or again:
+        exchanges_until = time.perf_counter() + TIME_PLAN.exchanges * (
+            improve_until - time.perf_counter()
+        )
+        t_ex = time.perf_counter()
+        decisions, traded = improve_exchanges(
+            inst, decisions, o.objective, exchanges_until, cands, o.seed
+        )
+        t_ex = time.perf_counter() - t_ex
+        if more or again or traded:
             objective = evaluate(inst, decisions, o.objective).objective_us
             rep.offer(inst, incumbent=objective)
         objective, decisions, rounds = _improve_critical(
             inst, o, decisions, objective, improve_until, lb
         )
+        if relative_gap(objective, lb) > o.mip_gap:  # the search stopped early: exchange on
+            t_again = time.perf_counter()
+            decisions, again = improve_exchanges(
+                inst, decisions, o.objective, improve_until, cands, o.seed
+            )
+            traded += again
+            t_ex += time.perf_counter() - t_again
+            objective = evaluate(inst, decisions, o.objective).objective_us
         info["critical_rounds"] = rounds
+        info["exchanges"] = traded
+        info["timings"]["exchanges_s"] = t_ex
         if top:
             rep.phase("tighten bound")
         tightened = _tighten_critical_bound(
@@ -1150,6 +1173,7 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
         "assignment": info.get("assignment"),
         "circuit_moves": moves,
         "placement_moves": placed,
+        "rack_exchanges": info.get("exchanges", 0),
     }
     size: dict = {}
     left = deadline - (time.perf_counter() - t0)

@@ -1,0 +1,158 @@
+"""Rack exchanges: an iterated local search on which racks the slowest job holds.
+
+The circuit and placement moves (``local_search``) change one circuit or one server at a time
+and keep a move only when it pays at once. Some plans are one jump away from much better: a job
+whose rings sit across a rack that cannot loop back (its own loopback is over the power budget)
+or across three racks keeps one or two lightpaths a ring edge, and moving its servers one at a
+time into a rack that can loop back breaks a ring at every step, so no single move pays
+(field-256-dense seed 0, docs/benchmarks.md: GPT-3 175B's data-parallel rings at two
+lightpaths an edge while each server's transceivers sat idle).
+
+An *exchange* for the slowest job ``j`` (docs/model.md §7, step 4):
+
+* ``j``'s servers in one of its racks ``A`` (the racks that cannot loop back first, then the
+  racks holding fewest of its servers) are traded for as many servers of one other job ``J``
+  (or free servers) in a rack ``B`` that ``j`` does not use and that can loop back:
+  ``min(|j in A|, |J in B|)`` of them. Holders that can take ``j``'s share whole first, then
+  free servers and the jobs with the most slack (the lowest iteration time: they can best
+  spare a rack, as ``scale.block_assignment``'s spread gives a shared rack to the job with
+  the most slack), then the most servers;
+* both jobs' slots are then dealt afresh over the servers they now hold
+  (``construct.redealt``: a rack that cannot loop back takes an independent set of the job's
+  pair graph, the others consecutive slots, so whole rings and stage chains stay in racks);
+* the two jobs' lightpaths are laid again on the circuits the others keep
+  (``local_search.relaid``), and the plan descends with the circuit moves and then the
+  placement moves (``improve_circuits``, ``improve_placement``, to the end: the versions that
+  must pay as they go stop before the gain, at 16 servers and at 256, since a ring's slowest
+  edge takes two moves of which the first changes no time);
+* the result is kept when the evaluator's score is ``better`` than the incumbent's; else the
+  next exchange is tried from the incumbent.
+
+First improvement; after a kept exchange the slowest job is found again. Deterministic for a
+given seed; stops at ``until`` or when no exchange is kept. The plan returned is always one
+the evaluator accepted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterator
+
+from optnet import interrupt
+from optnet.candidates import JobCandidates
+from optnet.construct import Racks, pair_graph, redealt
+from optnet.decisions import Decisions
+from optnet.evaluate import evaluate
+from optnet.instance import Instance
+from optnet.local_search import (
+    better,
+    improve_circuits,
+    improve_placement,
+    loaded,
+    relaid,
+    score,
+)
+from optnet.progress import current
+
+#: Racks ``A`` of the slowest job tried per round, and racks ``B`` per ``A``: a trial costs a
+#: re-lay and two descents (0.1 s at 16 servers, 18-25 s at 256: field-256-dense seed 0).
+RACKS_FROM = 3
+RACKS_TO = 3
+
+
+def exchanges(
+    inst: Instance,
+    d: Decisions,
+    j: int,
+    racks: Racks,
+    graphs: list[dict[int, set[int]]],
+    times_us: list[float],
+) -> Iterator[tuple[dict[int, tuple[int, ...]], tuple[int, ...]]]:
+    """New placements one exchange away for job ``j`` (module docstring) and the jobs they
+    change, in the order tried; ``times_us``: each job's iteration time in ``d``."""
+    owner = {s: (jj, m) for jj, ss in d.placement.items() for m, s in enumerate(ss)}
+    mine = Counter(inst.servers[s].rack for s in d.placement[j])
+    froms = sorted(mine, key=lambda r: (racks.loops(r), mine[r], r))[:RACKS_FROM]
+    holders: list[tuple[int, int | None, list[int]]] = []  # (rack B, job J or None, servers)
+    for rb, rk in enumerate(inst.racks):
+        if rb in mine or not racks.loops(rb):
+            continue
+        by_job: dict[int | None, list[int]] = {}
+        for s in rk.servers:
+            by_job.setdefault(owner[s][0] if s in owner else None, []).append(s)
+        holders += [(rb, jj, ss) for jj, ss in by_job.items()]
+    for ra in froms:
+        ours = [s for s in d.placement[j] if inst.servers[s].rack == ra]
+        for _rb, jj, theirs in sorted(holders, key=_trade_order(len(ours), times_us))[:RACKS_TO]:
+            k = min(len(ours), len(theirs))
+            held = {x: list(ss) for x, ss in d.placement.items()}
+            held[j] = [s for s in held[j] if s not in ours[:k]] + theirs[:k]
+            if jj is not None:
+                held[jj] = [s for s in held[jj] if s not in theirs[:k]] + ours[:k]
+            changed = tuple(sorted({j} | ({jj} if jj is not None else set())))
+            placement = dict(d.placement)
+            for x in changed:
+                dealt = redealt(racks, held[x], graphs[x])
+                if dealt is None:
+                    break
+                placement[x] = tuple(dealt)
+            else:
+                yield placement, changed
+
+
+def _trade_order(need: int, times_us: list[float]):
+    """The holders ``(rack, job or None, servers)`` a share of ``need`` servers is traded with
+    first: those that can take it whole, then the job with the most slack (the lowest iteration
+    time; free servers have all the slack: the trade slows no job), then the most servers."""
+    return lambda h: (len(h[2]) < need, 0.0 if h[1] is None else times_us[h[1]], -len(h[2]), h[0])
+
+
+def improve_exchanges(
+    inst: Instance,
+    d: Decisions,
+    objective: str,
+    until: float,
+    cands: tuple[JobCandidates, ...],
+    seed: int = 0,
+) -> tuple[Decisions, int]:
+    """The iterated local search of the module docstring from plan ``d``; returns the best plan
+    and the number of exchanges kept (``d`` itself when it has phases, relays or
+    wavelength-switched slots, or when the evaluator does not accept it)."""
+    if d.phases or d.relays or d.ws_slots:
+        return d, 0
+    best = score(inst, d, objective, cands)
+    if best is None:
+        return d, 0
+    racks = Racks(inst)
+    graphs = [pair_graph(jc) for jc in cands]
+    kept = 0
+    while time.perf_counter() < until and not interrupt.requested():
+        ev = evaluate(inst, d, objective, cands, reports=False)
+        times = [x["iteration_time_us"] for x in ev.jobs]
+        step = _kept_exchange(inst, d, objective, until, cands, seed, racks, graphs, times, best)
+        if step is None:
+            break
+        d, best = step
+        kept += 1
+        current().offer(inst, incumbent=best[0])
+    return d, kept
+
+
+def _kept_exchange(inst, d, objective, until, cands, seed, racks, graphs, times_us, best):
+    """The first exchange of the slowest job whose descent ``better`` accepts: (plan, score),
+    or None."""
+    j = max(range(len(times_us)), key=lambda x: times_us[x])
+    lay = loaded(inst, d.lightpaths)  # each trial copies it
+    for placement, changed in exchanges(inst, d, j, racks, graphs, times_us):
+        if time.perf_counter() >= until or interrupt.requested():
+            return None
+        trial = relaid(inst, cands, d, placement, changed, lay)
+        if trial is None:
+            continue
+        trial, _ = improve_circuits(inst, trial, objective, until, cands)
+        trial, _ = improve_placement(inst, trial, objective, until, cands, seed)
+        s = score(inst, trial, objective, cands)
+        if s is not None and better(s, best):
+            return trial, s
+    return None

@@ -45,14 +45,7 @@ from optnet.construct import Racks, pair_graph, redealt
 from optnet.decisions import Decisions
 from optnet.evaluate import evaluate
 from optnet.instance import Instance
-from optnet.local_search import (
-    better,
-    improve_circuits,
-    improve_placement,
-    loaded,
-    relaid,
-    score,
-)
+from optnet.local_search import first_better, improve_circuits, improve_placement, score
 from optnet.progress import current
 
 #: Racks ``A`` of the slowest job tried per round, and racks ``B`` per ``A``: a trial costs a
@@ -143,16 +136,10 @@ def _kept_exchange(inst, d, objective, until, cands, seed, racks, graphs, times_
     """The first exchange of the slowest job whose descent ``better`` accepts: (plan, score),
     or None."""
     j = max(range(len(times_us)), key=lambda x: times_us[x])
-    lay = loaded(inst, d.lightpaths)  # each trial copies it
-    for placement, changed in exchanges(inst, d, j, racks, graphs, times_us):
-        if time.perf_counter() >= until or interrupt.requested():
-            return None
-        trial = relaid(inst, cands, d, placement, changed, lay)
-        if trial is None:
-            continue
+
+    def descend(trial: Decisions) -> Decisions:
         trial, _ = improve_circuits(inst, trial, objective, until, cands)
-        trial, _ = improve_placement(inst, trial, objective, until, cands, seed)
-        s = score(inst, trial, objective, cands)
-        if s is not None and better(s, best):
-            return trial, s
-    return None
+        return improve_placement(inst, trial, objective, until, cands, seed)[0]
+
+    moves = exchanges(inst, d, j, racks, graphs, times_us)
+    return first_better(inst, d, objective, cands, best, until, moves, descend)

@@ -49,7 +49,7 @@ import dataclasses
 import heapq
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from optnet import interrupt
 from optnet.candidates import JobCandidates, all_candidates
@@ -461,17 +461,36 @@ def _improving_placement(
     ev = evaluate(inst, d, objective, cands, reports=False)
     order = sorted(range(len(inst.jobs)), key=lambda j: -ev.jobs[j]["iteration_time_us"])
     jobs, n = per_round
-    lay = loaded(inst, d.lightpaths)  # each trial copies it
-    for j in order[:jobs]:
-        for placement, changed in placement_moves(inst, cands, d, j, rng, n):
-            if time.perf_counter() >= until or interrupt.requested():
-                return None
-            cand = relaid(inst, cands, d, placement, changed, lay)
-            if cand is None:
-                continue
-            s = score(inst, cand, objective, cands)
-            if s is not None and better(s, best):
-                return cand, s
+    moves = (m for j in order[:jobs] for m in placement_moves(inst, cands, d, j, rng, n))
+    return first_better(inst, d, objective, cands, best, until, moves)
+
+
+def first_better(
+    inst: Instance,
+    d: Decisions,
+    objective: str,
+    cands,
+    best: Score,
+    until: float,
+    moves: Iterator[tuple[dict[int, tuple[int, ...]], tuple[int, ...]]],
+    descend: Callable[[Decisions], Decisions] | None = None,
+) -> tuple[Decisions, Score] | None:
+    """The first of ``moves`` (new placements and the jobs they change) whose plan, laid again
+    on ``d``'s other lightpaths (``relaid``) and then passed through ``descend`` if given,
+    ``better`` accepts over ``best``: (plan, score), or None (also at ``until`` or on
+    interrupt). ``d``'s layout is built once; each trial copies it."""
+    lay = loaded(inst, d.lightpaths)
+    for placement, changed in moves:
+        if time.perf_counter() >= until or interrupt.requested():
+            return None
+        cand = relaid(inst, cands, d, placement, changed, lay)
+        if cand is None:
+            continue
+        if descend is not None:
+            cand = descend(cand)
+        s = score(inst, cand, objective, cands)
+        if s is not None and better(s, best):
+            return cand, s
     return None
 
 

@@ -112,8 +112,8 @@ def improve_exchanges(
     """The iterated local search of the module docstring from plan ``d``; returns the best plan
     and the number of exchanges kept (``d`` itself when it has phases, relays or
     wavelength-switched slots, or when the evaluator does not accept it)."""
-    if d.phases or d.relays or d.ws_slots:
-        return d, 0
+    if d.phases or d.relays or d.ws_slots or time.perf_counter() >= until:
+        return d, 0  # (no time: not even the score of ``d``)
     best = score(inst, d, objective, cands)
     if best is None:
         return d, 0

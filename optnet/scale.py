@@ -1142,7 +1142,8 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
             )
             traded += again
             t_ex += time.perf_counter() - t_again
-            objective = evaluate(inst, decisions, o.objective).objective_us
+            if again:
+                objective = evaluate(inst, decisions, o.objective).objective_us
         info["critical_rounds"] = rounds
         info["exchanges"] = traded
         info["timings"]["exchanges_s"] = t_ex

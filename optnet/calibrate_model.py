@@ -20,12 +20,15 @@ bound by one of NCCL's caps, another floor, the launch floor or its latency does
    latency and proxy floor) when some row is bound by it.
 
 The two alternate until no parameter moves. A parameter no row identifies (e.g. a table of tiny
-sizes only: no bandwidth) keeps its default, with a warning.
+sizes only: no bandwidth) keeps its default, with a warning. A fitted bandwidth must then pass
+forward validation (:func:`forward_validated`): fitted on every row but each table's largest,
+it must predict those rows better than its default, or the default is kept, with a warning.
 """
 
 from __future__ import annotations
 
 import copy
+import itertools
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -414,12 +417,79 @@ def _unidentified(k: Knob) -> str:
     )
 
 
+def _fit_rows(
+    base: dict[str, Any], ms: list[Measured], ks: list[Knob]
+) -> tuple[dict[str, float], set[str]]:
+    """The parameters fitted on every row of ``ms`` (from the defaults, :func:`_round` until
+    no parameter moves) and the knobs the rows identify."""
+    params = {k.name: k.default for k in ks} | {n: 0.0 for n in CONSTANTS[:2]}
+    ident: set[str] = set()
+    for _ in range(ROUNDS):
+        before = dict(params)
+        ident = _round(base, ms, ks, params)
+        if all(abs(params[n] - v) <= 1e-4 * max(1.0, abs(v)) for n, v in before.items()):
+            break
+    return params, ident
+
+
+def _validation_error(base: dict[str, Any], ms: list[Measured], params: dict) -> float:
+    """Mean relative squared error of ``params``' predictions on every row of ``ms``."""
+    errs = [
+        (t - m) / m
+        for v, pred in zip(ms, _times(base, ms, params))
+        for t, m in zip(pred, v.times_us)
+    ]
+    return float(np.mean(np.square(errs)))
+
+
+def forward_validated(
+    base: dict[str, Any], ms: list[Measured], ks: list[Knob], fitted: set[str]
+) -> tuple[set[str], list[str]]:
+    """The bandwidth knobs of ``fitted`` whose fit does not predict larger sizes better than
+    their defaults, by forward validation (the fit extrapolates to larger sizes, so it is
+    judged that way): every table's rows but its largest are fitted once per choice of which
+    of those knobs keep their defaults, and the choice of least error on the largest rows
+    wins, a tie going to the defaults. A table of fewer than three rows cannot validate a
+    slope: its knobs keep their defaults. Returns the knobs to keep at their defaults and a
+    warning per knob."""
+    bands = [k for k in ks if k.bandwidth and k.name in fitted]
+    if not bands:
+        return set(), []
+    valid = [m.rows([len(m.sizes) - 1]) for m in ms if len(m.sizes) >= 3]
+    train = [m.rows(list(range(len(m.sizes) - (len(m.sizes) >= 3)))) for m in ms]
+    if not valid:
+        return {k.name for k in bands}, [
+            f"{k.name}: fitted, but no table has a third row to validate its slope on; kept "
+            f"the default {k.default:g}"
+            for k in bands
+        ]
+    choices = [
+        {k.name for k in c}
+        for r in range(len(bands), -1, -1)
+        for c in itertools.combinations(bands, r)
+    ]  # every default first: a tie keeps them
+    best: tuple[float, set[str]] | None = None
+    for keep in choices:
+        params, _ident = _fit_rows(base, train, [k for k in ks if k.name not in keep])
+        err = _validation_error(base, valid, params)
+        if best is None or err < best[0] * (1 - 1e-9):
+            best = (err, keep)
+    assert best is not None
+    return best[1], [
+        f"{name}: its fit on the smaller rows predicted the largest row of at most "
+        f"{FIT_MAX_BYTES // MIB} MiB worse than the default (forward validation); kept the "
+        f"default {next(k.default for k in ks if k.name == name):g}"
+        for name in sorted(best[1])
+    ]
+
+
 def fit(base: dict[str, Any], tables: list[Measured]) -> ModelFit:
     """Fit the parameters on the rows of at most 64 MiB of ``tables`` (module docstring): from
     the defaults, each round takes the rows each knob binds (:func:`bound_share` at least
     :data:`BOUND_SHARE`), fits the per-call constants and the per-launch time on every row, then
     each bandwidth on its bound rows, until no parameter moves (a fixed point). A knob no row
-    identifies keeps its default, with a warning."""
+    identifies keeps its default, with a warning; so does a bandwidth whose fit does not pass
+    :func:`forward_validated`, and the rest is fitted again without it."""
     fitted = [_fitted(m) for m in tables]
     if not any(m.sizes for m in fitted):
         labels = ", ".join(m.label or "table" for m in tables)
@@ -427,16 +497,16 @@ def fit(base: dict[str, Any], tables: list[Measured]) -> ModelFit:
             f"{labels}: no row of at most {FIT_MAX_BYTES // 2**20} MiB to fit on (the larger "
             "rows are held out to judge the fit); give a run that covers smaller sizes"
         )
+    fitted = [m for m in fitted if m.sizes]
     ks = knobs(base, fitted[0])
-    params = {k.name: k.default for k in ks} | {n: 0.0 for n in CONSTANTS[:2]}
-    ident: set[str] = set()
-    for _ in range(ROUNDS):
-        before = dict(params)
-        ident = _round(base, fitted, ks, params)
-        if all(abs(params[n] - v) <= 1e-4 * max(1.0, abs(v)) for n, v in before.items()):
-            break
+    params, ident = _fit_rows(base, fitted, ks)
+    keep, warnings = forward_validated(base, fitted, ks, ident)
+    if keep:
+        ks = [k for k in ks if k.name not in keep]
+        params, ident = _fit_rows(base, fitted, ks)
     out = {n: round(v, 6) for n, v in params.items() if n in ident or n in CONSTANTS[:2]}
-    return ModelFit(out, [_unidentified(k) for k in ks if k.name not in ident])
+    unidentified = [_unidentified(k) for k in ks if k.name not in ident]
+    return ModelFit(out, unidentified + warnings)
 
 
 def band_errors(m: Measured, predicted: list[tuple[float, str]]) -> list[dict[str, Any]]:

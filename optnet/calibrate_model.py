@@ -443,16 +443,16 @@ def _validation_error(base: dict[str, Any], ms: list[Measured], params: dict) ->
 
 
 def forward_validated(
-    base: dict[str, Any], ms: list[Measured], ks: list[Knob], fitted: set[str]
+    base: dict[str, Any], ms: list[Measured], ks: list[Knob], identified: set[str]
 ) -> tuple[set[str], list[str]]:
-    """The bandwidth knobs of ``fitted`` whose fit does not predict larger sizes better than
+    """The bandwidth knobs of ``identified`` whose fit does not predict larger sizes better than
     their defaults, by forward validation (the fit extrapolates to larger sizes, so it is
     judged that way): every table's rows but its largest are fitted once per choice of which
     of those knobs keep their defaults, and the choice of least error on the largest rows
     wins, a tie going to the defaults. A table of fewer than three rows cannot validate a
     slope: its knobs keep their defaults. Returns the knobs to keep at their defaults and a
     warning per knob."""
-    bands = [k for k in ks if k.bandwidth and k.name in fitted]
+    bands = [k for k in ks if k.bandwidth and k.name in identified]
     if not bands:
         return set(), []
     valid = [m.rows([len(m.sizes) - 1]) for m in ms if len(m.sizes) >= 3]

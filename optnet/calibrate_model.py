@@ -463,24 +463,26 @@ def forward_validated(
             f"the default {k.default:g}"
             for k in bands
         ]
-    choices = [
-        {k.name for k in c}
-        for r in range(len(bands), -1, -1)
-        for c in itertools.combinations(bands, r)
-    ]  # every default first: a tie keeps them
-    best: tuple[float, set[str]] | None = None
-    for keep in choices:
-        params, _ident = _fit_rows(base, train, [k for k in ks if k.name not in keep])
-        err = _validation_error(base, valid, params)
-        if best is None or err < best[0] * (1 - 1e-9):
-            best = (err, keep)
-    assert best is not None
-    return best[1], [
-        f"{name}: its fit on the smaller rows predicted the largest row of at most "
-        f"{FIT_MAX_BYTES // MIB} MiB worse than the default (forward validation); kept the "
-        f"default {next(k.default for k in ks if k.name == name):g}"
-        for name in sorted(best[1])
+    errors: dict[frozenset[str], float] = {}
+    for r in range(len(bands) + 1):
+        for c in itertools.combinations(bands, r):
+            keep = frozenset(k.name for k in c)
+            params, _ident = _fit_rows(base, train, [k for k in ks if k.name not in keep])
+            errors[keep] = _validation_error(base, valid, params)
+    least = min(errors.values())
+    tied = [keep for keep, e in errors.items() if e <= least * (1 + 1e-9)]
+    best = max(tied, key=lambda keep: (len(keep), sorted(keep)))  # a tie keeps the defaults
+    return set(best), [
+        f"{k.name}: fitted on the smaller rows, it predicted the largest row of at most "
+        f"{FIT_MAX_BYTES // MIB} MiB {_rms_pct(errors[best - {k.name}])} off, the default "
+        f"{_rms_pct(errors[best])} (forward validation); kept the default {k.default:g}"
+        for k in bands
+        if k.name in best
     ]
+
+
+def _rms_pct(mean_square: float) -> str:
+    return f"{100 * mean_square**0.5:.1f} %"
 
 
 def fit(base: dict[str, Any], tables: list[Measured]) -> ModelFit:

@@ -217,3 +217,34 @@ def test_guided_plans_find_the_optimum_often():
         found += 1
         optimum += min(ev.objective_us for ev in evs) <= best * (1 + 1e-6)
     assert found >= 30 and optimum >= 25
+
+
+def test_the_remembered_matching_is_networkx_s():
+    """``heuristic.max_weight_matching`` (remembered) returns networkx's maximum-weight matching
+    of the same graph, built in the same order, on random graphs with ties and isolated nodes;
+    a repeated graph is answered from memory."""
+    import random
+
+    import networkx as nx
+
+    from optnet.heuristic import max_weight_matching
+
+    rng = random.Random(7)
+    for _ in range(200):
+        n = rng.randint(1, 9)
+        nodes = tuple(rng.sample(range(20), n))
+        edges = tuple(
+            (u, v, rng.choice((1, 2, 2, 5)))
+            for u in nodes
+            for v in nodes
+            if u < v and rng.random() < 0.4
+        )
+        g = nx.Graph()
+        g.add_nodes_from(nodes)
+        for u, v, w in edges:
+            g.add_edge(u, v, weight=w)
+        want = {tuple(sorted(e)) for e in nx.max_weight_matching(g)}
+        assert max_weight_matching(nodes, edges) == want
+    hits = max_weight_matching.cache_info().hits
+    max_weight_matching(nodes, edges)
+    assert max_weight_matching.cache_info().hits == hits + 1

@@ -64,7 +64,7 @@ def exchanges(
 ) -> Iterator[tuple[dict[int, tuple[int, ...]], tuple[int, ...]]]:
     """New placements one exchange away for job ``j`` (module docstring) and the jobs they
     change, in the order tried; ``times_us``: each job's iteration time in ``d``."""
-    owner = {s: (jj, m) for jj, ss in d.placement.items() for m, s in enumerate(ss)}
+    owner = {s: jj for jj, ss in d.placement.items() for s in ss}
     mine = Counter(inst.servers[s].rack for s in d.placement[j])
     froms = sorted(mine, key=lambda r: (racks.loops(r), mine[r], r))[:RACKS_FROM]
     holders: list[tuple[int, int | None, list[int]]] = []  # (rack B, job J or None, servers)
@@ -73,7 +73,7 @@ def exchanges(
             continue
         by_job: dict[int | None, list[int]] = {}
         for s in rk.servers:
-            by_job.setdefault(owner[s][0] if s in owner else None, []).append(s)
+            by_job.setdefault(owner.get(s), []).append(s)
         holders += [(rb, jj, ss) for jj, ss in by_job.items()]
     for ra in froms:
         ours = [s for s in d.placement[j] if inst.servers[s].rack == ra]

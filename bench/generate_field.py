@@ -261,6 +261,43 @@ def infeasible_variant(data: dict, kind: str) -> dict:
     return d
 
 
+#: Features that ``auto`` hands to the whole joint model (capabilities.DELEGATED), one variant each.
+FEATURE_VARIANTS = ("phases", "tenants", "relays", "wavelength-switched")
+
+
+def feature_variant(data: dict, kind: str) -> dict:
+    """A copy of a generated instance with one feature ``auto`` delegates: ``phases``, the
+    tensor- and pipeline-parallel collectives in phase ``fwd``, the data-parallel ones in
+    ``bwd`` (a matching per phase); ``tenants``, the jobs dealt alternately to two tenants,
+    each guaranteed one lightpath per job of more than one server; ``relays``, relays through a
+    third server allowed; ``wavelength-switched``, a Sirius-style fabric of two 50G tunable
+    transceivers per server beside the OCSes (docs/model.md §5.7)."""
+    d = copy.deepcopy(data)
+    jobs = d["workload"]["jobs"]
+    if kind == "phases":
+        for job in jobs:
+            for c in job["collectives"]:
+                c["phase"] = "bwd" if c["group"] == "dp" else "fwd"
+    elif kind == "tenants":
+        for i, job in enumerate(jobs):
+            job["tenant"] = f"t{i % 2}"
+        wide = [sum(1 for j in jobs[t::2] if j["gpus"] > 8) for t in (0, 1)]
+        d["workload"]["tenants"] = [
+            {"name": f"t{t}", "min_lightpaths": wide[t]} for t in (0, 1) if jobs[t::2]
+        ]
+    elif kind == "relays":
+        d["topology"]["relay"] = {}
+    elif kind == "wavelength-switched":
+        d["topology"]["wavelength_switched"] = {
+            "name": "ws", "rate_gbps": 50, "transceivers_per_server": 2, "slot_us": 0.1,
+            "slots_per_cycle": 4,
+        }  # fmt: skip
+    else:
+        raise ValueError(f"unknown variant {kind!r}; known: {FEATURE_VARIANTS}")
+    d["name"] = f"{d['name']}-{kind}"
+    return d
+
+
 def main(argv: list[str] | None = None) -> None:
     import argparse
     from pathlib import Path

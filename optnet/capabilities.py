@@ -322,9 +322,11 @@ def markdown() -> str:
     lines = [
         BEGIN,
         "",
-        "What each consumer does with each feature (*joint*: `auto` solves the whole joint "
-        "model; *refused*: exit 2 with the reason below; `auto`, `--from` and the energy and "
-        "carbon objectives run the joint MILP and refuse what it refuses):",
+        "What each consumer does with each feature (*joint*: `auto` skips its bound and "
+        "blocks: the constructive plan, moves on it, then the whole joint model warm-started "
+        "from it when it can be built in time, §7 step 7; *refused*: exit 2 with the reason "
+        "below; `auto`, `--from` and the energy and carbon objectives run the joint MILP and "
+        "refuse what it refuses):",
         "",
         _row(["feature", "input field", *consumers]),
         _row(["---"] * (len(consumers) + 2)),

@@ -40,15 +40,14 @@ class Outcome:
     """The evaluator's objective (plus the change penalty, with ``--from``)."""
 
 
-def used_strategy(strategy: str, o: SolveOptions, inst: Instance | None = None) -> str:
+def used_strategy(strategy: str, o: SolveOptions) -> str:
     """``auto`` runs the whole joint model for what its bound and decomposition do not cover:
-    re-optimising a running plan, non-time objectives, budgets, and the features the table
-    delegates (``capabilities.DELEGATED``: phases, relays, tenant guarantees, ...)."""
+    re-optimising a running plan, non-time objectives and budgets. The features the table
+    delegates (``capabilities.DELEGATED``: phases, relays, tenant guarantees, ...) stay with
+    ``auto``, which gives the joint model its constructive plan (``scale.solve_delegated``)."""
     if strategy != "auto":
         return strategy
     if o.previous is not None or o.objective not in TIME_OBJECTIVES or o.iteration_budget_us:
-        return "joint"
-    if inst is not None and capabilities.delegation(inst) is not None:
         return "joint"
     return "auto"
 
@@ -78,7 +77,7 @@ def run(
 
     if reasons := proven_infeasible(inst):  # proven before any strategy builds a model
         raise errors.InfeasibleError(reasons)
-    used = used_strategy(strategy, o, inst)
+    used = used_strategy(strategy, o)
     if used == "sequential":
         res = solve_sequential(inst, o)
     elif used == "joint":
@@ -97,8 +96,6 @@ def run(
     )
     results = _results(inst, o, res, ev, reproducible)
     results["strategy"] = res.solver.get("strategy", used) if used == "auto" else used
-    if strategy == "auto" and used == "joint" and (why := capabilities.delegation(inst)):
-        results.setdefault("solver", {})["why_joint"] = why
     expected = ev.objective_us
     if o.previous is not None:
         from optnet.changes import diff

@@ -13,6 +13,9 @@
 * ``solve_auto``: small instances get the exact MILP, warm-started from the decomposition, with
   the better of its bound and the relaxation bound; large ones get the decomposition and the
   relaxation bound. The gap reported is always against a proven bound.
+* ``solve_delegated``: ``auto`` with the features the bound and blocks do not model
+  (``capabilities.DELEGATED``): the constructive plan, the moves, then the whole joint MILP
+  when it can be built in time.
 
 A stop request (Ctrl-C, SIGTERM: ``optnet.interrupt``) acts like the deadline arriving: every
 loop here stops between its steps (the HiGHS solve running stops through its callback), blocks
@@ -123,6 +126,9 @@ class TimePlan:
     repair: float = 0.3
     """A block that found no plan is merged with its neighbours and re-solved until the
     decomposition's own limit plus this share of it (``_repair``)."""
+    delegated_moves: float = 0.3
+    """With a delegated feature (``solve_delegated``), the moves on the first plan stop by this
+    share of L when the joint MILP is built after them, by ``improve_until`` when it is not."""
 
 
 TIME_PLAN = TimePlan()
@@ -1021,13 +1027,121 @@ def _stopped() -> str:
     return "interrupted" if interrupt.requested() else "time_limit"
 
 
+#: Seconds to build the joint MILP and hand it to HiGHS, per variable: 103,000 variables
+#: (field-64-dense with relays) took 1.5 s to build and 5.5 s to transfer on the 2-core machine.
+BUILD_S_PER_VARIABLE = 70e-6
+
+
+def joint_fits(inst: Instance, seconds: float) -> bool:
+    """Whether the whole joint MILP is small enough to build, and to build in half of
+    ``seconds``: its estimated variables at most ``MAX_BLOCK_VARIABLES``, times
+    ``BUILD_S_PER_VARIABLE``."""
+    n = model_size_estimate(inst)
+    return n <= MAX_BLOCK_VARIABLES and n * BUILD_S_PER_VARIABLE <= 0.5 * seconds
+
+
+def solve_delegated(inst: Instance, o: SolveOptions, why: str) -> SolveResult:
+    """``auto`` for the features its bound and blocks do not model (``capabilities.DELEGATED``):
+    the constructive plan first, then (above ``EXACT_MAX_SERVERS``) the local moves on it, then
+    the whole joint MILP (warm-started from the best plan above ``EXACT_MAX_SERVERS``) when it
+    can be built in time (``joint_fits``); the
+    better plan stands. The constructive plan is a plan of the joint model: one matching for
+    every phase, no relayed transfer, the wavelength-switched fabric unused, and the tenants'
+    guarantees, all of which the evaluator checks (it keeps only plans it accepts). The bound is
+    the larger of the joint model's (its closed-form floors included) and, with tenant
+    guarantees, ``_bound_without_guarantees`` (docs/model.md §7, "Delegated features")."""
+    t0 = time.perf_counter()
+    rep = current()
+    if rep.is_target(inst):
+        rep.phase("first plan")
+    first = _greedy_incumbent(inst, o)
+    solver: dict = {"name": "HiGHS", "strategy": "joint", "why_joint": why}
+    if first is None:  # the joint model decides, and proves infeasibility if so
+        res = solve_instance(inst, o)
+        res.solver.update(solver)
+        return res
+    solver["first_incumbent_s"] = time.perf_counter() - t0
+    objective = solver["heuristic_us"] = evaluate(inst, first, o.objective).objective_us
+    rep.offer(inst, incumbent=objective)
+    bound = _bound_without_guarantees(inst, o) or None
+    rep.offer(inst, bound=bound)
+    after_moves = (1 - TIME_PLAN.delegated_moves) * o.time_limit_s
+    fits, decisions = joint_fits(inst, after_moves), first
+    if o.objective == "max-iteration" and len(inst.servers) > EXACT_MAX_SERVERS:
+        if rep.is_target(inst):
+            rep.phase("improve")
+        share = TIME_PLAN.delegated_moves if fits else TIME_PLAN.improve_until
+        decisions, solver["moves"] = _moves(inst, o, first, t0 + share * o.time_limit_s)
+        objective = evaluate(inst, decisions, o.objective).objective_us
+        rep.offer(inst, incumbent=objective)
+    left = o.time_limit_s - (time.perf_counter() - t0)
+    timings: dict[str, float] = {}
+    size: dict = {}
+    fits = fits and joint_fits(inst, left)
+    if not fits:  # the plan is the moves' alone
+        solver.update(strategy="auto", joint_model="too large to build in time (joint_fits)")
+    if fits and left > 1 and not interrupt.requested():
+        # warm-started above EXACT_MAX_SERVERS (up to it HiGHS finds plans cold, and its
+        # plans there are the ones docs/ cite); unpolished: the evaluator prices the plan
+        # exactly, and the polishing LP of a large model takes minutes, with no time limit
+        warm = decisions if len(inst.servers) > EXACT_MAX_SERVERS else None
+        try:
+            res = solve_instance(inst, replace(o, time_limit_s=left, polish=False), warm_start=warm)
+        except NoIncumbentError as exc:  # stopped before HiGHS took the warm start
+            res = SolveResult(_stopped(), None, exc.bound, None, None)
+        solver["exact"] = {"status": res.status, "bound_us": res.bound}
+        timings, size = dict(res.timings), res.model_size
+        ev = evaluate(inst, res.decisions, o.objective) if res.decisions is not None else None
+        if ev is not None and ev.feasible and ev.objective_us < objective - 1e-9:
+            objective, decisions = ev.objective_us, res.decisions
+        if res.bound is not None:
+            bound = max(bound or 0.0, res.bound)
+        if res.status == "optimal":
+            bound = max(bound or 0.0, min(objective, res.bound or objective))
+    proven = bound is not None and relative_gap(objective, bound) <= o.mip_gap
+    gap = relative_gap(objective, bound) if bound is not None else None
+    rep.offer(inst, incumbent=objective, bound=bound)
+    timings["total_s"] = time.perf_counter() - t0
+    status = "optimal" if proven else _stopped()
+    return SolveResult(status, objective, bound, gap, decisions, timings, size, solver)
+
+
+def _bound_without_guarantees(inst: Instance, o: SolveOptions) -> float:
+    """The relaxation and rack-aware bounds of ``inst`` without its tenant guarantees, when
+    nothing else delegated remains (0 otherwise). A guarantee only removes plans, so every
+    bound of the instance without it holds for ``inst``."""
+    free = replace(inst, tenants=())
+    if inst.tenants == () or capabilities.delegation(free) is not None:
+        return 0.0
+    budget = replace(o, time_limit_s=max(1.0, TIME_PLAN.bound * o.time_limit_s))
+    if current().is_target(inst):
+        current().phase("bound")
+    try:
+        lb, per_job = relaxation_bound(free, budget)
+    except _JobInfeasible:  # the joint model proves and explains it
+        return 0.0
+    return max(lb, rack_aware_bound(free, per_job, crossings(free), o.objective))
+
+
+def _moves(inst: Instance, o: SolveOptions, d: Decisions, until: float) -> tuple[Decisions, int]:
+    """The circuit, placement and rack-exchange moves on ``d`` until ``until`` (each stage half
+    of what is left, the exchanges all of it); returns the plan and the moves kept."""
+    cands = all_candidates(inst)
+    kept = 0
+    for improve in (improve_circuits, improve_placement, improve_exchanges):
+        now = time.perf_counter()
+        stop = until if improve is improve_exchanges else now + 0.5 * (until - now)
+        extra = () if improve is improve_circuits else (o.seed,)
+        d, n = improve(inst, d, o.objective, stop, cands, *extra)
+        kept += n
+    return d, kept
+
+
 def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
     """Bound, decomposed incumbent, then (small instances) the exact MILP warm-started from it."""
     why = capabilities.delegation(inst)  # what the blocks and the bound do not model
     if why is not None:
-        res = solve_instance(inst, o)
-        res.solver.update(strategy="joint", why_joint=why)
-        return res
+        return solve_delegated(inst, o, why)
     t0 = time.perf_counter()
     deadline = o.time_limit_s
     small = len(inst.servers) <= EXACT_MAX_SERVERS

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING
 
@@ -248,6 +248,39 @@ DELEGATED: dict[Feature, str] = {
 }
 
 
+def _one_phase(inst: Instance) -> Instance:
+    """``inst`` with every collective in one phase: one matching per OCS for the iteration."""
+    jobs = tuple(
+        replace(j, collectives=tuple(replace(c, phase=0) for c in j.collectives))
+        for j in inst.jobs
+    )
+    return replace(inst, phases=(), jobs=jobs)
+
+
+#: For each delegated feature: the instance without it, where ``auto`` decomposes, and whether
+#: the feature only removes plans. A plan of the instance without the feature is a plan of the
+#: instance (one matching for every phase, no relayed transfer, the wavelength-switched fabric
+#: unused; the tenants' guarantees the evaluator checks), and when the feature only removes
+#: plans every bound of the instance without it holds (docs/model.md §7, step 7).
+WITHOUT: dict[Feature, tuple[Callable[[Instance], Instance], bool]] = {
+    Feature.WAVELENGTH_SWITCHED: (lambda i: replace(i, wavelength_switched=None), False),
+    Feature.PHASES: (_one_phase, False),
+    Feature.RELAYS: (lambda i: replace(i, relay_overhead_us=None), False),
+    Feature.TENANTS: (lambda i: replace(i, tenants=()), True),
+}
+
+
+def without_delegated(inst: Instance) -> tuple[Instance, bool] | None:
+    """``inst`` without its delegated features (``WITHOUT``) and whether its bounds hold for
+    ``inst``; None when a feature it uses cannot be dropped."""
+    used = [f for f in DELEGATED if f in features(inst)]
+    if any(f not in WITHOUT for f in used):
+        return None
+    for f in used:
+        inst = WITHOUT[f][0](inst)
+    return inst, all(WITHOUT[f][1] for f in used)
+
+
 def features(inst: Instance) -> frozenset[Feature]:
     """The features ``inst`` uses."""
     return frozenset(f for f, info in FEATURES.items() if info.used(inst))
@@ -322,11 +355,11 @@ def markdown() -> str:
     lines = [
         BEGIN,
         "",
-        "What each consumer does with each feature (*joint*: `auto` skips its bound and "
-        "blocks: the constructive plan, moves on it, then the whole joint model warm-started "
-        "from it when it can be built in time, §7 step 7; *refused*: exit 2 with the reason "
-        "below; `auto`, `--from` and the energy and carbon objectives run the joint MILP and "
-        "refuse what it refuses):",
+        "What each consumer does with each feature (*joint*: `auto` plans on the instance "
+        "without the feature, then runs the whole joint model warm-started from that plan "
+        "when it can be built in time, §7 step 7; *refused*: exit 2 with the reason below; "
+        "`auto`, `--from` and the energy and carbon objectives run the joint MILP and refuse "
+        "what it refuses):",
         "",
         _row(["feature", "input field", *consumers]),
         _row(["---"] * (len(consumers) + 2)),

@@ -126,9 +126,9 @@ class TimePlan:
     repair: float = 0.3
     """A block that found no plan is merged with its neighbours and re-solved until the
     decomposition's own limit plus this share of it (``_repair``)."""
-    delegated_moves: float = 0.3
-    """With a delegated feature (``solve_delegated``), the moves on the first plan stop by this
-    share of L when the joint MILP is built after them, by ``improve_until`` when it is not."""
+    delegated_free: float = 0.6
+    """With a delegated feature (``solve_delegated``), ``solve_auto`` on the instance without it
+    gets this share of L when the whole joint MILP runs after it, all of L when it does not."""
 
 
 TIME_PLAN = TimePlan()
@@ -1042,14 +1042,11 @@ def joint_fits(inst: Instance, seconds: float) -> bool:
 
 def solve_delegated(inst: Instance, o: SolveOptions, why: str) -> SolveResult:
     """``auto`` for the features its bound and blocks do not model (``capabilities.DELEGATED``):
-    the constructive plan first, then (above ``EXACT_MAX_SERVERS``) the local moves on it, then
-    the whole joint MILP (warm-started from the best plan above ``EXACT_MAX_SERVERS``) when it
-    can be built in time (``joint_fits``); the
-    better plan stands. The constructive plan is a plan of the joint model: one matching for
-    every phase, no relayed transfer, the wavelength-switched fabric unused, and the tenants'
-    guarantees, all of which the evaluator checks (it keeps only plans it accepts). The bound is
-    the larger of the joint model's (its closed-form floors included) and, with tenant
-    guarantees, ``_bound_without_guarantees`` (docs/model.md §7, "Delegated features")."""
+    the constructive plan first; above ``EXACT_MAX_SERVERS``, ``solve_auto`` on the instance
+    without those features (``capabilities.without_delegated``: its plan is a plan here, and
+    its bound holds when the features only remove plans); then the whole joint MILP
+    (warm-started from the best plan above ``EXACT_MAX_SERVERS``) when it can be built in time
+    (``joint_fits``). The better plan by the evaluator stands (docs/model.md §7, step 7)."""
     t0 = time.perf_counter()
     rep = current()
     if rep.is_target(inst):
@@ -1063,23 +1060,23 @@ def solve_delegated(inst: Instance, o: SolveOptions, why: str) -> SolveResult:
     solver["first_incumbent_s"] = time.perf_counter() - t0
     objective = solver["heuristic_us"] = evaluate(inst, first, o.objective).objective_us
     rep.offer(inst, incumbent=objective)
-    bound = _bound_without_guarantees(inst, o) or None
-    rep.offer(inst, bound=bound)
-    after_moves = (1 - TIME_PLAN.delegated_moves) * o.time_limit_s
-    fits, decisions = joint_fits(inst, after_moves), first
-    if o.objective == "max-iteration" and len(inst.servers) > EXACT_MAX_SERVERS:
-        if rep.is_target(inst):
-            rep.phase("improve")
-        share = TIME_PLAN.delegated_moves if fits else TIME_PLAN.improve_until
-        decisions, solver["moves"] = _moves(inst, o, first, t0 + share * o.time_limit_s)
-        objective = evaluate(inst, decisions, o.objective).objective_us
-        rep.offer(inst, incumbent=objective)
+    decisions, bound = first, None
+    after = (1 - TIME_PLAN.delegated_free) * o.time_limit_s
+    fits, free = joint_fits(inst, after), capabilities.without_delegated(inst)
+    if free is not None and len(inst.servers) > EXACT_MAX_SERVERS:
+        until = TIME_PLAN.delegated_free if fits else 1.0
+        plan, free_bound = _plan_without(inst, o, free[0], t0 + until * o.time_limit_s)
+        bound = free_bound if free[1] else None
+        ev = evaluate(inst, plan, o.objective) if plan is not None else None
+        if ev is not None and ev.feasible and ev.objective_us < objective - 1e-9:
+            objective, decisions = ev.objective_us, plan
+        rep.offer(inst, incumbent=objective, bound=bound)
     left = o.time_limit_s - (time.perf_counter() - t0)
     timings: dict[str, float] = {}
     size: dict = {}
     fits = fits and joint_fits(inst, left)
-    if not fits:  # the plan is the moves' alone
-        solver.update(strategy="auto", joint_model="too large to build in time (joint_fits)")
+    if not fits:  # the plan is the one above
+        solver.update(strategy="auto", joint_model="not built: too large to build in time")
     if fits and left > 1 and not interrupt.requested():
         # warm-started above EXACT_MAX_SERVERS (up to it HiGHS finds plans cold, and its
         # plans there are the ones docs/ cite); unpolished: the evaluator prices the plan
@@ -1087,7 +1084,7 @@ def solve_delegated(inst: Instance, o: SolveOptions, why: str) -> SolveResult:
         warm = decisions if len(inst.servers) > EXACT_MAX_SERVERS else None
         try:
             res = solve_instance(inst, replace(o, time_limit_s=left, polish=False), warm_start=warm)
-        except NoIncumbentError as exc:  # stopped before HiGHS took the warm start
+        except NoIncumbentError as exc:  # stopped before HiGHS found or took a plan
             res = SolveResult(_stopped(), None, exc.bound, None, None)
         solver["exact"] = {"status": res.status, "bound_us": res.bound}
         timings, size = dict(res.timings), res.model_size
@@ -1106,35 +1103,20 @@ def solve_delegated(inst: Instance, o: SolveOptions, why: str) -> SolveResult:
     return SolveResult(status, objective, bound, gap, decisions, timings, size, solver)
 
 
-def _bound_without_guarantees(inst: Instance, o: SolveOptions) -> float:
-    """The relaxation and rack-aware bounds of ``inst`` without its tenant guarantees, when
-    nothing else delegated remains (0 otherwise). A guarantee only removes plans, so every
-    bound of the instance without it holds for ``inst``."""
-    free = replace(inst, tenants=())
-    if inst.tenants == () or capabilities.delegation(free) is not None:
-        return 0.0
-    budget = replace(o, time_limit_s=max(1.0, TIME_PLAN.bound * o.time_limit_s))
+def _plan_without(
+    inst: Instance, o: SolveOptions, free: Instance, until: float
+) -> tuple[Decisions | None, float | None]:
+    """``solve_auto`` on ``free``, ``inst`` without its delegated features, until ``until``:
+    its plan and bound (None, None when it found no plan or proved ``free`` infeasible)."""
     if current().is_target(inst):
-        current().phase("bound")
+        used = capabilities.features(inst)
+        current().phase("auto without " + ", ".join(f for f in capabilities.WITHOUT if f in used))
+    budget = replace(o, time_limit_s=max(1.0, until - time.perf_counter()))
     try:
-        lb, per_job = relaxation_bound(free, budget)
-    except _JobInfeasible:  # the joint model proves and explains it
-        return 0.0
-    return max(lb, rack_aware_bound(free, per_job, crossings(free), o.objective))
-
-
-def _moves(inst: Instance, o: SolveOptions, d: Decisions, until: float) -> tuple[Decisions, int]:
-    """The circuit, placement and rack-exchange moves on ``d`` until ``until`` (each stage half
-    of what is left, the exchanges all of it); returns the plan and the moves kept."""
-    cands = all_candidates(inst)
-    kept = 0
-    for improve in (improve_circuits, improve_placement, improve_exchanges):
-        now = time.perf_counter()
-        stop = until if improve is improve_exchanges else now + 0.5 * (until - now)
-        extra = () if improve is improve_circuits else (o.seed,)
-        d, n = improve(inst, d, o.objective, stop, cands, *extra)
-        kept += n
-    return d, kept
+        res = solve_auto(free, budget)
+    except (NoIncumbentError, InfeasibleError):
+        return None, None
+    return res.decisions, res.bound
 
 
 def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:

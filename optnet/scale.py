@@ -1060,13 +1060,15 @@ def solve_delegated(inst: Instance, o: SolveOptions, why: str) -> SolveResult:
     solver["first_incumbent_s"] = time.perf_counter() - t0
     objective = solver["heuristic_us"] = evaluate(inst, first, o.objective).objective_us
     rep.offer(inst, incumbent=objective)
-    decisions, bound = first, None
+    decisions, bound = first, ideal_bound(inst, o.objective)  # holds with every feature
+    rep.offer(inst, bound=bound)
     after = (1 - TIME_PLAN.delegated_free) * o.time_limit_s
     fits, free = joint_fits(inst, after), capabilities.without_delegated(inst)
     if free is not None and len(inst.servers) > EXACT_MAX_SERVERS:
         until = TIME_PLAN.delegated_free if fits else 1.0
         plan, free_bound = _plan_without(inst, o, free[0], t0 + until * o.time_limit_s)
-        bound = free_bound if free[1] else None
+        if free[1] and free_bound is not None:
+            bound = max(bound, free_bound)
         ev = evaluate(inst, plan, o.objective) if plan is not None else None
         if ev is not None and ev.feasible and ev.objective_us < objective - 1e-9:
             objective, decisions = ev.objective_us, plan
@@ -1092,11 +1094,11 @@ def solve_delegated(inst: Instance, o: SolveOptions, why: str) -> SolveResult:
         if ev is not None and ev.feasible and ev.objective_us < objective - 1e-9:
             objective, decisions = ev.objective_us, res.decisions
         if res.bound is not None:
-            bound = max(bound or 0.0, res.bound)
+            bound = max(bound, res.bound)
         if res.status == "optimal":
-            bound = max(bound or 0.0, min(objective, res.bound or objective))
-    proven = bound is not None and relative_gap(objective, bound) <= o.mip_gap
-    gap = relative_gap(objective, bound) if bound is not None else None
+            bound = max(bound, min(objective, res.bound or objective))
+    proven = relative_gap(objective, bound) <= o.mip_gap
+    gap = relative_gap(objective, bound)
     rep.offer(inst, incumbent=objective, bound=bound)
     timings["total_s"] = time.perf_counter() - t0
     status = "optimal" if proven else _stopped()

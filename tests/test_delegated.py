@@ -73,4 +73,5 @@ def test_too_large_a_joint_model_is_not_built():
     res = solve_delegated(inst, SolveOptions(time_limit_s=3), capabilities.delegation(inst))
     assert res.solver["strategy"] == "auto" and "joint_model" in res.solver
     assert "exact" not in res.solver and res.status == "time_limit"
+    assert 0 < res.bound <= res.objective  # the ideal bound: it holds with phases
     assert evaluate(inst, res.decisions, "max-iteration").feasible

@@ -251,8 +251,7 @@ DELEGATED: dict[Feature, str] = {
 def _one_phase(inst: Instance) -> Instance:
     """``inst`` with every collective in one phase: one matching per OCS for the iteration."""
     jobs = tuple(
-        replace(j, collectives=tuple(replace(c, phase=0) for c in j.collectives))
-        for j in inst.jobs
+        replace(j, collectives=tuple(replace(c, phase=0) for c in j.collectives)) for j in inst.jobs
     )
     return replace(inst, phases=(), jobs=jobs)
 

@@ -1051,16 +1051,11 @@ def solve_delegated(inst: Instance, o: SolveOptions, why: str) -> SolveResult:
     rep = current()
     if rep.is_target(inst):
         rep.phase("first plan")
-    first = _greedy_incumbent(inst, o)
+    best = _Best(inst, o, t0)
+    best.offer(_greedy_incumbent(inst, o))
     solver: dict = {"name": "HiGHS", "strategy": "joint", "why_joint": why}
-    if first is None:  # the joint model decides, and proves infeasibility if so
-        res = solve_instance(inst, o)
-        res.solver.update(solver)
-        return res
-    solver["first_incumbent_s"] = time.perf_counter() - t0
-    objective = solver["heuristic_us"] = evaluate(inst, first, o.objective).objective_us
-    rep.offer(inst, incumbent=objective)
-    decisions, bound = first, ideal_bound(inst, o.objective)  # holds with every feature
+    solver["heuristic_us"] = best.objective if best.plan is not None else None
+    bound = ideal_bound(inst, o.objective)  # holds with every feature
     rep.offer(inst, bound=bound)
     after = (1 - TIME_PLAN.delegated_free) * o.time_limit_s
     fits, free = joint_fits(inst, after), capabilities.without_delegated(inst)
@@ -1069,40 +1064,62 @@ def solve_delegated(inst: Instance, o: SolveOptions, why: str) -> SolveResult:
         plan, free_bound = _plan_without(inst, o, free[0], t0 + until * o.time_limit_s)
         if free[1] and free_bound is not None:
             bound = max(bound, free_bound)
-        ev = evaluate(inst, plan, o.objective) if plan is not None else None
-        if ev is not None and ev.feasible and ev.objective_us < objective - 1e-9:
-            objective, decisions = ev.objective_us, plan
-        rep.offer(inst, incumbent=objective, bound=bound)
+        best.offer(plan)
+        rep.offer(inst, bound=bound)
     left = o.time_limit_s - (time.perf_counter() - t0)
-    timings: dict[str, float] = {}
-    size: dict = {}
-    fits = fits and joint_fits(inst, left)
-    if not fits:  # the plan is the one above
-        solver.update(strategy="auto", joint_model="not built: too large to build in time")
-    if fits and left > 1 and not interrupt.requested():
+    res = SolveResult(_stopped(), None, None, None, None)
+    if fits and joint_fits(inst, left) and left > 1 and not interrupt.requested():
         # warm-started above EXACT_MAX_SERVERS (up to it HiGHS finds plans cold, and its
         # plans there are the ones docs/ cite); unpolished: the evaluator prices the plan
         # exactly, and the polishing LP of a large model takes minutes, with no time limit
-        warm = decisions if len(inst.servers) > EXACT_MAX_SERVERS else None
+        warm = best.plan if len(inst.servers) > EXACT_MAX_SERVERS else None
         try:
             res = solve_instance(inst, replace(o, time_limit_s=left, polish=False), warm_start=warm)
         except NoIncumbentError as exc:  # stopped before HiGHS found or took a plan
-            res = SolveResult(_stopped(), None, exc.bound, None, None)
+            if best.plan is None:
+                raise
+            res.bound = exc.bound
+        if res.status == "infeasible":
+            return res  # proven by the joint model: the pipeline explains it
         solver["exact"] = {"status": res.status, "bound_us": res.bound}
-        timings, size = dict(res.timings), res.model_size
-        ev = evaluate(inst, res.decisions, o.objective) if res.decisions is not None else None
-        if ev is not None and ev.feasible and ev.objective_us < objective - 1e-9:
-            objective, decisions = ev.objective_us, res.decisions
-        if res.bound is not None:
-            bound = max(bound, res.bound)
-        if res.status == "optimal":
-            bound = max(bound, min(objective, res.bound or objective))
-    proven = relative_gap(objective, bound) <= o.mip_gap
-    gap = relative_gap(objective, bound)
-    rep.offer(inst, incumbent=objective, bound=bound)
-    timings["total_s"] = time.perf_counter() - t0
-    status = "optimal" if proven else _stopped()
-    return SolveResult(status, objective, bound, gap, decisions, timings, size, solver)
+        best.offer(res.decisions)
+        bound = max(bound, res.bound or 0.0)
+    else:  # the plan is the one above
+        solver.update(strategy="auto", joint_model="not built: too large to build in time")
+    if best.plan is None:
+        raise NoIncumbentError(
+            "no plan found: the constructive plan and auto without "
+            f"{why} found none, and the joint model was too large to build"
+        )
+    if res.status == "optimal":
+        bound = max(bound, min(best.objective, res.bound or best.objective))
+    gap = relative_gap(best.objective, bound)
+    rep.offer(inst, incumbent=best.objective, bound=bound)
+    solver["first_incumbent_s"] = best.first_s
+    timings = {**res.timings, "total_s": time.perf_counter() - t0}
+    status = "optimal" if gap <= o.mip_gap else _stopped()
+    return SolveResult(
+        status, best.objective, bound, gap, best.plan, timings, res.model_size, solver
+    )
+
+
+class _Best:
+    """The best complete plan so far by the evaluator, offered to the progress line, and when
+    the first came (seconds after ``t0``)."""
+
+    def __init__(self, inst: Instance, o: SolveOptions, t0: float) -> None:
+        self.inst, self.o, self.t0 = inst, o, t0
+        self.plan: Decisions | None = None
+        self.objective = math.inf
+        self.first_s: float | None = None
+
+    def offer(self, d: Decisions | None) -> None:
+        ev = evaluate(self.inst, d, self.o.objective) if d is not None else None
+        if ev is not None and ev.feasible and ev.objective_us < self.objective - 1e-9:
+            self.plan, self.objective = d, ev.objective_us
+            if self.first_s is None:
+                self.first_s = time.perf_counter() - self.t0
+            current().offer(self.inst, incumbent=self.objective)
 
 
 def _plan_without(

@@ -256,16 +256,28 @@ def _one_phase(inst: Instance) -> Instance:
     return replace(inst, phases=(), jobs=jobs)
 
 
-#: For each delegated feature: the instance without it, where ``auto`` decomposes, and whether
-#: the feature only removes plans. A plan of the instance without the feature is a plan of the
-#: instance (one matching for every phase, no relayed transfer, the wavelength-switched fabric
-#: unused; the tenants' guarantees the evaluator checks), and when the feature only removes
-#: plans every bound of the instance without it holds (docs/model.md §7, step 7).
-WITHOUT: dict[Feature, tuple[Callable[[Instance], Instance], bool]] = {
-    Feature.WAVELENGTH_SWITCHED: (lambda i: replace(i, wavelength_switched=None), False),
-    Feature.PHASES: (_one_phase, False),
-    Feature.RELAYS: (lambda i: replace(i, relay_overhead_us=None), False),
-    Feature.TENANTS: (lambda i: replace(i, tenants=()), True),
+@dataclass(frozen=True)
+class Without:
+    """How ``auto`` works around a delegated feature (docs/model.md §7, step 7)."""
+
+    drop: Callable[[Instance], Instance]
+    """The instance without the feature, where ``auto`` decomposes. Its plans are plans of the
+    instance: one matching for every phase, no relayed transfer, the wavelength-switched fabric
+    unused; the tenants' guarantees the evaluator checks."""
+    removes_plans: bool
+    """The feature only removes plans: every bound of the instance without it holds."""
+    relaxed: bool
+    """``scale.relaxation_bound`` models the feature: its relaxed cluster keeps it (the
+    relaxation MILP is the joint model, and ``option_lower_bound`` covers it)."""
+
+
+WITHOUT: dict[Feature, Without] = {
+    Feature.WAVELENGTH_SWITCHED: Without(
+        lambda i: replace(i, wavelength_switched=None), False, False
+    ),
+    Feature.PHASES: Without(_one_phase, False, True),
+    Feature.RELAYS: Without(lambda i: replace(i, relay_overhead_us=None), False, True),
+    Feature.TENANTS: Without(lambda i: replace(i, tenants=()), True, False),
 }
 
 
@@ -276,8 +288,23 @@ def without_delegated(inst: Instance) -> tuple[Instance, bool] | None:
     if any(f not in WITHOUT for f in used):
         return None
     for f in used:
-        inst = WITHOUT[f][0](inst)
-    return inst, all(WITHOUT[f][1] for f in used)
+        inst = WITHOUT[f].drop(inst)
+    return inst, all(WITHOUT[f].removes_plans for f in used)
+
+
+def relaxable(inst: Instance) -> Instance | None:
+    """``inst`` without the delegated features that only remove plans, when the relaxation
+    bound models every one left (``Without.relaxed``): its relaxation bound holds for ``inst``.
+    None otherwise."""
+    used = [f for f in DELEGATED if f in features(inst)]
+    if any(f not in WITHOUT for f in used):
+        return None
+    for f in used:
+        if WITHOUT[f].removes_plans:
+            inst = WITHOUT[f].drop(inst)
+        elif not WITHOUT[f].relaxed:
+            return None
+    return inst
 
 
 def features(inst: Instance) -> frozenset[Feature]:

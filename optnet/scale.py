@@ -1059,7 +1059,10 @@ def solve_delegated(inst: Instance, o: SolveOptions, why: str) -> SolveResult:
     rep.offer(inst, bound=bound)
     after = (1 - TIME_PLAN.delegated_free) * o.time_limit_s
     fits, free = joint_fits(inst, after), capabilities.without_delegated(inst)
-    if free is not None and len(inst.servers) > EXACT_MAX_SERVERS:
+    large = len(inst.servers) > EXACT_MAX_SERVERS
+    if not (large and free is not None and free[1]):  # else auto's bound without them holds
+        bound = max(bound, _relaxed_bound(inst, o))
+    if large and free is not None:
         until = TIME_PLAN.delegated_free if fits else 1.0
         plan, free_bound = _plan_without(inst, o, free[0], t0 + until * o.time_limit_s)
         if free[1] and free_bound is not None:
@@ -1120,6 +1123,21 @@ class _Best:
             if self.first_s is None:
                 self.first_s = time.perf_counter() - self.t0
             current().offer(self.inst, incumbent=self.objective)
+
+
+def _relaxed_bound(inst: Instance, o: SolveOptions) -> float:
+    """``relaxation_bound`` of ``capabilities.relaxable(inst)`` within ``TIME_PLAN.bound`` of
+    the limit (0 when the relaxations do not model a feature of ``inst``)."""
+    relaxed = capabilities.relaxable(inst)
+    if relaxed is None:
+        return 0.0
+    if current().is_target(inst):
+        current().phase("bound")
+    budget = replace(o, time_limit_s=max(1.0, TIME_PLAN.bound * o.time_limit_s))
+    try:
+        return relaxation_bound(relaxed, budget)[0]
+    except _JobInfeasible:  # the joint model or the plans say more
+        return 0.0
 
 
 def _plan_without(

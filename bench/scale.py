@@ -11,6 +11,9 @@ density (rows ``tpu-dense-s1`` and so on: the table's method must not be tuned t
 OPTNET_BENCH_DENSITIES (default moderate,dense) picks the densities. OPTNET_BENCH_GENERATOR=field
 draws the instances from ``bench/generate_field.py`` (unequal racks, failures, power budgets,
 published model layouts) at the same server counts instead: rows ``field-large-dense`` and so on.
+OPTNET_BENCH_FEATURE (phases, tenants, relays, wavelength-switched) solves each instance's
+variant with that feature, which ``auto`` delegates (``generate_field.feature_variant``; rows
+``field-medium-dense-phases`` and so on).
 """
 
 from __future__ import annotations
@@ -101,6 +104,8 @@ def main(sizes: list[str]) -> None:
                     name = f"{size}-{density}" + (f"-s{seed}" if seed else "")
                     if _field():
                         name = "field-" + name
+                    if _feature():
+                        name += f"-{_feature()}"
                     rows.append(_measure(size, density, seed, name, repeats, Path(tmp)))
                     _print_row(rows[-1])
     out_dir = ROOT / "out"
@@ -108,6 +113,7 @@ def main(sizes: list[str]) -> None:
     tag = "" if seeds == [0] else "-s" + "-".join(map(str, seeds))
     tag += "" if densities == ["moderate", "dense"] else "-" + "-".join(densities)
     tag += "-field" if _field() else ""
+    tag += f"-{_feature()}" if _feature() else ""
     (out_dir / f"bench-scale{tag}.json").write_text(json.dumps(rows, indent=2) + "\n")
     print()
     print("wall time against servers (median s):")
@@ -128,6 +134,15 @@ def _field() -> bool:
     return gen == "field"
 
 
+def _feature() -> str | None:
+    """The delegated feature each instance gets (OPTNET_BENCH_FEATURE), if any."""
+    feature = os.environ.get("OPTNET_BENCH_FEATURE") or None
+    if feature is not None and feature not in generate_field.FEATURE_VARIANTS:
+        allowed = ", ".join(generate_field.FEATURE_VARIANTS)
+        raise SystemExit(f"OPTNET_BENCH_FEATURE={feature!r}: allowed are {allowed}")
+    return feature
+
+
 def _measure(size: str, density: str, seed: int, name: str, repeats: int, tmp: Path) -> dict:
     """One row: ``repeats`` runs, each in its own process; wall time as median and range."""
     path = tmp / f"{name}.yaml"
@@ -136,6 +151,8 @@ def _measure(size: str, density: str, seed: int, name: str, repeats: int, tmp: P
         if _field()
         else generate(size, density, seed)
     )
+    if _feature():
+        data = generate_field.feature_variant(data, _feature())
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     runs = []
     for _ in range(repeats):

@@ -130,6 +130,20 @@ class Decisions:
             return PhasePlan(self.circuits, self.lightpaths, self.ws_slots)
         return self.phases[h]
 
+    def phased(self, n_phases: int) -> Decisions:
+        """This plan with a plan per phase: a static plan's circuits, lightpaths and slot
+        schedule in each of ``n_phases`` phases (no reconfiguration); itself when it has phase
+        plans or there is one phase."""
+        if self.phases is not None or n_phases == 1:
+            return self
+        return replace(
+            self,
+            phases=[
+                PhasePlan(list(self.circuits), list(self.lightpaths), list(self.ws_slots))
+                for _ in range(n_phases)
+            ],
+        )
+
     def canonical(self) -> Decisions:
         """Sorted copy (deterministic output)."""
         phases = None

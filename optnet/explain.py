@@ -671,7 +671,7 @@ class PlanState:
             dict(d.algorithms),
             first.ws_slots,
             d.hybrid,
-            phases=None if d.phases is None else plans,
+            phases=None if self.H == 1 else plans,  # a static plan's additions are per phase
             relays=list(d.relays),
         )
 

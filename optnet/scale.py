@@ -1103,9 +1103,8 @@ def solve_delegated(inst: Instance, o: SolveOptions, why: str) -> SolveResult:
     solver["first_incumbent_s"] = best.first_s
     timings = {**res.timings, "total_s": time.perf_counter() - t0}
     status = "optimal" if gap <= o.mip_gap else _stopped()
-    return SolveResult(
-        status, best.objective, bound, gap, best.plan, timings, res.model_size, solver
-    )
+    plan = best.plan.phased(inst.n_phases)  # a plan per phase, as the joint model gives
+    return SolveResult(status, best.objective, bound, gap, plan, timings, res.model_size, solver)
 
 
 class _Best:

@@ -75,6 +75,8 @@ def test_too_large_a_joint_model_is_not_built():
     assert "exact" not in res.solver and res.status == "time_limit"
     assert 0 < res.bound <= res.objective  # the ideal bound: it holds with phases
     assert evaluate(inst, res.decisions, "max-iteration").feasible
+    # a plan per phase, as the joint model gives (the results list each phase's circuits)
+    assert res.decisions.phases is not None and len(res.decisions.phases) == inst.n_phases
 
 
 @pytest.mark.parametrize("seed", [0, 2, 3])

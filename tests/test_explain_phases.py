@@ -154,3 +154,21 @@ def test_phases_compose_with_hybrid_pairs_and_the_fabric(tmp_path, name):
             if c["plan_job_saving_us"] is not None:
                 assert c["plan_job_saving_us"] <= c["predicted_job_saving_us"] + 1e-6, c
     assert not any("does not attribute" in n for n in doc["notes"]), doc["notes"]
+
+
+def test_a_static_plan_of_a_phased_instance_is_explained_per_phase(tmp_path):
+    """A plan without phase plans (the same matching in every phase, as a hand-made plan or the
+    constructive one may be): a lightpath added to its binding pair in phase b stays in the
+    kept plan, so the kept plan saves what was predicted (it saved 0: the additions of every
+    phase but the first were dropped)."""
+    _res, inst, d = load_plan(solve_cli(_phased("tiny", tmp_path), tmp_path / "r.json"))
+    b = d.plan(1)  # phase b's circuits and lightpaths serve both phases
+    static = dataclasses.replace(d, circuits=b.circuits, lightpaths=b.lightpaths, phases=None)
+    assert evaluate(inst, static).feasible
+    doc = explain_plan(inst, static, options=ExplainOptions(confirm="none"))
+    crit = next(j for j in doc["jobs"] if j["critical"])
+    assert crit["binding"]["phase"] == "b"
+    routes = [c for c in crit["candidates"] if c["resource"] in ("route", "ocs")]
+    assert routes and all(c["predicted_job_saving_us"] > 1.0 for c in routes)
+    for c in routes:
+        assert c["plan_job_saving_us"] == pytest.approx(c["predicted_job_saving_us"], abs=1e-3)

@@ -1044,10 +1044,10 @@ def joint_fits(inst: Instance, seconds: float) -> bool:
 
 def solve_delegated(inst: Instance, o: SolveOptions, why: str) -> SolveResult:
     """``auto`` for the features its bound and blocks do not model (``capabilities.DELEGATED``):
-    the constructive plan first; above ``EXACT_MAX_SERVERS``, ``solve_auto`` on the instance
+    the constructive plan first; ``solve_auto`` on the instance
     without those features (``capabilities.without_delegated``: its plan is a plan here, and
     its bound holds when the features only remove plans); then the whole joint MILP
-    (warm-started from the best plan above ``EXACT_MAX_SERVERS``) when it can be built in time
+    warm-started from the best plan, when it can be built in time
     (``joint_fits``). The better plan by the evaluator stands (docs/model.md §7, step 7)."""
     t0 = time.perf_counter()
     rep = current()
@@ -1061,10 +1061,9 @@ def solve_delegated(inst: Instance, o: SolveOptions, why: str) -> SolveResult:
     rep.offer(inst, bound=bound)
     after = (1 - TIME_PLAN.delegated_free) * o.time_limit_s
     fits, free = joint_fits(inst, after), capabilities.without_delegated(inst)
-    large = len(inst.servers) > EXACT_MAX_SERVERS
-    if not (large and free is not None and free[1]):  # else auto's bound without them holds
+    if free is None or not free[1]:  # else auto's bound without the features holds
         bound = max(bound, _relaxed_bound(inst, o))
-    if large and free is not None:
+    if free is not None:
         until = TIME_PLAN.delegated_free if fits else 1.0
         plan, free_bound = _plan_without(inst, o, free[0], t0 + until * o.time_limit_s)
         if free[1] and free_bound is not None:
@@ -1074,12 +1073,12 @@ def solve_delegated(inst: Instance, o: SolveOptions, why: str) -> SolveResult:
     left = o.time_limit_s - (time.perf_counter() - t0)
     res = SolveResult(_stopped(), None, None, None, None)
     if fits and joint_fits(inst, left) and left > 1 and not interrupt.requested():
-        # warm-started above EXACT_MAX_SERVERS (up to it HiGHS finds plans cold, and its
-        # plans there are the ones docs/ cite); unpolished: the evaluator prices the plan
-        # exactly, and the polishing LP of a large model takes minutes, with no time limit
-        warm = best.plan if len(inst.servers) > EXACT_MAX_SERVERS else None
+        # unpolished: the evaluator prices the plan exactly, and the polishing LP of a large
+        # model takes minutes, with no time limit of its own
         try:
-            res = solve_instance(inst, replace(o, time_limit_s=left, polish=False), warm_start=warm)
+            res = solve_instance(
+                inst, replace(o, time_limit_s=left, polish=False), warm_start=best.plan
+            )
         except NoIncumbentError as exc:  # stopped before HiGHS found or took a plan
             if best.plan is None:
                 raise

@@ -281,28 +281,32 @@ WITHOUT: dict[Feature, Without] = {
 }
 
 
+def _droppable(inst: Instance) -> list[Without] | None:
+    """How to work around each delegated feature ``inst`` uses; None when one cannot be."""
+    used = [f for f in DELEGATED if f in features(inst)]
+    return None if any(f not in WITHOUT for f in used) else [WITHOUT[f] for f in used]
+
+
 def without_delegated(inst: Instance) -> tuple[Instance, bool] | None:
     """``inst`` without its delegated features (``WITHOUT``) and whether its bounds hold for
     ``inst``; None when a feature it uses cannot be dropped."""
-    used = [f for f in DELEGATED if f in features(inst)]
-    if any(f not in WITHOUT for f in used):
+    if (ways := _droppable(inst)) is None:
         return None
-    for f in used:
-        inst = WITHOUT[f].drop(inst)
-    return inst, all(WITHOUT[f].removes_plans for f in used)
+    for w in ways:
+        inst = w.drop(inst)
+    return inst, all(w.removes_plans for w in ways)
 
 
 def relaxable(inst: Instance) -> Instance | None:
     """``inst`` without the delegated features that only remove plans, when the relaxation
     bound models every one left (``Without.relaxed``): its relaxation bound holds for ``inst``.
     None otherwise."""
-    used = [f for f in DELEGATED if f in features(inst)]
-    if any(f not in WITHOUT for f in used):
+    if (ways := _droppable(inst)) is None:
         return None
-    for f in used:
-        if WITHOUT[f].removes_plans:
-            inst = WITHOUT[f].drop(inst)
-        elif not WITHOUT[f].relaxed:
+    for w in ways:
+        if w.removes_plans:
+            inst = w.drop(inst)
+        elif not w.relaxed:
             return None
     return inst
 

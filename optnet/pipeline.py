@@ -44,7 +44,8 @@ def used_strategy(strategy: str, o: SolveOptions) -> str:
     """``auto`` runs the whole joint model for what its bound and decomposition do not cover:
     re-optimising a running plan, non-time objectives and budgets. The features the table
     delegates (``capabilities.DELEGATED``: phases, relays, tenant guarantees, ...) stay with
-    ``auto``, which gives the joint model its constructive plan (``scale.solve_delegated``)."""
+    ``auto``, which plans without them first and warm-starts the joint model from that plan
+    (``scale.solve_delegated``)."""
     if strategy != "auto":
         return strategy
     if o.previous is not None or o.objective not in TIME_OBJECTIVES or o.iteration_budget_us:

@@ -14,8 +14,8 @@
   the better of its bound and the relaxation bound; large ones get the decomposition and the
   relaxation bound. The gap reported is always against a proven bound.
 * ``solve_delegated``: ``auto`` with the features the bound and blocks do not model
-  (``capabilities.DELEGATED``): the constructive plan, the moves, then the whole joint MILP
-  when it can be built in time.
+  (``capabilities.DELEGATED``): the constructive plan, ``solve_auto`` on the instance without
+  them, then the whole joint MILP warm-started when it can be built in time.
 
 A stop request (Ctrl-C, SIGTERM: ``optnet.interrupt``) acts like the deadline arriving: every
 loop here stops between its steps (the HiGHS solve running stops through its callback), blocks
@@ -1089,7 +1089,7 @@ def solve_delegated(inst: Instance, o: SolveOptions, why: str) -> SolveResult:
         best.offer(res.decisions)
         bound = max(bound, res.bound or 0.0)
     else:  # the plan is the one above
-        solver.update(strategy="auto", joint_model="not built: too large to build in time")
+        solver.update(strategy="auto", joint_model="not built: too large for the time left")
     if best.plan is None:
         raise NoIncumbentError(
             "no plan found: the constructive plan and auto without "

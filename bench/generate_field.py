@@ -263,6 +263,8 @@ def infeasible_variant(data: dict, kind: str) -> dict:
 
 #: Features that ``auto`` hands to the whole joint model (capabilities.DELEGATED), one variant each.
 FEATURE_VARIANTS = ("phases", "tenants", "relays", "wavelength-switched")
+#: Features that only add plans (capabilities.NARROWED), one variant each.
+NARROWED_VARIANTS = ("hybrid",)
 
 
 def feature_variant(data: dict, kind: str) -> dict:
@@ -271,7 +273,9 @@ def feature_variant(data: dict, kind: str) -> dict:
     ``bwd`` (a matching per phase); ``tenants``, the jobs dealt alternately to two tenants,
     each guaranteed one lightpath per job of more than one server; ``relays``, relays through a
     third server allowed; ``wavelength-switched``, a Sirius-style fabric of two 50G tunable
-    transceivers per server beside the OCSes (docs/model.md §5.7)."""
+    transceivers per server beside the OCSes (docs/model.md §5.7); and ``hybrid``
+    (``NARROWED_VARIANTS``, a feature that only adds plans: ``scale.solve_narrowed``), the packet
+    fabric (400G, 4:1, added where the seed has none) with hybrid pairs."""
     d = copy.deepcopy(data)
     jobs = d["workload"]["jobs"]
     if kind == "phases":
@@ -287,13 +291,17 @@ def feature_variant(data: dict, kind: str) -> dict:
         ]
     elif kind == "relays":
         d["topology"]["relay"] = {}
+    elif kind == "hybrid":
+        fabric = d["topology"].get("packet_fabric") or {"rate_gbps": 400, "oversubscription": 4}
+        d["topology"]["packet_fabric"] = {**fabric, "hybrid": True}
     elif kind == "wavelength-switched":
         d["topology"]["wavelength_switched"] = {
             "name": "ws", "rate_gbps": 50, "transceivers_per_server": 2, "slot_us": 0.1,
             "slots_per_cycle": 4,
         }  # fmt: skip
     else:
-        raise ValueError(f"unknown variant {kind!r}; known: {FEATURE_VARIANTS}")
+        known = FEATURE_VARIANTS + NARROWED_VARIANTS
+        raise ValueError(f"unknown variant {kind!r}; known: {known}")
     d["name"] = f"{d['name']}-{kind}"
     return d
 

@@ -135,10 +135,11 @@ def _field() -> bool:
 
 
 def _feature() -> str | None:
-    """The delegated feature each instance gets (OPTNET_BENCH_FEATURE), if any."""
+    """The delegated or narrowed feature each instance gets (OPTNET_BENCH_FEATURE), if any."""
     feature = os.environ.get("OPTNET_BENCH_FEATURE") or None
-    if feature is not None and feature not in generate_field.FEATURE_VARIANTS:
-        allowed = ", ".join(generate_field.FEATURE_VARIANTS)
+    known = generate_field.FEATURE_VARIANTS + generate_field.NARROWED_VARIANTS
+    if feature is not None and feature not in known:
+        allowed = ", ".join(known)
         raise SystemExit(f"OPTNET_BENCH_FEATURE={feature!r}: allowed are {allowed}")
     return feature
 

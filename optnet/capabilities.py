@@ -5,13 +5,14 @@ fabric, communication phases, relays, ...), detected from the normalised :class:
 :func:`features`. A *consumer* is a stage or command that reads instances: the joint MILP, the
 ``auto`` decomposition, ``explain``, ``--from``, the energy and carbon objectives, ``simulate``.
 
-Three tables say everything:
+Four tables say everything:
 
 * :data:`REFUSED_PAIRS`: pairs of features no model handles together; the loader refuses an
   instance that combines them (exit 2), naming both input fields and the reason;
 * :data:`REFUSED`: features a consumer does not model; the consumer refuses them (exit 2);
 * :data:`DELEGATED`: features ``auto`` hands to the whole joint model, with the reason, which the
-  results record as ``solver.why_joint``.
+  results record as ``solver.why_joint``;
+* :data:`NARROWED`: features that only add plans, which ``auto`` first plans without.
 
 Every consumer calls :func:`refusals` / :func:`check` / :func:`delegation` instead of its own
 ``if``; docs/model.md §10 carries :func:`markdown` between its markers and
@@ -281,6 +282,29 @@ WITHOUT: dict[Feature, Without] = {
 }
 
 
+def _without_hybrid(inst: Instance) -> Instance:
+    assert inst.packet is not None
+    return replace(inst, packet=inst.packet.model_copy(update={"hybrid": False}))
+
+
+#: Features that only add plans: every plan of the instance without one is a plan with it, at
+#: the same cost (a plan stripes no pair that it does not list). ``auto`` plans the narrower
+#: instance first and decomposes the instance itself from that plan (``scale.solve_narrowed``,
+#: docs/model.md §7 step 8): its search space is larger and its blocks slower to solve, and a
+#: plan of the narrower instance, found sooner, is one it may only improve.
+NARROWED: dict[Feature, Callable[[Instance], Instance]] = {
+    Feature.HYBRID: _without_hybrid,
+}
+
+
+def narrowed(inst: Instance) -> Instance | None:
+    """``inst`` without the features of :data:`NARROWED` it uses (None: it uses none)."""
+    used = [f for f in NARROWED if f in features(inst)]
+    for f in used:
+        inst = NARROWED[f](inst)
+    return inst if used else None
+
+
 def _droppable(inst: Instance) -> list[Without] | None:
     """How to work around each delegated feature ``inst`` uses; None when one cannot be."""
     used = [f for f in DELEGATED if f in features(inst)]
@@ -362,12 +386,15 @@ ON_MILP = (
 
 
 def supports(consumer: Consumer, feature: Feature) -> str:
-    """``yes``, ``joint`` (``auto`` delegates it) or ``refused``, as §10's matrix shows it."""
+    """``yes``, ``joint`` (``auto`` delegates it), ``narrowed`` (``auto`` plans without it
+    first) or ``refused``, as §10's matrix shows it."""
     by = (consumer, Consumer.MILP) if consumer in ON_MILP else (consumer,)
     if any(r.consumer in by and r.features == (feature,) for r in REFUSED):
         return "refused"
     if consumer == Consumer.AUTO and feature in DELEGATED:
         return "joint"
+    if consumer == Consumer.AUTO and feature in NARROWED:
+        return "narrowed"
     return "yes"
 
 
@@ -387,7 +414,9 @@ def markdown() -> str:
         "",
         "What each consumer does with each feature (*joint*: `auto` plans on the instance "
         "without the feature, then runs the whole joint model warm-started from that plan "
-        "when it can be built in time, §7 step 7; *refused*: exit 2 with the reason below; "
+        "when it can be built in time, §7 step 7; *narrowed*: `auto` plans without the feature "
+        "first and decomposes with it from that plan, §7 step 8; "
+        "*refused*: exit 2 with the reason below; "
         "`auto`, `--from` and the energy and carbon objectives run the joint MILP and refuse "
         "what it refuses):",
         "",

@@ -208,6 +208,9 @@ class Reporter:
         self.bound: float | None = None
         self.target: Any = None
         """The instance whose solves give global numbers (the command's own)."""
+        self.same_plans: Any = None
+        """An instance whose plans are the target's at the same cost (``scale.solve_narrowed``
+        sets it): its incumbents are global numbers, its bounds are not."""
         self.lines: list[str] = []
         """Every line shown (for tests and the summary)."""
         self.count_solves: str | None = None
@@ -279,10 +282,12 @@ class Reporter:
 
     def offer(self, inst: Any, incumbent: float | None = None, bound: float | None = None) -> None:
         """Numbers of ``inst``: kept only when ``inst`` is the command's instance (``target``),
-        the incumbent only if lower than the best so far, the bound only if higher."""
-        if not self.is_target(inst):
-            return
-        self.update(incumbent, bound)
+        the incumbent only if lower than the best so far, the bound only if higher; only the
+        incumbent when ``inst`` is ``same_plans``."""
+        if self.is_target(inst):
+            self.update(incumbent, bound)
+        elif self.numbers and inst is not None and inst is self.same_plans:
+            self.update(incumbent, None)
 
     def update(self, incumbent: float | None = None, bound: float | None = None) -> None:
         """Global numbers: the objective of a complete plan the command can return, and a

@@ -126,6 +126,9 @@ class TimePlan:
     repair: float = 0.3
     """A block that found no plan is merged with its neighbours and re-solved until the
     decomposition's own limit plus this share of it (``_repair``)."""
+    narrowed: float = 0.4
+    """With a feature that only adds plans (``solve_narrowed``), ``solve_auto`` on the instance
+    without it gets this share of L, the instance itself the rest."""
     delegated_free: float = 0.6
     """With a delegated feature (``solve_delegated``), ``solve_auto`` on the instance without it
     gets this share of L when the whole joint MILP runs after it, all of L when it does not."""
@@ -889,18 +892,22 @@ def _offer_joined(rep, inst: Instance, o: SolveOptions, d: Decisions, rest, prep
 
 
 def _greedy_incumbent(
-    inst: Instance, o: SolveOptions, priority: list[float] | None = None
+    inst: Instance,
+    o: SolveOptions,
+    priority: list[float] | None = None,
+    also: Decisions | None = None,
 ) -> Decisions | None:
-    """The first incumbent, in seconds: the better (by the evaluator) of the constructive plan
-    for any cluster (``construct.constructive_plan``) and the greedy plan on the block
-    placement; None when neither is feasible."""
+    """The first incumbent, in seconds: the best (by the evaluator) of the constructive plan
+    for any cluster (``construct.constructive_plan``), the greedy plan on the block
+    placement and ``also`` (a plan found before: ``solve_narrowed``'s); None when none is
+    feasible."""
     fixed: dict[tuple[int, int], int] = {}
     priority = priority or [j.compute_time_us for j in inst.jobs]
     for racks, jobs, fx in block_assignment(inst, priority):
         for (jl, m), rl in fx.items():
             fixed[(jobs[jl], m)] = racks[rl]
     best: tuple[float, Decisions | None] = (math.inf, None)
-    for d in (constructive_plan(inst, priority), greedy_plan(inst, fixed)):
+    for d in (constructive_plan(inst, priority), greedy_plan(inst, fixed), also):
         ev = evaluate(inst, d, o.objective) if d is not None else None
         if ev is not None and ev.feasible and ev.objective_us < best[0]:
             best = (ev.objective_us, d)
@@ -1157,10 +1164,59 @@ def _plan_without(
 
 
 def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
-    """Bound, decomposed incumbent, then (small instances) the exact MILP warm-started from it."""
+    """Bound, decomposed incumbent, then (small instances) the exact MILP warm-started from it;
+    the features the blocks and the bound do not model through ``solve_delegated``, those that
+    only add plans through ``solve_narrowed`` (docs/model.md §7, steps 7 and 8)."""
     why = capabilities.delegation(inst)  # what the blocks and the bound do not model
     if why is not None:
         return solve_delegated(inst, o, why)
+    narrow = capabilities.narrowed(inst)
+    if narrow is not None and len(inst.servers) > EXACT_MAX_SERVERS:
+        return solve_narrowed(inst, o, narrow)
+    return _solve_auto(inst, o)
+
+
+def solve_narrowed(inst: Instance, o: SolveOptions, narrow: Instance) -> SolveResult:
+    """``auto`` for features that only add plans (``capabilities.NARROWED``): ``solve_auto`` on
+    ``narrow``, the instance without them, for ``TimePlan.narrowed`` of L (its plans are plans
+    here at the same cost, so its incumbents are shown as this instance's, never its bound);
+    then ``solve_auto`` on the instance with the time left, from that plan: it is a candidate
+    of the first plan and of every block's warm start, so the result is never worse. The bound
+    is the instance's own."""
+    t0 = time.perf_counter()
+    rep = current()
+    if rep.is_target(inst):
+        used = capabilities.features(inst)
+        rep.phase("auto without " + ", ".join(f for f in capabilities.NARROWED if f in used))
+    rep.same_plans, before = narrow, rep.same_plans
+    budget = replace(o, time_limit_s=max(1.0, TIME_PLAN.narrowed * o.time_limit_s))
+    try:
+        first = solve_auto(narrow, budget)
+    except (NoIncumbentError, InfeasibleError):  # the instance may have plans all the same
+        first = SolveResult(_stopped(), None, None, None, None)
+    finally:
+        rep.same_plans = before
+    spent = time.perf_counter() - t0
+    left = replace(o, time_limit_s=max(1.0, o.time_limit_s - spent))
+    res = _solve_auto(inst, left, start=first.decisions)
+    res.timings["total_s"] = time.perf_counter() - t0
+    res.solver["narrowed"] = {
+        "without": [str(f) for f in capabilities.NARROWED if f in capabilities.features(inst)],
+        "objective_us": first.objective,
+        "status": first.status,
+        "seconds": spent,
+    }
+    t_first = first.solver.get("first_incumbent_s") if first.decisions is not None else None
+    later = res.solver.get("first_incumbent_s")
+    res.solver["first_incumbent_s"] = (
+        t_first if t_first is not None else (spent + later if later is not None else None)
+    )
+    return res
+
+
+def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None) -> SolveResult:
+    """``solve_auto`` on an instance it decomposes; ``start``, a plan found before, is a
+    candidate of the first plan and of the blocks' warm starts."""
     t0 = time.perf_counter()
     deadline = o.time_limit_s
     small = len(inst.servers) <= EXACT_MAX_SERVERS
@@ -1168,7 +1224,7 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
     top = rep.is_target(inst)
     if top:
         rep.phase("first plan")
-    first = _greedy_incumbent(inst, o)
+    first = _greedy_incumbent(inst, o, also=start)
     t_first = time.perf_counter() - t0 if first is not None else None
     first_us = evaluate(inst, first, o.objective).objective_us if first is not None else None
     rep.offer(inst, incumbent=first_us)  # _greedy_incumbent keeps only feasible plans
@@ -1200,7 +1256,7 @@ def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
     rep.offer(inst, bound=lb)
     t_bound = time.perf_counter() - t0
     left = max(1.0, deadline - t_bound)
-    fallback = _greedy_incumbent(inst, o, per_job)
+    fallback = _greedy_incumbent(inst, o, per_job, also=start)
     try:
         target = lb * (1 + o.mip_gap) if o.objective == "max-iteration" else None
         d, info = solve_decomposed(

@@ -1185,10 +1185,11 @@ def solve_narrowed(inst: Instance, o: SolveOptions, narrow: Instance) -> SolveRe
     is the instance's own."""
     t0 = time.perf_counter()
     rep = current()
-    if rep.is_target(inst):
+    top = rep.is_target(inst)  # else (inside solve_delegated) narrow's plans need not be the
+    if top:  # target's at the same cost: tenants' guarantees, say, are checked there
         used = capabilities.features(inst)
         rep.phase("auto without " + ", ".join(f for f in capabilities.NARROWED if f in used))
-    rep.same_plans, before = narrow, rep.same_plans
+    rep.same_plans, before = (narrow if top else None), rep.same_plans
     budget = replace(o, time_limit_s=max(1.0, TIME_PLAN.narrowed * o.time_limit_s))
     try:
         first = solve_auto(narrow, budget)

@@ -94,3 +94,21 @@ def test_solve_narrowed_never_returns_worse_than_its_plan_without_the_feature():
     assert evaluate(inst, mine.decisions, o.objective).objective_us == pytest.approx(
         mine.objective, rel=1e-9
     )
+
+
+def test_the_progress_never_shows_a_plan_it_does_not_return_inside_delegation():
+    """Tenant guarantees with hybrid pairs: ``auto`` works without the guarantees
+    (``solve_delegated``), and there without hybrid pairs (``solve_narrowed``). Plans of that
+    innermost instance need not keep the guarantees, so only the target's own narrowed plans
+    are shown: the progress line's best incumbent is the returned objective, never below."""
+    from bench.generate_field import feature_variant
+
+    data = feature_variant(feature_variant(generate(64, "dense", 1), "tenants"), "hybrid")
+    inst = instance_from_data(data, f"{data['name']}.yaml")
+    assert capabilities.delegation(inst) is not None and capabilities.narrowed(inst) is not None
+    with Reporter(quiet=True, numbers=True) as rep:
+        rep.target = inst
+        res = solve_auto(inst, SolveOptions(time_limit_s=10, mip_gap=1e-4))
+        shown = rep.incumbent
+    assert evaluate(inst, res.decisions, "max-iteration").feasible
+    assert shown == pytest.approx(res.objective, rel=1e-9)

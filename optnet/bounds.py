@@ -268,11 +268,22 @@ def iteration_floors(inst: Instance) -> list[float]:
     return [shared_transceiver_bound(alone_model_data(inst, job)) for job in inst.jobs]
 
 
-def objective_floor(inst: Instance, floors: list[float], objective: str) -> float:
-    """What ``floors`` prove of the objective: their maximum for ``max-iteration``, their
-    weighted sum for ``weighted-sum``, 0 for the other objectives."""
-    if objective == "max-iteration":
-        return max(floors, default=0.0)
-    if objective == "weighted-sum":
-        return sum(job.weight * f for job, f in zip(inst.jobs, floors))
-    return 0.0
+def objective_floor(
+    inst: Instance, floors: list[float], objective: str, alone_us: list[float] | None = None
+) -> float:
+    """What ``floors``, lower bounds on each job's iteration time, prove of the objective: the
+    objective (``evaluate.objective_value``) of a plan whose jobs take their floors (at least
+    their compute times) and light no lightpath. Every objective grows with the iteration times
+    and the lightpaths (docs/model.md §4, docs/energy.md), so no plan does better: their maximum
+    for ``max-iteration``, their weighted sum for ``weighted-sum``, ``max_j floor_j / alone_j``
+    for ``max-slowdown``, the GPUs' and the fabric's energy for ``energy`` and ``carbon``. 0
+    without floors, and for ``max-slowdown`` without the alone times."""
+    from optnet.decisions import Decisions
+    from optnet.evaluate import objective_value
+
+    if not floors or (objective == "max-slowdown" and alone_us is None):
+        return 0.0
+    times = [max(f, job.compute_time_us) for job, f in zip(inst.jobs, floors)]
+    if objective in ("max-iteration", "weighted-sum"):
+        times = list(floors)  # as they are: the callers' floors need not include compute
+    return objective_value(inst, Decisions(), objective, times, alone_us)

@@ -934,7 +934,7 @@ def evaluate(
     ev.feasible = not ev.violations
     if iteration and ev.feasible:  # an infeasible plan has no objective (only its violations)
         ev.energy = energy_report(inst, d, iteration, alone_us)
-        ev.objective_us = _objective_value(inst, d, objective, iteration, alone_us)
+        ev.objective_us = objective_value(inst, d, objective, iteration, alone_us)
     if not reports:
         return ev
     owner = {s: ji for ji, ss in d.placement.items() for s in ss}
@@ -1169,7 +1169,7 @@ def _budget_violations(inst: Instance, iteration: list[float], budget_us: float 
     ]
 
 
-def _objective_value(
+def objective_value(
     inst: Instance, d: Decisions, objective: str, iteration: list[float], alone_us
 ) -> float:
     """The objective of a feasible plan (docs/model.md §4, docs/energy.md)."""

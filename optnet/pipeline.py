@@ -19,7 +19,6 @@ from optnet.results import build_results
 from optnet.solve import SolveOptions, SolveResult
 
 STRATEGIES = ("auto", "joint", "sequential")
-TIME_OBJECTIVES = ("max-iteration", "weighted-sum")
 #: objectives that read more of the instance than the time model, as consumers of the table
 OBJECTIVE_CONSUMERS = {
     "energy": Consumer.ENERGY,
@@ -41,16 +40,14 @@ class Outcome:
 
 
 def used_strategy(strategy: str, o: SolveOptions) -> str:
-    """``auto`` runs the whole joint model for what its bound and decomposition do not cover:
-    re-optimising a running plan, non-time objectives and budgets. The features the table
-    delegates (``capabilities.DELEGATED``: phases, relays, tenant guarantees, ...) stay with
-    ``auto``, which plans without them first and warm-starts the joint model from that plan
-    (``scale.solve_delegated``)."""
+    """``auto`` runs the whole joint model for re-optimising a running plan (``--from``: the
+    changes are the joint model's to price). What its bound and blocks do not model stays with
+    ``auto``, which plans around it and warm-starts the joint model from that plan
+    (``scale.solve_delegated``): the features the table delegates (``capabilities.DELEGATED``:
+    phases, relays, tenant guarantees, ...), objectives other than time and iteration budgets."""
     if strategy != "auto":
         return strategy
-    if o.previous is not None or o.objective not in TIME_OBJECTIVES or o.iteration_budget_us:
-        return "joint"
-    return "auto"
+    return "joint" if o.previous is not None else "auto"
 
 
 def run(
@@ -67,9 +64,7 @@ def run(
     if o.objective == "carbon" and inst.carbon is None:
         raise errors.input_error("instance", "topology.carbon", "the carbon objective needs it")
     if o.objective == "max-slowdown" and o.alone_us is None:
-        from optnet.fairness import alone_times
-
-        o = replace(o, alone_us=alone_times(inst, o))
+        o = _with_alone_times(inst, o)
     if o.objective in OBJECTIVE_CONSUMERS:
         capabilities.check(inst, OBJECTIVE_CONSUMERS[o.objective])
     if o.previous is not None:
@@ -108,6 +103,21 @@ def run(
         if expected is not None:
             expected += o.change_penalty_us * n_changes
     return Outcome(res, ev, results, used, expected)
+
+
+def _with_alone_times(inst: Instance, o: SolveOptions) -> SolveOptions:
+    """``o`` with the jobs' alone times (``fairness.alone_times``), solved in
+    ``scale.TIME_PLAN.alone`` of the limit, and the limit less the time they took."""
+    import time
+
+    from optnet.fairness import alone_times
+    from optnet.scale import TIME_PLAN
+
+    t0 = time.perf_counter()
+    share = replace(o, time_limit_s=TIME_PLAN.alone * o.time_limit_s)
+    alone = alone_times(inst, share)
+    left = max(1.0, o.time_limit_s - (time.perf_counter() - t0))
+    return replace(o, alone_us=alone, time_limit_s=left)
 
 
 def _run_traffic(inst: Instance, o: SolveOptions, reproducible: bool) -> Outcome:

@@ -36,6 +36,7 @@ from optnet.bounds import (
     closed_form_targets,
     ideal_bound,
     merged_cluster,
+    objective_floor,
     relaxed_cluster,
 )
 from optnet.candidates import all_candidates
@@ -63,7 +64,13 @@ from optnet.local_search import (
 )
 from optnet.progress import current
 from optnet.rack_bound import crossings, rack_aware_bound
-from optnet.solve import SolveOptions, SolveResult, relative_gap, solve_instance
+from optnet.solve import (
+    TIME_OBJECTIVES,
+    SolveOptions,
+    SolveResult,
+    relative_gap,
+    solve_instance,
+)
 
 EXACT_MAX_SERVERS = 32
 #: Largest MILP (estimated variables) a block or a relaxation may build: above it the
@@ -126,6 +133,13 @@ class TimePlan:
     repair: float = 0.3
     """A block that found no plan is merged with its neighbours and re-solved until the
     decomposition's own limit plus this share of it (``_repair``)."""
+    alone: float = 0.4
+    """``max-slowdown``'s reference, each job solved alone (``fairness.alone_times``), gets this
+    share of L, over the jobs (at least 1 s each; a job proven early leaves its time to the
+    next); the solve the rest. The reference defines the objective, so it gets a large share:
+    with 1 s a job, field-16-moderate seed 3's two jobs were 2,328,889 and 2,172,425 us alone,
+    against 1,963,360 and 1,806,896 us with 5 s (both in 0.5 s: the exact polish needs more
+    than 1 s left to start), and the plan's slowdown came out at 0.843."""
     narrowed: float = 0.4
     """With a feature that only adds plans (``solve_narrowed``), ``solve_auto`` on the instance
     without it gets this share of L, the instance itself the rest."""
@@ -183,6 +197,16 @@ def sub_instance(inst: Instance, racks: list[int], jobs: list[int]) -> tuple[Ins
     return sub, server_map
 
 
+def job_floors(inst: Instance) -> list[float]:
+    """Each job's closed-form lower bound on its iteration time: the larger of ``ideal_bound``
+    (every pair at all its transceivers' bandwidth, zero latency; it holds with every feature)
+    and ``closed_form_bound``."""
+    return [
+        max(ideal_bound(replace(inst, jobs=(job,))), closed_form_bound(inst, job))
+        for job in inst.jobs
+    ]
+
+
 def relaxation_bound(
     inst: Instance, o: SolveOptions, targets: dict[int, Targets] | None = None
 ) -> tuple[float, list[float]]:
@@ -202,10 +226,7 @@ def relaxation_bound(
     ``targets``, when given, receives each job's relaxed answer (``Targets``, from its best
     incumbent) to guide the plans."""
     t0 = time.perf_counter()
-    floors = [
-        max(ideal_bound(replace(inst, jobs=(job,))), closed_form_bound(inst, job))
-        for job in inst.jobs
-    ]
+    floors = job_floors(inst)
     per_job = list(floors)
     upper = [math.inf] * len(inst.jobs)
     until = TIME_PLAN.relaxations * o.time_limit_s
@@ -1050,21 +1071,27 @@ def joint_fits(inst: Instance, seconds: float) -> bool:
 
 
 def solve_delegated(inst: Instance, o: SolveOptions, why: str) -> SolveResult:
-    """``auto`` for the features its bound and blocks do not model (``capabilities.DELEGATED``):
-    the constructive plan first; ``solve_auto`` on the instance
-    without those features (``capabilities.without_delegated``: its plan is a plan here, and
-    its bound holds when the features only remove plans); then the whole joint MILP
-    warm-started from the best plan, when it can be built in time
-    (``joint_fits``). The better plan by the evaluator stands (docs/model.md §7, step 7)."""
+    """``auto`` for what its bound and blocks do not model: the features of
+    ``capabilities.DELEGATED``, objectives other than time (max-slowdown, energy, carbon) and
+    iteration budgets. The constructive plan first; ``solve_auto`` on the instance without
+    those features (``capabilities.without_delegated``: its plan is a plan here, and its
+    bounds hold when the features only remove plans) and with a time objective
+    (``_time_options``); then the whole joint MILP, with the instance and objective as given,
+    warm-started from the best plan, when it can be built in time (``joint_fits``). The
+    evaluator scores every plan with the command's objective, budget included (``_Best``);
+    the best stands (docs/model.md §7, step 7)."""
     t0 = time.perf_counter()
     rep = current()
     if rep.is_target(inst):
         rep.phase("first plan")
     best = _Best(inst, o, t0)
-    best.offer(_greedy_incumbent(inst, o))
+    o_time = _time_options(o)
+    best.offer(_greedy_incumbent(inst, o_time))
     solver: dict = {"name": "HiGHS", "strategy": "joint", "why_joint": why}
     solver["heuristic_us"] = best.objective if best.plan is not None else None
-    bound = ideal_bound(inst, o.objective)  # holds with every feature
+    floors = job_floors(inst)  # hold with every feature
+    _check_budget(inst, floors, o.iteration_budget_us)
+    bound = objective_floor(inst, floors, o.objective, o.alone_us)
     rep.offer(inst, bound=bound)
     after = (1 - TIME_PLAN.delegated_free) * o.time_limit_s
     fits, free = joint_fits(inst, after), capabilities.without_delegated(inst)
@@ -1072,10 +1099,10 @@ def solve_delegated(inst: Instance, o: SolveOptions, why: str) -> SolveResult:
         bound = max(bound, _relaxed_bound(inst, o))
     if free is not None:
         until = TIME_PLAN.delegated_free if fits else 1.0
-        plan, free_bound = _plan_without(inst, o, free[0], t0 + until * o.time_limit_s)
-        if free[1] and free_bound is not None:
-            bound = max(bound, free_bound)
-        best.offer(plan)
+        found = _plan_without(inst, o_time, free[0], t0 + until * o.time_limit_s)
+        if free[1] and found is not None:
+            bound = max(bound, _bound_of(inst, o, found))
+        best.offer(found.decisions if found is not None else None)
         rep.offer(inst, bound=bound)
     left = o.time_limit_s - (time.perf_counter() - t0)
     res = SolveResult(_stopped(), None, None, None, None)
@@ -1113,6 +1140,55 @@ def solve_delegated(inst: Instance, o: SolveOptions, why: str) -> SolveResult:
     return SolveResult(status, best.objective, bound, gap, plan, timings, res.model_size, solver)
 
 
+def _check_budget(inst: Instance, floors: list[float], budget_us: float | None) -> None:
+    """Raise InfeasibleError (exit 3) naming every job whose floor is over the iteration
+    budget: no plan meets it."""
+    if not budget_us:
+        return
+    over = [
+        f"job {job.name} takes at least {f:,.1f} us per iteration (every collective at its "
+        "closed-form floor)"
+        for job, f in zip(inst.jobs, floors)
+        if f > budget_us * (1 + 1e-9)
+    ]
+    if over:
+        head = (
+            f"infeasible because of the iteration budget: at most {budget_us:g} us per job, "
+            "which no plan meets"
+        )
+        raise InfeasibleError([head, *over])
+
+
+def _time_options(o: SolveOptions) -> SolveOptions:
+    """``o`` as ``solve_auto`` decomposes with it: its objective if a time objective, else
+    max-iteration (the plans it favours are fast ones), with no alone times and no budget
+    (the evaluator checks the budget on every plan offered)."""
+    time_objective = o.objective if o.objective in TIME_OBJECTIVES else "max-iteration"
+    return replace(o, objective=time_objective, alone_us=None, iteration_budget_us=None)
+
+
+def _not_decomposed(o: SolveOptions) -> str | None:
+    """Why ``solve_auto`` cannot decompose ``o`` itself (None: it can)."""
+    why = []
+    if o.objective not in TIME_OBJECTIVES:
+        why.append(f"the {o.objective} objective")
+    if o.iteration_budget_us:
+        why.append("an iteration budget")
+    return " and ".join(why) or None
+
+
+def _bound_of(inst: Instance, o: SolveOptions, found: SolveResult) -> float:
+    """What ``solve_auto``'s result on an instance with at least ``inst``'s plans proves of
+    ``o``'s objective: its bound when it solved that objective, and in any case its jobs'
+    bounds (``job_bounds_us``) through ``objective_floor``."""
+    same = found.solver.get("objective", o.objective) == o.objective
+    bound = (found.bound or 0.0) if same else 0.0
+    per_job = found.solver.get("job_bounds_us")
+    if per_job:
+        bound = max(bound, objective_floor(inst, list(per_job), o.objective, o.alone_us))
+    return bound
+
+
 class _Best:
     """The best complete plan so far by the evaluator, offered to the progress line, and when
     the first came (seconds after ``t0``)."""
@@ -1124,7 +1200,18 @@ class _Best:
         self.first_s: float | None = None
 
     def offer(self, d: Decisions | None) -> None:
-        ev = evaluate(self.inst, d, self.o.objective) if d is not None else None
+        o = self.o
+        ev = (
+            evaluate(
+                self.inst,
+                d,
+                o.objective,
+                alone_us=o.alone_us,
+                iteration_budget_us=o.iteration_budget_us,
+            )
+            if d is not None
+            else None
+        )
         if ev is not None and ev.feasible and ev.objective_us < self.objective - 1e-9:
             self.plan, self.objective = d, ev.objective_us
             if self.first_s is None:
@@ -1140,36 +1227,40 @@ def _relaxed_bound(inst: Instance, o: SolveOptions) -> float:
         return 0.0
     if current().is_target(inst):
         current().phase("bound")
-    budget = replace(o, time_limit_s=max(1.0, TIME_PLAN.bound * o.time_limit_s))
+    budget = replace(_time_options(o), time_limit_s=max(1.0, TIME_PLAN.bound * o.time_limit_s))
     try:
-        return relaxation_bound(relaxed, budget)[0]
+        per_job = relaxation_bound(relaxed, budget)[1]
     except _JobInfeasible:  # the joint model or the plans say more
         return 0.0
+    return objective_floor(inst, per_job, o.objective, o.alone_us)
 
 
 def _plan_without(
     inst: Instance, o: SolveOptions, free: Instance, until: float
-) -> tuple[Decisions | None, float | None]:
-    """``solve_auto`` on ``free``, ``inst`` without its delegated features, until ``until``:
-    its plan and bound (None, None when it found no plan or proved ``free`` infeasible)."""
+) -> SolveResult | None:
+    """``solve_auto`` on ``free``, ``inst`` without its delegated features, until ``until``,
+    with ``o`` (a time objective); None when it found no plan or proved ``free`` infeasible."""
     if current().is_target(inst):
         used = capabilities.features(inst)
-        current().phase("auto without " + ", ".join(f for f in capabilities.WITHOUT if f in used))
+        dropped = [str(f) for f in capabilities.WITHOUT if f in used]
+        current().phase("auto" + (" without " + ", ".join(dropped) if dropped else ""))
     budget = replace(o, time_limit_s=max(1.0, until - time.perf_counter()))
     try:
         res = solve_auto(free, budget)
     except (NoIncumbentError, InfeasibleError):
-        return None, None
-    return res.decisions, res.bound
+        return None
+    res.solver.setdefault("objective", o.objective)
+    return res if res.decisions is not None else None
 
 
 def solve_auto(inst: Instance, o: SolveOptions) -> SolveResult:
     """Bound, decomposed incumbent, then (small instances) the exact MILP warm-started from it;
     the features the blocks and the bound do not model through ``solve_delegated``, those that
     only add plans through ``solve_narrowed`` (docs/model.md §7, steps 7 and 8)."""
-    why = capabilities.delegation(inst)  # what the blocks and the bound do not model
-    if why is not None:
-        return solve_delegated(inst, o, why)
+    # what the blocks and the bound do not model
+    why = [w for w in (capabilities.delegation(inst), _not_decomposed(o)) if w]
+    if why:
+        return solve_delegated(inst, o, "; ".join(why))
     narrow = capabilities.narrowed(inst)
     if narrow is not None and len(inst.servers) > EXACT_MAX_SERVERS:
         return solve_narrowed(inst, o, narrow)

@@ -30,6 +30,11 @@ from optnet.instance import Instance
 from optnet.model import build_model, model_data
 from optnet.progress import Progress, current
 
+#: Objectives ``auto`` decomposes (its bound and blocks are of iteration times); the others,
+#: and iteration budgets, it plans with max-iteration and scores as asked
+#: (``scale.solve_delegated``).
+TIME_OBJECTIVES = ("max-iteration", "weighted-sum")
+
 
 @dataclass
 class SolveOptions:

@@ -141,7 +141,14 @@ def test_tenant_guarantees(tmp_path):
 
 
 def test_iteration_budget(tmp_path):
-    out = _solve(str(_write(tmp_path, "ib")), "--iteration-budget-us", "100")
+    """Under every job's closed-form floor: proven at once, each job named with its floor
+    (``scale._check_budget``); the joint model's deletion filter says the same with
+    ``--strategy joint``."""
+    path = str(_write(tmp_path, "ib"))
+    out = _solve(path, "--iteration-budget-us", "100")
+    assert "infeasible because of the iteration budget: at most 100 us per job" in out
+    assert "job train takes at least" in out
+    out = _solve(path, "--iteration-budget-us", "100", "--strategy", "joint")
     assert "infeasible because of the iteration budget: without it" in out
     assert "at most 100 us per job" in out
 

@@ -76,7 +76,7 @@ def test_solve_narrowed_never_returns_worse_than_its_plan_without_the_feature():
     result is at most it; the progress shows it as an incumbent, never its bound."""
     inst = _hybrid(64, "dense", 0)
     narrow = capabilities.narrowed(inst)
-    o = SolveOptions(time_limit_s=12, mip_gap=1e-4)
+    o = SolveOptions(time_limit_s=6, mip_gap=1e-4)
     with Reporter(quiet=True, numbers=True) as rep:
         rep.target = inst
         res = solve_auto(inst, o)
@@ -90,7 +90,7 @@ def test_solve_narrowed_never_returns_worse_than_its_plan_without_the_feature():
     assert res.solver["first_incumbent_s"] is not None and res.solver["first_incumbent_s"] < 5
     assert res.timings["total_s"] <= o.time_limit_s + 2
     # the narrowed instance's plans are plans here at the same cost
-    mine = solve_auto(narrow, replace(o, time_limit_s=3))
+    mine = solve_auto(narrow, replace(o, time_limit_s=2))
     assert evaluate(inst, mine.decisions, o.objective).objective_us == pytest.approx(
         mine.objective, rel=1e-9
     )
@@ -108,7 +108,7 @@ def test_the_progress_never_shows_a_plan_it_does_not_return_inside_delegation():
     assert capabilities.delegation(inst) is not None and capabilities.narrowed(inst) is not None
     with Reporter(quiet=True, numbers=True) as rep:
         rep.target = inst
-        res = solve_auto(inst, SolveOptions(time_limit_s=10, mip_gap=1e-4))
+        res = solve_auto(inst, SolveOptions(time_limit_s=5, mip_gap=1e-4))
         shown = rep.incumbent
     assert evaluate(inst, res.decisions, "max-iteration").feasible
     assert shown == pytest.approx(res.objective, rel=1e-9)

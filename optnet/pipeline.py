@@ -90,19 +90,34 @@ def run(
         alone_us=o.alone_us,
         iteration_budget_us=o.iteration_budget_us,
     )
-    results = _results(inst, o, res, ev, reproducible)
-    results["strategy"] = res.solver.get("strategy", used) if used == "auto" else used
     expected = ev.objective_us
+    changes = None
     if o.previous is not None:
         from optnet.changes import diff
 
-        results["changes"] = diff(inst, o.previous, res.decisions)
-        counts = results["changes"]["counts"]
+        changes = diff(inst, o.previous, res.decisions)
+        counts = changes["counts"]
         n_changes = sum(v for k, v in counts.items() if k != "wavelengths_retuned")
         counts["total"] = n_changes
         if expected is not None:
             expected += o.change_penalty_us * n_changes
+    if res.solver.get("polished") is False and expected is not None:
+        _priced_by_evaluator(res, expected)
+    results = _results(inst, o, res, ev, reproducible)
+    results["strategy"] = res.solver.get("strategy", used) if used == "auto" else used
+    if changes is not None:
+        results["changes"] = changes
     return Outcome(res, ev, results, used, expected)
+
+
+def _priced_by_evaluator(res: SolveResult, expected: float) -> None:
+    """A plan whose polishing LP stopped at the limit (``solve.polish``): HiGHS's incumbent
+    value may hold slack, so the objective is the evaluator's (with ``--from``, plus the change
+    penalty), never above it, and the gap is measured from it."""
+    from optnet.solve import relative_gap
+
+    res.objective = expected
+    res.gap = relative_gap(expected, res.bound)
 
 
 def _with_alone_times(inst: Instance, o: SolveOptions) -> SolveOptions:

@@ -117,7 +117,9 @@ def solve_sequential(inst: Instance, options: SolveOptions | None = None) -> Sol
     if top:
         rep.phase("polish")
     decisions = decode(m, md)
-    objective = polish(m, opt, o)
+    exact = polish(m, opt, o, max(1.0, until - time.perf_counter()))
+    # a polish stopped at the limit: the evaluator prices the plan (pipeline._priced_by_evaluator)
+    objective = exact if exact is not None else float(pyo.value(m.obj))
     rep.offer(inst, incumbent=objective)
     return SolveResult(
         "interrupted" if interrupt.requested() else "feasible",
@@ -127,7 +129,7 @@ def solve_sequential(inst: Instance, options: SolveOptions | None = None) -> Sol
         decisions,
         {"total_s": time.perf_counter() - t0},
         {},
-        {"name": "HiGHS", "strategy": "sequential"},
+        {"name": "HiGHS", "strategy": "sequential", "polished": exact is not None},
     )
 
 

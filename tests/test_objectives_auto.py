@@ -69,3 +69,19 @@ def test_an_iteration_budget_is_met_or_refused_at_once():
         pipeline.run(inst, replace(o, iteration_budget_us=max(floors) * 0.9))
     assert time.perf_counter() - t0 < 5
     assert "infeasible because of the iteration budget" in exc.value.reasons[0]
+
+
+def test_a_polish_stopped_at_the_limit_leaves_the_evaluator_to_price(monkeypatch):
+    """``solve.polish`` returns None when its LP stops at the command's limit; the pipeline then
+    reports the evaluator's objective for the plan (never HiGHS's value with slack), and its
+    check (MILP objective = evaluator's) holds."""
+    from optnet import solve as solve_module
+    from optnet.instance import load_instance
+
+    inst = load_instance("instances/tiny.yaml")
+    monkeypatch.setattr(solve_module, "polish", lambda *a, **k: None)
+    out = pipeline.run(inst, SolveOptions(time_limit_s=10), strategy="joint")
+    assert out.result.solver["polished"] is False
+    assert out.result.objective == out.evaluation.objective_us
+    pipeline.check(out)
+    assert out.results["objective"] == pytest.approx(out.evaluation.objective_us, rel=1e-9)

@@ -1107,8 +1107,7 @@ def solve_delegated(inst: Instance, o: SolveOptions, why: str) -> SolveResult:
     left = o.time_limit_s - (time.perf_counter() - t0)
     res = SolveResult(_stopped(), None, None, None, None)
     if fits and joint_fits(inst, left) and left > 1 and not interrupt.requested():
-        # unpolished: the evaluator prices the plan exactly, and the polishing LP of a large
-        # model takes minutes, with no time limit of its own
+        # unpolished: the evaluator prices the plan it returns (``_Best``)
         try:
             res = solve_instance(
                 inst, replace(o, time_limit_s=left, polish=False), warm_start=best.plan

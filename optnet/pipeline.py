@@ -77,7 +77,7 @@ def run(
     if used == "sequential":
         res = solve_sequential(inst, o)
     elif used == "joint":
-        res = solve_instance(inst, o)
+        res = solve_instance(inst, o, warm_start=_joint_start(inst, o))
     else:
         res = solve_auto(inst, o)
     if res.status == "infeasible":
@@ -118,6 +118,18 @@ def _priced_by_evaluator(res: SolveResult, expected: float) -> None:
 
     res.objective = expected
     res.gap = relative_gap(expected, res.bound)
+
+
+def _joint_start(inst: Instance, o: SolveOptions):
+    """The whole joint MILP's warm start: above ``scale.EXACT_MAX_SERVERS`` servers, the
+    constructive plan (``scale._greedy_incumbent``), so that HiGHS holds a plan from the start
+    (cold, field-64-dense seed 1 found none in 60 s: exit 5); none with ``--from`` (its running
+    plan is the start) or on smaller clusters (the MILP finds its own there)."""
+    from optnet.scale import EXACT_MAX_SERVERS, _greedy_incumbent, _time_options
+
+    if o.previous is not None or len(inst.servers) <= EXACT_MAX_SERVERS:
+        return None
+    return _greedy_incumbent(inst, _time_options(o))
 
 
 def _with_alone_times(inst: Instance, o: SolveOptions) -> SolveOptions:

@@ -85,3 +85,16 @@ def test_a_polish_stopped_at_the_limit_leaves_the_evaluator_to_price(monkeypatch
     assert out.result.objective == out.evaluation.objective_us
     pipeline.check(out)
     assert out.results["objective"] == pytest.approx(out.evaluation.objective_us, rel=1e-9)
+
+
+def test_strategy_joint_holds_a_plan_from_the_start_at_64_servers():
+    """``--strategy joint`` is the whole MILP; cold it found no plan on field-64-dense seed 1 in
+    60 s (exit 5). Above 32 servers it starts from the constructive plan
+    (``pipeline._joint_start``), so it returns at least that plan, within the limit."""
+    inst = _inst()
+    o = SolveOptions(time_limit_s=8, mip_gap=1e-4)
+    t0 = time.perf_counter()
+    out = pipeline.run(inst, o, strategy="joint")
+    assert time.perf_counter() - t0 <= o.time_limit_s + 2
+    assert out.evaluation.feasible
+    pipeline.check(out)

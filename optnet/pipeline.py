@@ -122,14 +122,14 @@ def _priced_by_evaluator(res: SolveResult, expected: float) -> None:
 
 def _joint_start(inst: Instance, o: SolveOptions):
     """The whole joint MILP's warm start: above ``scale.EXACT_MAX_SERVERS`` servers, the
-    constructive plan (``scale._greedy_incumbent``), so that HiGHS holds a plan from the start
-    (cold, field-64-dense seed 1 found none in 60 s: exit 5); none with ``--from`` (its running
-    plan is the start) or on smaller clusters (the MILP finds its own there)."""
-    from optnet.scale import EXACT_MAX_SERVERS, _greedy_incumbent, _time_options
+    constructive plan (``scale.first_plan``), so that HiGHS holds a plan from the start (cold,
+    field-64-dense seed 1 found none in 60 s: exit 5); none with ``--from`` (its running plan
+    is the start) or on smaller clusters (the MILP finds its own there)."""
+    from optnet.scale import EXACT_MAX_SERVERS, first_plan
 
     if o.previous is not None or len(inst.servers) <= EXACT_MAX_SERVERS:
         return None
-    return _greedy_incumbent(inst, _time_options(o))
+    return first_plan(inst, o)
 
 
 def _with_alone_times(inst: Instance, o: SolveOptions) -> SolveOptions:

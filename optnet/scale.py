@@ -1086,7 +1086,7 @@ def solve_delegated(inst: Instance, o: SolveOptions, why: str) -> SolveResult:
         rep.phase("first plan")
     best = _Best(inst, o, t0)
     o_time = _time_options(o)
-    best.offer(_greedy_incumbent(inst, o_time))
+    best.offer(first_plan(inst, o))
     solver: dict = {"name": "HiGHS", "strategy": "joint", "why_joint": why}
     solver["heuristic_us"] = best.objective if best.plan is not None else None
     floors = job_floors(inst)  # hold with every feature
@@ -1156,6 +1156,12 @@ def _check_budget(inst: Instance, floors: list[float], budget_us: float | None) 
             "which no plan meets"
         )
         raise InfeasibleError([head, *over])
+
+
+def first_plan(inst: Instance, o: SolveOptions) -> Decisions | None:
+    """The first incumbent for any objective: the constructive or greedy plan, chosen with the
+    time objective of ``_time_options`` (``--strategy joint``'s warm start at scale)."""
+    return _greedy_incumbent(inst, _time_options(o))
 
 
 def _time_options(o: SolveOptions) -> SolveOptions:

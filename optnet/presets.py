@@ -7,9 +7,11 @@ field. Each value below cites its public source (docs/hardware.md lists them wit
 preset models and does not). Tags as in ``optnet/constants.py``: [P] primary source read,
 [S] secondary report only, [U] optnet's assumption or derivation.
 
-Rates: NVLink figures are NCCL's effective per-GPU bandwidth, links x the per-link bandwidth of
-NVIDIA/nccl ``src/graph/topo.h`` (SM80_NVLINK_BW 20.0, SM90_NVLINK_BW 20.6, SM100_NVLINK_BW
-40.1 GB/s per link) [P], as ``constants.NVLINK_RATE_GBPS`` does for H100. Local reduction rates
+Rates: NVLink figures are the per-GPU bandwidth NCCL's ring reaches: for Ampere and Hopper,
+links x the per-link bandwidth of NVIDIA/nccl ``src/graph/topo.h`` (SM80_NVLINK_BW 20.0,
+SM90_NVLINK_BW 20.6 GB/s per link) [P], as ``constants.NVLINK_RATE_GBPS`` does for H100, which
+is what their rings measure; for Blackwell the measured 830 GB/s (:data:`BLACKWELL_NVLINK_GBPS`),
+13 % above topo.h's 18 x 40.1. Local reduction rates
 are HBM bandwidth / 3 bytes moved per reduced byte, as ``constants.REDUCE_RATE_GBPS``.
 """
 
@@ -249,6 +251,26 @@ _DGX_NICS = (
 #: NCCL's NVLS efficiency per GPU generation (NVIDIA/nccl src/graph/tuning.cc
 #: ``nvlsEfficiency``: Hopper 0.85, Blackwell 0.74) [P]; A100 has no NVLink SHARP.
 NVLS_HOPPER, NVLS_BLACKWELL = 0.85, 0.74
+#: Blackwell's NVLink 5 as NCCL's ring reaches it, per GPU and direction: 830 GB/s busbw on one
+#: 8 x B200 server (NVIDIA/nccl issue #1807, NCCL 2.27.1, "Ours is 830+", where NCCL's own
+#: topo.h figure, 18 x SM100_NVLINK_BW 40.1 = 721.8 GB/s, is what the user asked about) [P].
+#: Hopper's and Ampere's topo.h figures are what their rings measure (H100 ~370 GB/s,
+#: nccl-tests#212; A100 ~230 of 240, nccl-tests#149); Blackwell's is 13 % under it.
+BLACKWELL_NVLINK_GBPS = 830.0 * GB_S_TO_GBPS
+#: NVLS on Blackwell as NCCL prices it, nvlsEfficiency 0.74 x its topo.h 721.8 GB/s (tuning.cc:
+#: ``bwIntra * nvlsEfficiency``), expressed on the rate above: 0.74 x 721.8 / 830 [P, ratio
+#: optnet's]
+NVLS_BLACKWELL_OF_RING = round(NVLS_BLACKWELL * _nvlink_gbps(18, 40.1) / BLACKWELL_NVLINK_GBPS, 4)
+_BLACKWELL_NVLINK_SOURCE = (
+    "830 GB/s all_reduce busbw (ring) measured on one 8 x B200 server, NVIDIA/nccl issue #1807 "
+    "(NCCL 2.27.1, 'Ours is 830+'), above NCCL's topo.h 18 x SM100_NVLINK_BW 40.1 = 721.8 GB/s "
+    "[P]; line rate 900 GB/s per direction (1.8 TB/s bidirectional)"
+)
+_NVLS_BLACKWELL_SOURCE = (
+    "NVIDIA/nccl src/graph/tuning.cc prices NVLS at nvlsEfficiency 0.74 x its topo.h NVLink "
+    "figure (721.8 GB/s on Blackwell) [P]; on the preset's 830 GB/s that is 0.74 x 721.8 / 830 "
+    "= 0.6435 [U, the ratio]"
+)
 _NVLS_SOURCE = (
     "NVLink SHARP on the third-generation NVSwitch and later; efficiency = NVIDIA/nccl "
     "src/graph/tuning.cc nvlsEfficiency (Hopper 0.85, Blackwell 0.74) [P]"
@@ -261,12 +283,10 @@ _ARCH_SOURCE = (
 )
 
 
-def _dgx(
-    links: int, link_gb_s: float, hbm_gb_s: float, busy_w: float, nvls: float, arch: str
-) -> dict:
+def _dgx(nvlink_gbps: float, hbm_gb_s: float, busy_w: float, nvls: float, arch: str) -> dict:
     return {
         "gpus_per_server": 8,
-        "nvlink_rate_gbps": _nvlink_gbps(links, link_gb_s),
+        "nvlink_rate_gbps": nvlink_gbps,
         "nvlink_sharp_efficiency": nvls,
         "gpu_arch": arch,
         "reduce_rate_gbps": _reduce_gbps(hbm_gb_s),
@@ -282,7 +302,7 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "dgx-h100",
             "NVIDIA DGX H100: 8 H100 SXM5 GPUs on 4 NVSwitch chips, 8 ConnectX-7 400G rails",
-            _dgx(18, 20.6, _H100_HBM_GB_S, 700.0, NVLS_HOPPER, "hopper"),
+            _dgx(_nvlink_gbps(18, 20.6), _H100_HBM_GB_S, 700.0, NVLS_HOPPER, "hopper"),
             {
                 "gpus_per_server": "DGX BasePOD Core Components: 'Eight NVIDIA Hopper GPUs', "
                 "'Four NVIDIA NVSwitch chips' [P]",
@@ -306,7 +326,7 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "dgx-h200",
             "NVIDIA DGX H200: as DGX H100 with H200 GPUs (HBM3e 4.8 TB/s)",
-            _dgx(18, 20.6, _H200_HBM_GB_S, 700.0, NVLS_HOPPER, "hopper"),
+            _dgx(_nvlink_gbps(18, 20.6), _H200_HBM_GB_S, 700.0, NVLS_HOPPER, "hopper"),
             {
                 "gpus_per_server": "DGX BasePOD Core Components: DGX H200 and H100 share the "
                 "platform, '1,128 GB total GPU memory for H200' [P]",
@@ -323,14 +343,14 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "dgx-b200",
             "NVIDIA DGX B200: 8 B200 GPUs, NVLink 5 (1.8 TB/s per GPU), 8 ConnectX-7 400G rails",
-            _dgx(18, 40.1, _B200_HBM_GB_S, 1000.0, NVLS_BLACKWELL, "blackwell"),
+            _dgx(
+                BLACKWELL_NVLINK_GBPS, _B200_HBM_GB_S, 1000.0, NVLS_BLACKWELL_OF_RING, "blackwell"
+            ),
             {
                 "gpus_per_server": "DGX BasePOD Core Components: 'Built with eight NVIDIA "
                 "B200' [P]",
-                "nvlink_rate_gbps": "18 NVLink5 links x SM100_NVLINK_BW 40.1 GB/s (NVIDIA/nccl "
-                "src/graph/topo.h) = 721.8 GB/s effective (line rate 900 GB/s per direction, "
-                "1.8 TB/s bidirectional) [P]",
-                "nvlink_sharp_efficiency": _NVLS_SOURCE,
+                "nvlink_rate_gbps": _BLACKWELL_NVLINK_SOURCE,
+                "nvlink_sharp_efficiency": _NVLS_BLACKWELL_SOURCE,
                 "gpu_arch": _ARCH_SOURCE,
                 "reduce_rate_gbps": "B200 HBM3e 8 TB/s (DGX B200 datasheet: 64 TB/s for 8 GPUs) "
                 "/ 3 [S]",
@@ -347,8 +367,8 @@ PRESETS: dict[str, Preset] = {
             "trays x 4 GPUs, 9 NVLink switch trays), one ConnectX-7 400G NIC per GPU",
             {
                 "gpus_per_server": 72,
-                "nvlink_rate_gbps": _nvlink_gbps(18, 40.1),
-                "nvlink_sharp_efficiency": NVLS_BLACKWELL,
+                "nvlink_rate_gbps": BLACKWELL_NVLINK_GBPS,
+                "nvlink_sharp_efficiency": NVLS_BLACKWELL_OF_RING,
                 "gpu_arch": "blackwell",
                 "reduce_rate_gbps": _reduce_gbps(_B200_HBM_GB_S),
                 "transceivers": {
@@ -363,10 +383,9 @@ PRESETS: dict[str, Preset] = {
                 "Configuration': one rack, 18 1RU compute trays (4 GPUs per compute tray), 9 "
                 "NVL72 NVLink Switch trays (docs.nvidia.com/multi-node-nvlink-systems/"
                 "multi-node-tuning-guide/system.html) [P]; the whole rack is optnet's server",
-                "nvlink_rate_gbps": "18 NVLink5 links x SM100_NVLINK_BW 40.1 GB/s (NVIDIA/nccl "
-                "src/graph/topo.h) [P]; 72 x 1.8 TB/s = 130 TB/s aggregate (GB200 NVL72 "
-                "datasheet) [S]",
-                "nvlink_sharp_efficiency": _NVLS_SOURCE,
+                "nvlink_rate_gbps": f"as dgx-b200 (NVLink 5): {_BLACKWELL_NVLINK_SOURCE}; 72 x "
+                "1.8 TB/s = 130 TB/s aggregate (GB200 NVL72 datasheet) [S]",
+                "nvlink_sharp_efficiency": _NVLS_BLACKWELL_SOURCE,
                 "gpu_arch": _ARCH_SOURCE,
                 "reduce_rate_gbps": "Blackwell HBM3e 8 TB/s per GPU (GB200 NVL72: 576 TB/s for "
                 "72 GPUs) / 3 [S]",

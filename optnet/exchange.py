@@ -28,7 +28,8 @@ An *exchange* for the slowest job ``j`` (docs/model.md §7, step 4):
 * the result is kept when the evaluator's score is ``better`` than the incumbent's; else the
   next exchange is tried from the incumbent.
 
-First improvement; after a kept exchange the slowest job is found again. Deterministic for a
+First improvement; after a kept exchange the slowest job is found again ("slowest" as in
+``local_search``: under ``weighted-sum``, the largest weight x time). Deterministic for a
 given seed; stops at ``until`` or when no exchange is kept. The plan returned is always one
 the evaluator accepted.
 """
@@ -45,7 +46,13 @@ from optnet.construct import Racks, pair_graph, redealt
 from optnet.decisions import Decisions
 from optnet.evaluate import evaluate
 from optnet.instance import Instance
-from optnet.local_search import first_better, improve_circuits, improve_placement, score
+from optnet.local_search import (
+    first_better,
+    heaviest_first,
+    improve_circuits,
+    improve_placement,
+    score,
+)
 from optnet.progress import current
 
 #: Racks ``A`` of the slowest job tried per round, and racks ``B`` per ``A``: a trial costs a
@@ -123,7 +130,8 @@ def improve_exchanges(
     while time.perf_counter() < until and not interrupt.requested():
         ev = evaluate(inst, d, objective, cands, reports=False)
         times = [x["iteration_time_us"] for x in ev.jobs]
-        step = _kept_exchange(inst, d, objective, until, cands, seed, racks, graphs, times, best)
+        j = heaviest_first(inst, ev, objective)[0]
+        step = _kept_exchange(inst, d, objective, until, cands, seed, racks, graphs, times, best, j)
         if step is None:
             break
         d, best = step
@@ -132,10 +140,9 @@ def improve_exchanges(
     return d, kept
 
 
-def _kept_exchange(inst, d, objective, until, cands, seed, racks, graphs, times_us, best):
-    """The first exchange of the slowest job whose descent ``better`` accepts: (plan, score),
-    or None."""
-    j = max(range(len(times_us)), key=lambda x: times_us[x])
+def _kept_exchange(inst, d, objective, until, cands, seed, racks, graphs, times_us, best, j):
+    """The first exchange of job ``j`` (the slowest, ``local_search.heaviest_first``) whose
+    descent ``better`` accepts: (plan, score), or None."""
 
     def descend(trial: Decisions) -> Decisions:
         trial, _ = improve_circuits(inst, trial, objective, until, cands)

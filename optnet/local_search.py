@@ -27,6 +27,10 @@ collective's algorithm options fixed (docs/model.md §7, "circuit moves"):
   slowest job's load (bytes per lightpath summed over its pairs, ``load``: a ring is as slow as its
   slowest pair, and speeding it up can take two moves, the first changing no job's time).
 
+"Slowest" here and below is by :func:`contributions`, what a job puts into the objective: its
+iteration time under ``max-iteration``, its weight x iteration time under ``weighted-sum``
+(the moves serve both; the evaluator's objective decides).
+
 First improvement, deterministic (pairs, OCSes in index order), until no move improves or
 ``until`` (``time.perf_counter`` seconds) passes; the plan returned is always one the evaluator
 accepted. On the first plan the moves must pay as they go (``paying_circuits``, ``_paying``).
@@ -64,21 +68,40 @@ Score = tuple[float, tuple[float, ...], float]
 TOLERANCE = 1e-9
 
 
+def contributions(inst: Instance, ev, objective: str) -> list[float]:
+    """What each job puts into the objective, µs: its iteration time (``max-iteration``), its
+    weight x iteration time (``weighted-sum``)."""
+    weighted = objective == "weighted-sum"
+    return [
+        (job.weight if weighted else 1.0) * x["iteration_time_us"]
+        for job, x in zip(inst.jobs, ev.jobs, strict=True)
+    ]
+
+
+def heaviest_first(inst: Instance, ev, objective: str) -> list[int]:
+    """The jobs by :func:`contributions`, most first (ties by index): the slowest first for
+    ``max-iteration``, the largest weighted time first for ``weighted-sum``. The moves work on
+    the first of them."""
+    c = contributions(inst, ev, objective)
+    return sorted(range(len(c)), key=lambda j: (-c[j], j))
+
+
 def score(inst: Instance, d: Decisions, objective: str, cands) -> Score | None:
-    """The evaluator's objective, then every job's iteration time from the slowest down, then
-    the plan's *load*: the sum over server pairs of bytes per iteration per lightpath of the
-    chosen algorithms (:func:`load`); None for an infeasible plan."""
+    """The evaluator's objective, then every job's :func:`contributions` from the largest
+    down, then the plan's *load*: the sum over the heaviest jobs' server pairs of bytes per
+    iteration per lightpath of the chosen algorithms (:func:`load`); None for an infeasible
+    plan."""
     ev = evaluate(inst, d, objective, cands, reports=False)
     if not ev.feasible or ev.objective_us is None:
         return None
-    per_job = [j["iteration_time_us"] for j in ev.jobs]
+    per_job = contributions(inst, ev, objective)
     top = max(per_job)
-    slowest = [j for j, t in enumerate(per_job) if t >= top * (1 - TOLERANCE)]
-    return ev.objective_us, tuple(sorted(per_job, reverse=True)), load(cands, d, slowest)
+    heaviest = [j for j, t in enumerate(per_job) if t >= top * (1 - TOLERANCE)]
+    return ev.objective_us, tuple(sorted(per_job, reverse=True)), load(cands, d, heaviest)
 
 
 def load(cands, d: Decisions, jobs: list[int]) -> float:
-    """Sum over the server pairs of ``jobs`` (the slowest) of bytes per iteration over
+    """Sum over the server pairs of ``jobs`` (the heaviest) of bytes per iteration over
     lightpaths (at least one): it falls with every lightpath a loaded pair gains, so a move
     that leaves every job's time as it was but lowers it has made room for the slowest job (a
     ring is as slow as its slowest pair: speeding it up may take two moves, the first of which
@@ -326,7 +349,7 @@ def _improving_move(
     """The first move (slowest job first, its bottleneck pairs in order) that ``better``
     accepts, or None."""
     ev = evaluate(inst, d, objective, cands, reports=False)
-    order = sorted(range(len(inst.jobs)), key=lambda j: -ev.jobs[j]["iteration_time_us"])
+    order = heaviest_first(inst, ev, objective)
     per_job = _job_weights(cands, d, order[:2])
     weight = pair_weights(cands, d.placement, _chosen(cands, d, range(len(cands))))
     lay = loaded(inst, d.lightpaths)
@@ -459,7 +482,7 @@ def _improving_placement(
     """The first placement move (``placement_moves``) that ``better`` accepts, or None;
     ``per_round``: (slowest jobs, slots of each) tried."""
     ev = evaluate(inst, d, objective, cands, reports=False)
-    order = sorted(range(len(inst.jobs)), key=lambda j: -ev.jobs[j]["iteration_time_us"])
+    order = heaviest_first(inst, ev, objective)
     jobs, n = per_round
     moves = (m for j in order[:jobs] for m in placement_moves(inst, cands, d, j, rng, n))
     return first_better(inst, d, objective, cands, best, until, moves)

@@ -57,6 +57,7 @@ from optnet.heuristic import (
 from optnet.infeasibility import proven_infeasible
 from optnet.instance import Instance, Server
 from optnet.local_search import (
+    heaviest_first,
     improve_circuits,
     improve_placement,
     paying_circuits,
@@ -235,9 +236,7 @@ def relaxation_bound(
     rep = current()
 
     def proven() -> float:
-        if o.objective == "weighted-sum":
-            return sum(j.weight * b for j, b in zip(inst.jobs, per_job))
-        return max(per_job)
+        return combined_bound(inst, o.objective, per_job)
 
     def report(done: int, total: int) -> None:  # every per_job entry is proven at all times
         rep.offer(inst, bound=proven())
@@ -263,6 +262,14 @@ def relaxation_bound(
         inst, o, order, per_job, None, relaxed_cluster, t0, o.time_limit_s, on_job=report
     )
     return proven(), per_job
+
+
+def combined_bound(inst: Instance, objective: str, per_job: list[float]) -> float:
+    """The bound on the objective from bounds on each job's iteration time: the weighted sum
+    under ``weighted-sum``, else the largest (``max-iteration``)."""
+    if objective == "weighted-sum":
+        return sum(j.weight * b for j, b in zip(inst.jobs, per_job, strict=True))
+    return max(per_job)
 
 
 def _open_relaxations(
@@ -968,10 +975,14 @@ def _improve_critical(
     objective: float,
     until: float,
     lb: float,
+    per_job: list[float],
 ) -> tuple[float, Decisions, int]:
-    """Large-neighbourhood search on the slowest job and the jobs and racks it shares
-    resources with (its block of the current plan, ``plan_blocks``): re-solve their joint MILP
-    with the time left, warm-started from the current plan; repeat while it helps."""
+    """Large-neighbourhood search on the slowest job (``local_search.heaviest_first``: under
+    ``weighted-sum`` the largest weight x time) and the jobs and racks it shares resources with
+    (its block of the current plan, ``plan_blocks``): re-solve their joint MILP with the time
+    left, warm-started from the current plan; repeat while it helps. A block's MILP stops once
+    it reaches what its jobs' bounds allow: ``lb`` under ``max-iteration``, the weighted sum of
+    its jobs' ``per_job`` under ``weighted-sum``."""
     rounds = 0
     tried: set[tuple[int, ...]] = set()
     while (
@@ -980,7 +991,7 @@ def _improve_critical(
         and not interrupt.requested()
     ):
         ev = evaluate(inst, d, o.objective)
-        crit = max(range(len(inst.jobs)), key=lambda j: ev.jobs[j]["iteration_time_us"])
+        crit = heaviest_first(inst, ev, o.objective)[0]
         racks, jobs, _fixed = next(b for b in plan_blocks(inst, d) if crit in b[1])
         if tuple(racks) in tried:
             break
@@ -989,6 +1000,9 @@ def _improve_critical(
         if model_size_estimate(sub) > MAX_BLOCK_VARIABLES:
             break  # the critical block is too large for the exact model
         local = _restrict(d, inst, racks, jobs)
+        floor = lb
+        if o.objective == "weighted-sum":
+            floor = combined_bound(sub, o.objective, [per_job[j] for j in jobs])
         res = _try(
             sub,
             replace(
@@ -996,7 +1010,7 @@ def _improve_critical(
                 time_limit_s=until - time.perf_counter(),
                 previous=None,
                 polish=False,
-                stop_at_us=lb * (1 + o.mip_gap),
+                stop_at_us=floor * (1 + o.mip_gap),
             ),
             warm_start=local,
         )
@@ -1015,19 +1029,27 @@ def _improve_critical(
 def _tighten_critical_bound(
     inst: Instance, o: SolveOptions, d: Decisions, per_job: list[float], until: float
 ) -> float:
-    """With the time left, the slowest job's merged relaxation (``merged_cluster``) again, all
-    of it for that one job: its bound is the one that can close the gap. Returns the new bound
-    (``max`` of ``per_job``, raised in place)."""
+    """With the time left, one job's merged relaxation (``merged_cluster``) again, all of it
+    for that job: the slowest under ``max-iteration`` (its bound is the one that can close the
+    gap), under ``weighted-sum`` the job of the largest weighted distance between its time and
+    its bound. Returns the new bound (``combined_bound`` of ``per_job``, raised in place)."""
     left = until - time.perf_counter()
     if left > 1.0 and not interrupt.requested():
         ev = evaluate(inst, d, o.objective)
-        crit = max(range(len(inst.jobs)), key=lambda j: ev.jobs[j]["iteration_time_us"])
-        if per_job[crit] < ev.jobs[crit]["iteration_time_us"] * (1 - o.mip_gap):
+        times = [x["iteration_time_us"] for x in ev.jobs]
+        if o.objective == "weighted-sum":
+            crit = max(
+                range(len(inst.jobs)),
+                key=lambda j: (inst.jobs[j].weight * (times[j] - per_job[j]), -j),
+            )
+        else:
+            crit = heaviest_first(inst, ev, o.objective)[0]
+        if per_job[crit] < times[crit] * (1 - o.mip_gap):
             fast = replace(o, objective="weighted-sum")  # no stop_at: we want its bound
             _relaxation_pass(
                 inst, fast, [crit], per_job, None, merged_cluster, time.perf_counter(), left
             )
-    return max(per_job)
+    return combined_bound(inst, o.objective, per_job)
 
 
 def _splice(
@@ -1327,7 +1349,7 @@ def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None)
     rep.offer(inst, incumbent=first_us)  # _greedy_incumbent keeps only feasible plans
     moves = placed = 0
     cands = None if small else all_candidates(inst)  # what every move scores plans with
-    if first is not None and o.objective == "max-iteration" and not small:
+    if first is not None and o.objective in TIME_OBJECTIVES and not small:
         first, moves = paying_circuits(
             inst, first, o.objective, t0 + TIME_PLAN.first_moves * deadline, cands
         )
@@ -1391,7 +1413,7 @@ def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None)
         if ev0.objective_us < objective - 1e-9:
             objective, decisions = ev0.objective_us, first
     rep.offer(inst, incumbent=objective, bound=lb)
-    if o.objective == "max-iteration" and not small:
+    if o.objective in TIME_OBJECTIVES and not small:
         if top:
             rep.phase("improve")
         improve_until = t0 + TIME_PLAN.improve_until * deadline
@@ -1419,7 +1441,7 @@ def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None)
             objective = evaluate(inst, decisions, o.objective).objective_us
             rep.offer(inst, incumbent=objective)
         objective, decisions, rounds = _improve_critical(
-            inst, o, decisions, objective, improve_until, lb
+            inst, o, decisions, objective, improve_until, lb, per_job
         )
         if relative_gap(objective, lb) > o.mip_gap:  # the search stopped early: exchange on
             t_again = time.perf_counter()

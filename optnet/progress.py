@@ -289,6 +289,16 @@ class Reporter:
         elif self.numbers and inst is not None and inst is self.same_plans:
             self.update(incumbent, None)
 
+    def retract(self, inst: Any, bound: float, why: str) -> None:
+        """A bound shown before that a plan has refuted (``scale.refuted_bounds``): the bound
+        falls to ``bound``, on a line of its own saying ``why``; the only way it falls."""
+        if not self.is_target(inst):
+            return
+        with self._lock:
+            if self.bound is not None and bound < self.bound:
+                self.bound, self.detail = bound, why
+                self._show(force=True)
+
     def update(self, incumbent: float | None = None, bound: float | None = None) -> None:
         """Global numbers: the objective of a complete plan the command can return, and a
         proven lower bound on the whole instance. Enforced monotone here."""

@@ -272,6 +272,24 @@ def combined_bound(inst: Instance, objective: str, per_job: list[float]) -> floa
     return max(per_job)
 
 
+def refuted_bounds(inst: Instance, per_job: list[float], ev) -> list[int]:
+    """The jobs whose bound in ``per_job`` the evaluated feasible plan ``ev`` refutes: the job
+    runs faster there than its "lower bound". A job's bound holds for every feasible plan
+    (docs/model.md §7 step 2), so such a bound is not one: HiGHS answered that relaxation
+    wrongly (field-16-moderate seed 30 with hybrid pairs: a relaxation "optimal" at 1,468,008
+    us, one job of a plan at 1,433,220; presolve off, or a warm start, gives 1,433,220). Each
+    refuted bound falls back in place to the job's closed-form floor (``job_floors``, no
+    solver in it)."""
+    floors: list[float] | None = None
+    bad = []
+    for j, x in enumerate(ev.jobs):
+        if per_job[j] > x["iteration_time_us"] * (1 + 1e-9) + 1e-6:
+            floors = floors or job_floors(inst)
+            per_job[j] = floors[j]
+            bad.append(j)
+    return bad
+
+
 def _open_relaxations(
     o: SolveOptions, per_job: list[float], upper: list[float], floors: list[float]
 ) -> list[int]:
@@ -1407,9 +1425,26 @@ def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None)
         raise RuntimeError("decomposed plan is infeasible: " + "; ".join(ev.violations))
     if t_first is None:  # no constructive plan: the first incumbent is the decomposition's
         t_first = time.perf_counter() - t0
+    refuted: list[int] = []
+
+    def recheck(plan_ev) -> float:
+        """``lb`` again once ``plan_ev`` refutes some job's bound (``refuted_bounds``)."""
+        nonlocal rack_lb
+        bad = refuted_bounds(inst, per_job, plan_ev)
+        if not bad:
+            return lb
+        refuted.extend(j for j in bad if j not in refuted)
+        rack_lb = rack_aware_bound(inst, per_job, cross, o.objective)
+        new = max(combined_bound(inst, o.objective, per_job), rack_lb)
+        names = ", ".join(inst.jobs[j].name for j in bad)
+        rep.retract(inst, new, f"bound retracted: a plan refutes the relaxation of {names}")
+        return new
+
+    lb = recheck(ev)
     objective, decisions, bound = ev.objective_us, d, lb
     if first is not None:
         ev0 = evaluate(inst, first, o.objective)
+        lb = bound = recheck(ev0)
         if ev0.objective_us < objective - 1e-9:
             objective, decisions = ev0.objective_us, first
     rep.offer(inst, incumbent=objective, bound=lb)
@@ -1461,8 +1496,8 @@ def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None)
             inst, o, decisions, per_job, t0 + TIME_PLAN.tighten_until * deadline
         )
         rack_lb = max(rack_lb, rack_aware_bound(inst, per_job, cross, o.objective))
-        lb = max(lb, tightened, rack_lb)  # never lowered
-        bound = lb
+        lb = max(lb, tightened, rack_lb)  # never lowered, but by a refutation
+        lb = bound = recheck(evaluate(inst, decisions, o.objective))
         rep.offer(inst, bound=lb)
     status = "optimal" if relative_gap(objective, lb) <= o.mip_gap else _stopped()
     timings = {
@@ -1483,6 +1518,7 @@ def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None)
         "circuit_moves": moves,
         "placement_moves": placed,
         "rack_exchanges": info.get("exchanges", 0),
+        "refuted_bounds": [inst.jobs[j].name for j in refuted],
     }
     size: dict = {}
     left = deadline - (time.perf_counter() - t0)
@@ -1497,10 +1533,15 @@ def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None)
         solver["exact"] = {"status": res.status, "bound_us": res.bound}
         if res.objective is not None and res.objective < objective - 1e-9:
             objective, decisions = res.objective, res.decisions
-        if res.bound is not None:
-            bound = max(bound, res.bound)
-        if res.status == "optimal":
-            bound = max(bound, min(objective, res.bound if res.bound is not None else objective))
+            lb = bound = min(bound, recheck(evaluate(inst, decisions, o.objective)))
+        exact_bound = res.bound
+        if exact_bound is not None and exact_bound > objective * (1 + 1e-9) + 1e-6:
+            solver["exact"]["refuted"] = True  # HiGHS's bound above a plan: not a bound
+            exact_bound = None
+        if exact_bound is not None:
+            bound = max(bound, exact_bound)
+        if res.status == "optimal" and exact_bound is not None:
+            bound = max(bound, min(objective, exact_bound))
         status = "optimal" if relative_gap(objective, bound) <= o.mip_gap else _stopped()
     gap = relative_gap(objective, bound)
     timings["total_s"] = time.perf_counter() - t0

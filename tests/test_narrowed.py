@@ -112,3 +112,46 @@ def test_the_progress_never_shows_a_plan_it_does_not_return_inside_delegation():
         shown = rep.incumbent
     assert evaluate(inst, res.decisions, "max-iteration").feasible
     assert shown == pytest.approx(res.objective, rel=1e-9)
+
+
+def test_a_bound_a_plan_refutes_falls_to_the_floor():
+    """``scale.refuted_bounds``: a job's bound above its time in a feasible plan is not a bound;
+    it falls to the job's closed-form floor, the others stay."""
+    from optnet.scale import job_floors, refuted_bounds
+
+    inst = _hybrid(16, "moderate", 30)
+    res = solve_auto(inst, SolveOptions(time_limit_s=10, quiet=True))
+    ev = evaluate(inst, res.decisions)
+    times = [x["iteration_time_us"] for x in ev.jobs]
+    floors = job_floors(inst)
+    per_job = [0.99 * t for t in times]
+    per_job[1] = 1.02 * times[1]  # a "bound" the plan refutes
+    assert refuted_bounds(inst, per_job, ev) == [1]
+    assert per_job[1] == floors[1] <= times[1]
+    assert per_job[0] == 0.99 * times[0]
+
+
+def test_weighted_sum_bound_never_above_the_plan_with_hybrid_pairs():
+    """field-16-moderate seed 30 with hybrid pairs under ``weighted-sum``: HiGHS answered one
+    job's per-OCS relaxation (wavelengths and ports relaxed) "optimal" at 1,468,008 us where
+    a plan runs that job at 1,433,220 us (with presolve off, or warm-started, it finds
+    1,433,220), and ``auto`` printed a bound of 3,388,612.7 us above its plan's 3,353,824.69
+    us, status optimal. A bound a plan refutes is now dropped (``scale.refuted_bounds``)."""
+    inst = _hybrid(16, "moderate", 30)
+    res = solve_auto(inst, SolveOptions(time_limit_s=10, objective="weighted-sum", quiet=True))
+    assert res.objective == pytest.approx(
+        evaluate(inst, res.decisions, "weighted-sum").objective_us, rel=1e-9
+    )
+    assert res.bound is not None and res.bound <= res.objective * (1 + 1e-9)
+
+
+def test_a_retracted_bound_is_shown_falling():
+    """``Reporter.retract`` is the one way the progress bound falls, on a line saying why."""
+    inst = _hybrid(16, "moderate", 30)
+    rep = Reporter(quiet=True, numbers=True)
+    rep.target = inst
+    rep.update(incumbent=100.0, bound=90.0)
+    rep.retract(inst, 80.0, "bound retracted: a plan refutes the relaxation of x")
+    assert rep.bound == 80.0 and "retracted" in (rep.detail or "")
+    rep.retract(inst, 85.0, "higher: not a retraction")
+    assert rep.bound == 80.0

@@ -1321,10 +1321,11 @@ def solve_narrowed(inst: Instance, o: SolveOptions, narrow: Instance) -> SolveRe
     is the instance's own."""
     t0 = time.perf_counter()
     rep = current()
+    used = capabilities.features(inst)
+    without = [str(f) for f in capabilities.NARROWED if f in used]
     top = rep.is_target(inst)  # else (inside solve_delegated) narrow's plans need not be the
     if top:  # target's at the same cost: tenants' guarantees, say, are checked there
-        used = capabilities.features(inst)
-        rep.phase("auto without " + ", ".join(f for f in capabilities.NARROWED if f in used))
+        rep.phase("auto without " + ", ".join(without))
     rep.same_plans, before = (narrow if top else None), rep.same_plans
     budget = replace(o, time_limit_s=max(1.0, TIME_PLAN.narrowed * o.time_limit_s))
     try:
@@ -1338,7 +1339,7 @@ def solve_narrowed(inst: Instance, o: SolveOptions, narrow: Instance) -> SolveRe
     res = _solve_auto(inst, left, start=first.decisions)
     res.timings["total_s"] = time.perf_counter() - t0
     res.solver["narrowed"] = {
-        "without": [str(f) for f in capabilities.NARROWED if f in capabilities.features(inst)],
+        "without": without,
         "objective_us": first.objective,
         "status": first.status,
         "seconds": spent,

@@ -23,12 +23,21 @@ Jobs are placed one at a time and each job's lightpaths are laid before the next
    collective cannot connect, the job's lightpaths are rolled back and the next candidate tried.
 
 Then the spare transceivers go where they cut the most bytes (``heuristic.fill``), and every
-collective takes its fastest option on the links built. ``None`` when some job has no candidate
-that connects; the caller checks the plan with the evaluator.
+collective takes its fastest option on the links built.
+
+When some job has no candidate that connects, the jobs with traffic are placed again smallest
+first; then, as a last resort, *dealt along rack orders* (``_dealt_in_rack_order``): the racks
+that loop back in one order after another, the jobs given consecutive servers along it (the
+racks that cannot loop back last, each job's slots there an independent set), until one
+placement connects, within ``DEAL_ORDERS`` orders and ``DEAL_S`` seconds. ``None`` when none
+does; the caller checks the plan with the evaluator.
 """
 
 from __future__ import annotations
 
+import itertools
+import random
+import time
 from collections import defaultdict
 from collections.abc import Iterator
 
@@ -310,17 +319,142 @@ def constructive_plan(
     priority: list[float] | None = None,
     cands: tuple[JobCandidates, ...] | None = None,
 ) -> Decisions | None:
-    """The first complete plan (module docstring), or None."""
+    """The first complete plan (module docstring), or None. The jobs with traffic are placed
+    largest first; if one of them then finds no racks it connects on, smallest first (a small
+    job that fits one rack exactly may be what a large one must leave free: field-64-moderate
+    seed 30, docs/model.md §7 step 1)."""
     cands = cands if cands is not None else all_candidates(inst)
     priority = priority or [j.compute_time_us for j in inst.jobs]
+    neighbours = [pair_graph(jc) for jc in cands]
+    busy = [j for j in range(len(cands)) if neighbours[j]]
+    largest = sorted(busy, key=lambda j: (-inst.jobs[j].slots, -priority[j], j))
+    smallest = sorted(busy, key=lambda j: (inst.jobs[j].slots, -priority[j], j))
+    orders = [largest, smallest] if smallest != largest else [largest]
+    for order in orders:
+        d = _placed_in_order(inst, cands, neighbours, order)
+        if d is not None:
+            return d
+    return _dealt_in_rack_order(inst, cands, neighbours, orders)
+
+
+#: The last resort of ``constructive_plan`` tries at most this many rack orders, and stops
+#: after this many seconds: a first plan is due in seconds (issue 20: at most 10 s)
+DEAL_ORDERS = 240
+DEAL_S = 4.0
+
+
+def _rack_orders(racks: list[int], free: dict[int, list[int]]) -> Iterator[tuple[int, ...]]:
+    """Orders of ``racks``: every permutation, fullest rack first, when there are at most six
+    (720); else the fullest first, the emptiest first, index order, then shuffles of a
+    ``random.Random`` seeded 0 (deterministic)."""
+    by_free = sorted(racks, key=lambda r: (-len(free[r]), r))
+    if len(racks) <= 6:
+        yield from itertools.permutations(by_free)
+        return
+    yield tuple(by_free)
+    yield tuple(reversed(by_free))
+    yield tuple(sorted(racks))
+    rng = random.Random(0)
+    order = list(by_free)
+    while True:
+        rng.shuffle(order)
+        yield tuple(order)
+
+
+def _dealt_in_rack_order(
+    inst: Instance,
+    cands: tuple[JobCandidates, ...],
+    neighbours: list[dict[int, set[int]]],
+    job_orders: list[list[int]],
+) -> Decisions | None:
+    """The last resort of ``constructive_plan`` (module docstring): for each order of the racks
+    that loop back (``_rack_orders``) and each order of the jobs with traffic, the jobs take
+    consecutive free servers along the racks (the racks that cannot loop back after them,
+    where a job's slots are dealt as an independent set, ``redealt``), the traffic-free jobs
+    what is left (those racks first); the first placement whose lightpaths connect
+    (``connect_jobs``), or None after ``DEAL_ORDERS`` orders or ``DEAL_S`` seconds."""
+    racks = Racks(inst)
+    free = racks.free
+    looping = [r for r in free if free[r] and racks.loops(r)]
+    remote = [r for r in free if free[r] and not racks.loops(r)]
+    tail = [s for r in remote for s in free[r]]
+    quiet = [j for j in range(len(cands)) if not neighbours[j]]
+    until = time.perf_counter() + DEAL_S
+    for rack_order in itertools.islice(_rack_orders(looping, free), DEAL_ORDERS):
+        pool = [s for r in rack_order for s in free[r]] + tail
+        for busy in job_orders:
+            placement = _dealt(inst, racks, neighbours, pool, busy, quiet)
+            out = connect_jobs(inst, cands, placement, jobs=busy) if placement else None
+            if out is not None:
+                return _completed(inst, cands, out[0], placement, out[1])
+            if time.perf_counter() >= until:
+                return None
+    return None
+
+
+def _dealt(
+    inst: Instance,
+    racks: Racks,
+    neighbours: list[dict[int, set[int]]],
+    pool: list[int],
+    busy: list[int],
+    quiet: list[int],
+) -> dict[int, tuple[int, ...]] | None:
+    """``busy`` given consecutive servers of ``pool`` in turn, a job reaching racks that cannot
+    loop back dealt afresh over its servers (``redealt``); ``quiet`` the rest, those racks
+    first. None when the servers do not suffice or a deal has no independent set."""
+    placement: dict[int, tuple[int, ...]] = {}
+    i = 0
+    for j in busy:
+        n = inst.jobs[j].slots
+        servers = pool[i : i + n]
+        i += n
+        if len(servers) < n:
+            return None
+        if any(not racks.loops(inst.servers[s].rack) for s in servers):
+            dealt = redealt(racks, servers, neighbours[j])
+            if dealt is None:
+                return None
+            servers = dealt
+        placement[j] = tuple(servers)
+    rest = sorted(pool[i:], key=lambda s: racks.loops(inst.servers[s].rack))
+    for j in quiet:
+        n = inst.jobs[j].slots
+        if len(rest) < n:
+            return None
+        placement[j], rest = tuple(rest[:n]), rest[n:]
+    return placement
+
+
+def _completed(
+    inst: Instance,
+    cands: tuple[JobCandidates, ...],
+    lay: Layout,
+    placement: dict,
+    chosen: dict[int, dict[int, Option]],
+) -> Decisions:
+    """Step 5 of the module docstring: the spare transceivers filled, every collective on its
+    fastest option (traffic-free jobs on their options with the fewest pairs)."""
+    for j in placement:
+        chosen.setdefault(j, {ci: o for ci, o in enumerate(_fewest_pairs(cands[j]))})
+    fill(lay, pair_weights(cands, placement, chosen))
+    algorithms = {(j, ci): o.algorithm for j, opts in chosen.items() for ci, o in opts.items()}
+    d = lay.decisions(placement, algorithms)
+    d.algorithms = fastest_algorithms(inst, cands, d)
+    return d
+
+
+def _placed_in_order(
+    inst: Instance,
+    cands: tuple[JobCandidates, ...],
+    neighbours: list[dict[int, set[int]]],
+    busy: list[int],
+) -> Decisions | None:
+    """Steps 1-5 of the module docstring with the jobs with traffic placed in the order
+    ``busy``; None when one of them connects on none of its candidate racks."""
     racks = Racks(inst)
     lay = Layout(inst)
-    neighbours = [pair_graph(jc) for jc in cands]
     quiet = [j for j in range(len(cands)) if not neighbours[j]]
-    busy = sorted(
-        (j for j in range(len(cands)) if neighbours[j]),
-        key=lambda j: (-inst.jobs[j].slots, -priority[j], j),
-    )
     placement: dict[int, list[int]] = {}
     chosen: dict[int, dict[int, Option]] = {}
     remote = sum(len(racks.free[r]) for r in racks.free if not racks.loops(r))
@@ -345,13 +479,7 @@ def constructive_plan(
             lay.rollback(mark)
         else:
             return None
-    for j in placement:
-        chosen.setdefault(j, {ci: o for ci, o in enumerate(_fewest_pairs(cands[j]))})
-    fill(lay, pair_weights(cands, placement, chosen))
-    algorithms = {(j, ci): o.algorithm for j, opts in chosen.items() for ci, o in opts.items()}
-    d = lay.decisions(placement, algorithms)
-    d.algorithms = fastest_algorithms(inst, cands, d)
-    return d
+    return _completed(inst, cands, lay, placement, chosen)
 
 
 def connect_jobs(

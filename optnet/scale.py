@@ -290,6 +290,14 @@ def refuted_bounds(inst: Instance, per_job: list[float], ev) -> list[int]:
     return bad
 
 
+def unrefuted(bound: float | None, objective: float) -> float | None:
+    """``bound``, or None when it lies above a plan's ``objective``: then it is not a bound
+    (HiGHS answered that model wrongly, as in ``refuted_bounds``)."""
+    if bound is not None and bound > objective * (1 + 1e-9) + 1e-6:
+        return None
+    return bound
+
+
 def _open_relaxations(
     o: SolveOptions, per_job: list[float], upper: list[float], floors: list[float]
 ) -> list[int]:
@@ -1160,7 +1168,10 @@ def solve_delegated(inst: Instance, o: SolveOptions, why: str) -> SolveResult:
             return res  # proven by the joint model: the pipeline explains it
         solver["exact"] = {"status": res.status, "bound_us": res.bound}
         best.offer(res.decisions)
-        bound = max(bound, res.bound or 0.0)
+        exact_bound = unrefuted(res.bound, best.objective) if best.plan is not None else None
+        if exact_bound is None and res.bound is not None and best.plan is not None:
+            solver["exact"]["refuted"] = True
+        bound = max(bound, exact_bound or 0.0)
     else:  # the plan is the one above
         solver.update(strategy="auto", joint_model="not built: too large for the time left")
     if best.plan is None:
@@ -1168,7 +1179,7 @@ def solve_delegated(inst: Instance, o: SolveOptions, why: str) -> SolveResult:
             "no plan found: the constructive plan and auto without "
             f"{why} found none, and the joint model was too large to build"
         )
-    if res.status == "optimal":
+    if res.status == "optimal" and not solver.get("exact", {}).get("refuted"):
         bound = max(bound, min(best.objective, res.bound or best.objective))
     gap = relative_gap(best.objective, bound)
     rep.offer(inst, incumbent=best.objective, bound=bound)
@@ -1535,10 +1546,9 @@ def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None)
         if res.objective is not None and res.objective < objective - 1e-9:
             objective, decisions = res.objective, res.decisions
             lb = bound = min(bound, recheck(evaluate(inst, decisions, o.objective)))
-        exact_bound = res.bound
-        if exact_bound is not None and exact_bound > objective * (1 + 1e-9) + 1e-6:
+        exact_bound = unrefuted(res.bound, objective)
+        if exact_bound is None and res.bound is not None:
             solver["exact"]["refuted"] = True  # HiGHS's bound above a plan: not a bound
-            exact_bound = None
         if exact_bound is not None:
             bound = max(bound, exact_bound)
         if res.status == "optimal" and exact_bound is not None:

@@ -318,11 +318,13 @@ def constructive_plan(
     inst: Instance,
     priority: list[float] | None = None,
     cands: tuple[JobCandidates, ...] | None = None,
+    deal_s: float | None = None,
 ) -> Decisions | None:
     """The first complete plan (module docstring), or None. The jobs with traffic are placed
     largest first; if one of them then finds no racks it connects on, smallest first (a small
     job that fits one rack exactly may be what a large one must leave free: field-64-moderate
-    seed 30, docs/model.md §7 step 1)."""
+    seed 30, docs/model.md §7 step 1). ``deal_s``: the last resort's seconds (default and
+    at most ``DEAL_S``)."""
     cands = cands if cands is not None else all_candidates(inst)
     priority = priority or [j.compute_time_us for j in inst.jobs]
     neighbours = [pair_graph(jc) for jc in cands]
@@ -334,27 +336,30 @@ def constructive_plan(
         d = _placed_in_order(inst, cands, neighbours, order)
         if d is not None:
             return d
-    return _dealt_in_rack_order(inst, cands, neighbours, orders)
+    budget = DEAL_S if deal_s is None else min(DEAL_S, deal_s)
+    return _dealt_in_rack_order(inst, cands, neighbours, orders, budget)
 
 
 #: The last resort of ``constructive_plan`` tries at most this many rack orders, and stops
 #: after this many seconds: a first plan is due in seconds (issue 20: at most 10 s)
 DEAL_ORDERS = 240
-DEAL_S = 4.0
+DEAL_S = 5.0
 
 
 def _rack_orders(racks: list[int], free: dict[int, list[int]]) -> Iterator[tuple[int, ...]]:
-    """Orders of ``racks``: every permutation, fullest rack first, when there are at most six
-    (720); else the fullest first, the emptiest first, index order, then shuffles of a
-    ``random.Random`` seeded 0 (deterministic)."""
+    """Orders of ``racks``: the fullest first, the emptiest first, index order; then, with at
+    most six racks, every other permutation (720 at most), else endless shuffles, both in the
+    order of a ``random.Random`` seeded 0 (deterministic; lexicographic order would try 120
+    orders with the same first rack before another)."""
     by_free = sorted(racks, key=lambda r: (-len(free[r]), r))
-    if len(racks) <= 6:
-        yield from itertools.permutations(by_free)
-        return
-    yield tuple(by_free)
-    yield tuple(reversed(by_free))
-    yield tuple(sorted(racks))
+    first = list(dict.fromkeys([tuple(by_free), tuple(reversed(by_free)), tuple(sorted(racks))]))
+    yield from first
     rng = random.Random(0)
+    if len(racks) <= 6:
+        rest = [p for p in itertools.permutations(by_free) if p not in first]
+        rng.shuffle(rest)
+        yield from rest
+        return
     order = list(by_free)
     while True:
         rng.shuffle(order)
@@ -366,20 +371,21 @@ def _dealt_in_rack_order(
     cands: tuple[JobCandidates, ...],
     neighbours: list[dict[int, set[int]]],
     job_orders: list[list[int]],
+    seconds: float,
 ) -> Decisions | None:
     """The last resort of ``constructive_plan`` (module docstring): for each order of the racks
     that loop back (``_rack_orders``) and each order of the jobs with traffic, the jobs take
     consecutive free servers along the racks (the racks that cannot loop back after them,
     where a job's slots are dealt as an independent set, ``redealt``), the traffic-free jobs
     what is left (those racks first); the first placement whose lightpaths connect
-    (``connect_jobs``), or None after ``DEAL_ORDERS`` orders or ``DEAL_S`` seconds."""
+    (``connect_jobs``), or None after ``DEAL_ORDERS`` orders or ``seconds``."""
     racks = Racks(inst)
     free = racks.free
     looping = [r for r in free if free[r] and racks.loops(r)]
     remote = [r for r in free if free[r] and not racks.loops(r)]
     tail = [s for r in remote for s in free[r]]
     quiet = [j for j in range(len(cands)) if not neighbours[j]]
-    until = time.perf_counter() + DEAL_S
+    until = time.perf_counter() + seconds
     for rack_order in itertools.islice(_rack_orders(looping, free), DEAL_ORDERS):
         pool = [s for r in rack_order for s in free[r]] + tail
         for busy in job_orders:

@@ -86,6 +86,11 @@ class TimePlan:
     choices of optnet's, not measurements: each says what its stage gets, and the stages end
     in the order listed."""
 
+    first_deal: float = 0.1
+    """The constructive plan's last resort (``construct.constructive_plan``: jobs dealt along
+    rack orders, when its greedy order connects nothing) gets at most this share of L, and at
+    most ``construct.DEAL_S`` seconds, each time the first plan is sought (twice in
+    ``solve_auto``): where no plan exists it must not take the search's time."""
     relaxations: float = 0.85
     """The per-job relaxation bound stops by this share of its own budget (``relaxation_bound``)."""
     first_relaxation: float = 0.25
@@ -961,7 +966,8 @@ def _greedy_incumbent(
         for (jl, m), rl in fx.items():
             fixed[(jobs[jl], m)] = racks[rl]
     best: tuple[float, Decisions | None] = (math.inf, None)
-    for d in (constructive_plan(inst, priority), greedy_plan(inst, fixed), also):
+    deal_s = TIME_PLAN.first_deal * o.time_limit_s
+    for d in (constructive_plan(inst, priority, deal_s=deal_s), greedy_plan(inst, fixed), also):
         ev = evaluate(inst, d, o.objective) if d is not None else None
         if ev is not None and ev.feasible and ev.objective_us < best[0]:
             best = (ev.objective_us, d)

@@ -241,7 +241,7 @@ def relaxation_bound(
     rep = current()
 
     def proven() -> float:
-        return combined_bound(inst, o.objective, per_job)
+        return objective_floor(inst, per_job, o.objective)
 
     def report(done: int, total: int) -> None:  # every per_job entry is proven at all times
         rep.offer(inst, bound=proven())
@@ -269,12 +269,12 @@ def relaxation_bound(
     return proven(), per_job
 
 
-def combined_bound(inst: Instance, objective: str, per_job: list[float]) -> float:
-    """The bound on the objective from bounds on each job's iteration time: the weighted sum
-    under ``weighted-sum``, else the largest (``max-iteration``)."""
-    if objective == "weighted-sum":
-        return sum(j.weight * b for j, b in zip(inst.jobs, per_job, strict=True))
-    return max(per_job)
+def unrefuted(bound: float | None, objective: float) -> float | None:
+    """``bound``, or None when it lies above a plan's ``objective``: then it is not a bound
+    (HiGHS answered that model wrongly, as in ``refuted_bounds``)."""
+    if bound is not None and bound > objective * (1 + 1e-9) + 1e-6:
+        return None
+    return bound
 
 
 def refuted_bounds(inst: Instance, per_job: list[float], ev) -> list[int]:
@@ -288,19 +288,11 @@ def refuted_bounds(inst: Instance, per_job: list[float], ev) -> list[int]:
     floors: list[float] | None = None
     bad = []
     for j, x in enumerate(ev.jobs):
-        if per_job[j] > x["iteration_time_us"] * (1 + 1e-9) + 1e-6:
+        if unrefuted(per_job[j], x["iteration_time_us"]) is None:
             floors = floors or job_floors(inst)
             per_job[j] = floors[j]
             bad.append(j)
     return bad
-
-
-def unrefuted(bound: float | None, objective: float) -> float | None:
-    """``bound``, or None when it lies above a plan's ``objective``: then it is not a bound
-    (HiGHS answered that model wrongly, as in ``refuted_bounds``)."""
-    if bound is not None and bound > objective * (1 + 1e-9) + 1e-6:
-        return None
-    return bound
 
 
 def _open_relaxations(
@@ -1034,7 +1026,7 @@ def _improve_critical(
         local = _restrict(d, inst, racks, jobs)
         floor = lb
         if o.objective == "weighted-sum":
-            floor = combined_bound(sub, o.objective, [per_job[j] for j in jobs])
+            floor = objective_floor(sub, [per_job[j] for j in jobs], o.objective)
         res = _try(
             sub,
             replace(
@@ -1064,7 +1056,8 @@ def _tighten_critical_bound(
     """With the time left, one job's merged relaxation (``merged_cluster``) again, all of it
     for that job: the slowest under ``max-iteration`` (its bound is the one that can close the
     gap), under ``weighted-sum`` the job of the largest weighted distance between its time and
-    its bound. Returns the new bound (``combined_bound`` of ``per_job``, raised in place)."""
+    its bound. Returns the new bound (``bounds.objective_floor`` of ``per_job``, raised in
+    place)."""
     left = until - time.perf_counter()
     if left > 1.0 and not interrupt.requested():
         ev = evaluate(inst, d, o.objective)
@@ -1081,7 +1074,7 @@ def _tighten_critical_bound(
             _relaxation_pass(
                 inst, fast, [crit], per_job, None, merged_cluster, time.perf_counter(), left
             )
-    return combined_bound(inst, o.objective, per_job)
+    return objective_floor(inst, per_job, o.objective)
 
 
 def _splice(
@@ -1453,7 +1446,7 @@ def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None)
             return lb
         refuted.extend(j for j in bad if j not in refuted)
         rack_lb = rack_aware_bound(inst, per_job, cross, o.objective)
-        new = max(combined_bound(inst, o.objective, per_job), rack_lb)
+        new = max(objective_floor(inst, per_job, o.objective), rack_lb)
         names = ", ".join(inst.jobs[j].name for j in bad)
         rep.retract(inst, new, f"bound retracted: a plan refutes the relaxation of {names}")
         return new
@@ -1557,8 +1550,6 @@ def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None)
             solver["exact"]["refuted"] = True  # HiGHS's bound above a plan: not a bound
         if exact_bound is not None:
             bound = max(bound, exact_bound)
-        if res.status == "optimal" and exact_bound is not None:
-            bound = max(bound, min(objective, exact_bound))
         status = "optimal" if relative_gap(objective, bound) <= o.mip_gap else _stopped()
     gap = relative_gap(objective, bound)
     timings["total_s"] = time.perf_counter() - t0

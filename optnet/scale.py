@@ -1124,7 +1124,7 @@ def solve_delegated(inst: Instance, o: SolveOptions, why: str) -> SolveResult:
     those features (``capabilities.without_delegated``: its plan is a plan here, and its
     bounds hold when the features only remove plans) and with a time objective
     (``_time_options``); then the whole joint MILP, with the instance and objective as given,
-    warm-started from the best plan, when it can be built in the time left (``joint_fits``). The
+    warm-started from the best plan, when it can be built in time (``joint_fits``). The
     evaluator scores every plan with the command's objective, budget included (``_Best``);
     the best stands (docs/model.md §7, step 7)."""
     t0 = time.perf_counter()
@@ -1153,9 +1153,7 @@ def solve_delegated(inst: Instance, o: SolveOptions, why: str) -> SolveResult:
         rep.offer(inst, bound=bound)
     left = o.time_limit_s - (time.perf_counter() - t0)
     res = SolveResult(_stopped(), None, None, None, None)
-    # decided on the time actually left: auto without the features may stop well before
-    # ``until`` (its own instance proven), and what it leaves goes to the joint MILP
-    if joint_fits(inst, left) and left > 1 and not interrupt.requested():
+    if fits and joint_fits(inst, left) and left > 1 and not interrupt.requested():
         # unpolished: the evaluator prices the plan it returns (``_Best``)
         try:
             res = solve_instance(

@@ -98,21 +98,3 @@ def test_64_servers_with_phases_get_the_relaxation_bound():
     inst = _inst(64, "dense", 0, "phases")
     res = solve_delegated(inst, SolveOptions(time_limit_s=6), capabilities.delegation(inst))
     assert ideal_bound(inst) < res.bound <= res.objective
-
-
-def test_time_auto_leaves_goes_to_the_joint_model(monkeypatch):
-    """Too large to build in the 40 % of L planned after auto without the features, small
-    enough for what auto leaves when it proves its own instance early: the joint model is
-    built with the time left (bench/generate.py medium at L = 30 s stopped at 4-22 s)."""
-    from optnet import scale
-
-    inst = _inst(16, "dense", 0, "phases")
-    limit_s = 6.0
-    build_s = 0.3 * limit_s  # over half of 40 % of L, under half of what is left
-    monkeypatch.setattr(scale, "BUILD_S_PER_VARIABLE", build_s / scale.model_size_estimate(inst))
-    assert not joint_fits(inst, 0.4 * limit_s) and joint_fits(inst, 0.7 * limit_s)
-    res = solve_delegated(inst, SolveOptions(time_limit_s=limit_s), capabilities.delegation(inst))
-    assert res.solver["strategy"] == "joint" and "exact" in res.solver
-    assert evaluate(inst, res.decisions, "max-iteration").objective_us == pytest.approx(
-        res.objective, rel=1e-6
-    )

@@ -79,6 +79,12 @@ EXACT_MAX_SERVERS = 32
 #: variable here and HiGHS needs memory in proportion: this keeps a block under ~30 s and ~1 GiB.
 MAX_BLOCK_VARIABLES = 150_000
 
+#: Seconds to build the joint MILP and hand it to HiGHS, per variable, on the 2-core machine
+#: with two other solves running: 103,000 variables (field-64-dense with relays) took 1.5 s to
+#: build and 5.5 s to transfer (68 us), 57,947 (field-64-dense seed 1, tenants) 1.5 s and 4.8 s
+#: (109 us); the larger is kept.
+BUILD_S_PER_VARIABLE = 110e-6
+
 
 @dataclass(frozen=True)
 class TimePlan:
@@ -105,7 +111,9 @@ class TimePlan:
     start_search_s: float = 5.0
     prepare: float = 0.5
     """The blocks' starts of a second, third or fourth assignment are prepared only until this
-    share of the decomposition's time (the first assignment is always prepared whole),"""
+    share of the decomposition's time; the first assignment's blocks each get a start, but
+    after it only their cheapest (the constructive plan's own blocks: that plan's piece; 1,024
+    servers at L = 20 s spent 19 s preparing 16 blocks, where the decomposition had 5 s),"""
     block_fixed: float = 0.4
     """A block first solves with the constructive placement fixed, for this share of its time,"""
     block_free: float = 0.6
@@ -170,6 +178,10 @@ def model_size_estimate(inst: Instance) -> int:
 
 class _JobInfeasible(Exception):
     pass
+
+
+class _NoTime(Exception):
+    """Too little time left for the decomposition: a block's MILP would not get its 1 s."""
 
 
 def sub_instance(inst: Instance, racks: list[int], jobs: list[int]) -> tuple[Instance, list[int]]:
@@ -691,36 +703,46 @@ def _block_start(
     budget_s: float,
     fallback: Decisions | None,
     targets: tuple[dict[int, Targets], ...],
+    until: float = math.inf,
 ) -> tuple[float, Decisions | None, dict[tuple[int, int], int]]:
     """A block's best constructive plan by the evaluator (objective, plan) and the placement its
     neighbourhood keeps (the plan's, or the block placement when no plan exists; see
-    ``solve_decomposed``)."""
+    ``solve_decomposed``). After ``until`` (``perf_counter`` seconds) no further placement is
+    searched once the block has a start: ``fallback`` restricted to the block, else the first
+    placement's."""
     racks, jobs, fixed = block
     sub, _smap = sub_instance(inst, racks, jobs)
+    starts: list[Decisions | None] = []
+    inside = {s for r in racks for s in inst.racks[r].servers}
+    own = None  # the fallback's plan of the block, evaluated last (ties: the searched starts)
+    if fallback is not None and all(set(fallback.placement[j]) <= inside for j in jobs):
+        own = _restrict(fallback, inst, racks, jobs)
     answers = []
     for answer in targets:
         local = {jl: answer[j] for jl, j in enumerate(jobs) if j in answer}
         if local and local not in answers:
             answers.append(local)
-    starts = []
     local_priority = [priority[j] for j in jobs]
-    placements = (
-        fixed,
-        interleaved(fixed),
-        grouped(sub, fixed),
-        grouped(sub, fixed, heaviest=False),
-        balanced(sub, fixed),
-        dealt(sub, fixed, local_priority),
+    placements = (  # each made only when it is searched
+        lambda: fixed,
+        lambda: interleaved(fixed),
+        lambda: grouped(sub, fixed),
+        lambda: grouped(sub, fixed, heaviest=False),
+        lambda: balanced(sub, fixed),
+        lambda: dealt(sub, fixed, local_priority),
     )
-    for i, placement in enumerate(placements):
-        if placement in placements[:i]:  # a one-rack job: all of them are the same
+    searched: list[dict] = []
+    for make in placements:
+        if any(st is not None for st in (own, *starts)) and time.perf_counter() > until:
+            break
+        placement = make()
+        if placement in searched:  # a one-rack job: all of them are the same
             continue
+        searched.append(placement)
         search_s = min(TIME_PLAN.start_search_s, TIME_PLAN.start_search * budget_s)
         starts.append(improved_plan(sub, placement, o.objective, search_s))
         starts += [guided_plan(sub, placement, local) for local in answers]
-    inside = {s for r in racks for s in inst.racks[r].servers}
-    if fallback is not None and all(set(fallback.placement[j]) <= inside for j in jobs):
-        starts.append(_restrict(fallback, inst, racks, jobs))
+    starts.append(own)
     best: tuple[float, Decisions | None] = (math.inf, None)
     for st in starts:
         if st is not None:
@@ -755,8 +777,10 @@ def solve_decomposed(
     block. Up to four block assignments are tried, in this order: the blocks of ``fallback``
     (``plan_blocks``), ``block_assignment`` packed and spread, and ``cycle_assignment``; after
     the first, an assignment is prepared only while
-    ``TimePlan.prepare`` of the time lasts. The one whose joined warm starts the evaluator
-    scores better is solved (ties: the earlier).
+    ``TimePlan.prepare`` of the time lasts (and after it, the first one's blocks get only their
+    cheapest start). The one whose joined warm starts the evaluator
+    scores better is solved (ties: the earlier). Blocks reached after the deadline keep their
+    start without a MILP, and without the progress line's evaluation of the joined plan.
 
     With ``target_us`` (max-iteration: the proven lower bound), a block stops as soon as its
     plan is that good: the whole plan cannot beat the bound anyway."""
@@ -795,7 +819,9 @@ def solve_decomposed(
                 budget = o.time_limit_s * slots / total_slots
                 if top:
                     rep.note(f"{name} assignment, {len(prepared) + 1} blocks prepared")
-                prepared[key] = _block_start(inst, block, o, priority, budget, fallback, targets)
+                prepared[key] = _block_start(
+                    inst, block, o, priority, budget, fallback, targets, prepare_until
+                )
             start = prepared[key][1]
             if start is None:
                 scored = False
@@ -830,8 +856,11 @@ def solve_decomposed(
         if start is None and proven_infeasible(sub):  # e.g. a remote rack alone: merged below
             failed.append((racks, jobs, "infeasible"))
             continue
-        too_big = model_size_estimate(sub) > MAX_BLOCK_VARIABLES
         too_late = time.perf_counter() > deadline - 1.0 or interrupt.requested()
+        size = 0 if too_late else model_size_estimate(sub)
+        too_big = size > MAX_BLOCK_VARIABLES
+        # its model is built twice (placement fixed, then free): both before the deadline
+        too_late = too_late or time.perf_counter() + 2 * size * BUILD_S_PER_VARIABLE > deadline
         if too_big or too_late:  # keep the constructive plan: a MILP this size would not pay
             res = SolveResult("heuristic", None, None, None, None)
         else:
@@ -859,8 +888,8 @@ def solve_decomposed(
         for key in ("candidates_s", "build_s", "transfer_s", "solve_s", "polish_s"):
             info["timings"][key] = info["timings"].get(key, 0.0) + res.timings.get(key, 0.0)
         d = _splice(d, inst, racks, jobs, res.decisions, smap)
-        if top and bi + 1 < len(blocks):  # the blocks solved so far and the others' starts
-            _offer_joined(rep, inst, o, d, blocks[bi + 1 :], prepared)
+        if top and bi + 1 < len(blocks) and not too_late:  # the blocks solved so far and
+            _offer_joined(rep, inst, o, d, blocks[bi + 1 :], prepared)  # the others' starts
         info.setdefault("block_index", []).append((racks, jobs))
         info["blocks"].append(
             {
@@ -1100,13 +1129,6 @@ def _splice(
 def _stopped() -> str:
     """The status of a plan not proven optimal: ``interrupted`` once the user asked to stop."""
     return "interrupted" if interrupt.requested() else "time_limit"
-
-
-#: Seconds to build the joint MILP and hand it to HiGHS, per variable, on the 2-core machine
-#: with two other solves running: 103,000 variables (field-64-dense with relays) took 1.5 s to
-#: build and 5.5 s to transfer (68 us), 57,947 (field-64-dense seed 1, tenants) 1.5 s and 4.8 s
-#: (109 us); the larger is kept.
-BUILD_S_PER_VARIABLE = 110e-6
 
 
 def joint_fits(inst: Instance, seconds: float) -> bool:
@@ -1404,8 +1426,15 @@ def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None)
     rep.offer(inst, bound=lb)
     t_bound = time.perf_counter() - t0
     left = max(1.0, deadline - t_bound)
-    fallback = _greedy_incumbent(inst, o, per_job, also=start)
+    # a limit shorter than the stages' fixed work (1,024 servers at L = 5-20 s): a second
+    # constructive plan only if it fits the time left as the first did, and the decomposition
+    # only if a block's MILP gets its 1 s; else the first plan goes on to the moves
+    again = first is None or (t_first or 0.0) < deadline - t_bound
+    fallback = _greedy_incumbent(inst, o, per_job, also=start) if again else first
+    no_blocks = {"blocks": [], "timings": {}, "decomposition_s": 0.0}
     try:
+        if fallback is not None and TIME_PLAN.blocks * left <= 1.0:
+            raise _NoTime
         target = lb * (1 + o.mip_gap) if o.objective == "max-iteration" else None
         d, info = solve_decomposed(
             inst,
@@ -1415,6 +1444,8 @@ def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None)
             fallback=fallback,
             targets=(targets, closed_form_targets(inst)),
         )
+    except _NoTime:
+        d, info = fallback, no_blocks
     except NoIncumbentError:
         if interrupt.requested() and first is None:
             msg = "interrupted before any plan was found: nothing to write"
@@ -1430,7 +1461,7 @@ def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None)
         if first is None:
             raise
         # the constructive plan stands; small instances then go to the exact model below
-        d, info = first, {"blocks": [], "timings": {}, "decomposition_s": 0.0}
+        d, info = first, no_blocks
     ev = evaluate(inst, d, o.objective)
     if not ev.feasible:
         raise RuntimeError("decomposed plan is infeasible: " + "; ".join(ev.violations))
@@ -1459,10 +1490,10 @@ def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None)
         if ev0.objective_us < objective - 1e-9:
             objective, decisions = ev0.objective_us, first
     rep.offer(inst, incumbent=objective, bound=lb)
-    if o.objective in TIME_OBJECTIVES and not small:
+    improve_until = t0 + TIME_PLAN.improve_until * deadline
+    if o.objective in TIME_OBJECTIVES and not small and time.perf_counter() < improve_until:
         if top:
             rep.phase("improve")
-        improve_until = t0 + TIME_PLAN.improve_until * deadline
         moves_until = time.perf_counter() + TIME_PLAN.circuit_moves * (
             improve_until - time.perf_counter()
         )

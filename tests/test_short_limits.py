@@ -1,0 +1,98 @@
+"""Issue 20: a limit shorter than the stages' fixed work is still held (``scale._solve_auto``).
+
+At 1,024 servers with ``--time-limit 20`` the solve used to take 44 s: the first block
+assignment's starts were searched whole (16 blocks, about 1.2 s each) and every block reached
+after the deadline still cost an estimate of its model and an evaluation of the joined plan.
+The times themselves are measured in docs/benchmarks.md ("Short limits"); these tests check
+the rules that bound them."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.generate_field import generate
+from optnet import scale
+from optnet.construct import constructive_plan
+from optnet.evaluate import evaluate
+from optnet.instance import instance_from_data
+from optnet.solve import SolveOptions
+
+
+def _inst(servers: int = 64, density: str = "dense", seed: int = 0):
+    data = generate(servers, density, seed)
+    return instance_from_data(data, f"{data['name']}.yaml")
+
+
+def _no_search(*_a, **_k):
+    raise AssertionError("a placement was searched after the preparation's deadline")
+
+
+def test_a_block_start_after_the_deadline_is_the_first_plans_piece(monkeypatch):
+    inst = _inst()
+    first = constructive_plan(inst)
+    assert first is not None
+    block = scale.plan_blocks(inst, first)[0]
+    monkeypatch.setattr(scale, "improved_plan", _no_search)
+    monkeypatch.setattr(scale, "guided_plan", _no_search)
+    prio = [j.compute_time_us for j in inst.jobs]
+    score, plan, _fixed = scale._block_start(
+        inst, block, SolveOptions(), prio, 10.0, first, (), until=0.0
+    )
+    racks, jobs, _ = block
+    sub, _smap = scale.sub_instance(inst, racks, jobs)
+    assert plan is not None and score == evaluate(sub, plan).objective_us
+    assert plan == scale._restrict(first, inst, racks, jobs)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_without_a_first_plan_placements_are_searched_until_one_gives_a_start(monkeypatch, seed):
+    inst = _inst(seed=seed)
+    prio = [j.compute_time_us for j in inst.jobs]
+    found = []
+    real = scale.improved_plan
+
+    def recorded(*a, **k):
+        plan = real(*a, **k)
+        found.append(plan is not None)
+        return plan
+
+    monkeypatch.setattr(scale, "improved_plan", recorded)
+    for block in scale.block_assignment(inst, prio):
+        found.clear()
+        _score, plan, _ = scale._block_start(
+            inst, block, SolveOptions(), prio, 10.0, None, (), until=0.0
+        )
+        assert found and not any(found[:-1])  # it stopped at the first start
+        if found[-1]:
+            assert plan is not None
+
+
+def test_no_decomposition_when_a_block_would_not_get_its_second(monkeypatch):
+    """64 servers, L = 1.2 s: the bound takes its 1 s, the blocks would get 0.6 s; the plan is
+    the constructive one, moved, and the bound the relaxations'."""
+    inst = _inst()
+
+    def never(*_a, **_k):
+        raise AssertionError("decomposed with no time for a block's MILP")
+
+    monkeypatch.setattr(scale, "solve_decomposed", never)
+    res = scale.solve_auto(inst, SolveOptions(time_limit_s=1.2))
+    ev = evaluate(inst, res.decisions)
+    assert ev.feasible and res.objective == pytest.approx(ev.objective_us, rel=1e-9)
+    assert res.bound is not None and 0 < res.bound <= res.objective
+
+
+def test_a_block_whose_builds_end_past_the_deadline_is_not_built(monkeypatch):
+    """Its model built twice (placement fixed, then free) must end before the decomposition's
+    deadline; else its start stands (field-512-dense at 20 s: one block took 23 s)."""
+    inst = _inst()
+    monkeypatch.setattr(scale, "BUILD_S_PER_VARIABLE", 1.0)  # every block: hours to build
+
+    def never(*_a, **_k):
+        raise AssertionError("a block's MILP was built past the deadline")
+
+    monkeypatch.setattr(scale, "_try", never)
+    first = constructive_plan(inst)
+    d, info = scale.solve_decomposed(inst, SolveOptions(time_limit_s=20), fallback=first)
+    assert evaluate(inst, d).feasible
+    assert info["blocks"] and all(b["status"] == "heuristic" for b in info["blocks"])

@@ -180,10 +180,6 @@ class _JobInfeasible(Exception):
     pass
 
 
-class _NoTime(Exception):
-    """Too little time left for the decomposition: a block's MILP would not get its 1 s."""
-
-
 def sub_instance(inst: Instance, racks: list[int], jobs: list[int]) -> tuple[Instance, list[int]]:
     """The cluster restricted to ``racks`` with only ``jobs``; returns it and, for each of its
     servers, the server index in ``inst``."""
@@ -1434,18 +1430,17 @@ def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None)
     no_blocks = {"blocks": [], "timings": {}, "decomposition_s": 0.0}
     try:
         if fallback is not None and TIME_PLAN.blocks * left <= 1.0:
-            raise _NoTime
-        target = lb * (1 + o.mip_gap) if o.objective == "max-iteration" else None
-        d, info = solve_decomposed(
-            inst,
-            replace(o, time_limit_s=TIME_PLAN.blocks * left),
-            priority=per_job,
-            target_us=target,
-            fallback=fallback,
-            targets=(targets, closed_form_targets(inst)),
-        )
-    except _NoTime:
-        d, info = fallback, no_blocks
+            d, info = fallback, no_blocks
+        else:
+            target = lb * (1 + o.mip_gap) if o.objective == "max-iteration" else None
+            d, info = solve_decomposed(
+                inst,
+                replace(o, time_limit_s=TIME_PLAN.blocks * left),
+                priority=per_job,
+                target_us=target,
+                fallback=fallback,
+                targets=(targets, closed_form_targets(inst)),
+            )
     except NoIncumbentError:
         if interrupt.requested() and first is None:
             msg = "interrupted before any plan was found: nothing to write"

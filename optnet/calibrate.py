@@ -522,6 +522,7 @@ def _calibrate_nccl(
             tab.rows,
             tab.file,
             allowed,
+            tab.gpus_per_thread,
         )
         for tab in tabs
     ]
@@ -565,11 +566,11 @@ def _calibrate_nccl(
         old = (
             getattr(inst.constants, key, None) if where == "constants" else getattr(inst, key, None)
         )
-        changes.append(
-            {"field": f"{where}.{key}", "old": old, "new": value, "source": "fit of "
-             + ", ".join(m.label for m in ms)}
-        )  # fmt: skip
-    warnings = model.warnings + [w for w in map(_one_process, tabs) if w]
+        source = "fit of " + ", ".join(m.label for m in ms)
+        if key == "launch_overhead_us":
+            source += "".join(map(_one_process, tabs))
+        changes.append({"field": f"{where}.{key}", "old": old, "new": value, "source": source})
+    warnings = model.warnings
     for w in warnings:
         from optnet import streams
 
@@ -592,17 +593,16 @@ def _calibrate_nccl(
 
 
 def _one_process(tab: NcclTable) -> str:
-    """The warning for a run in which one thread drives several GPUs (nccl-tests ``-g N``):
-    every call then waits for that thread's N launches, a host cost a job with one process per
-    GPU does not pay ("CUDA latency overheads of single process jobs", a maintainer in
-    NVIDIA/nccl-tests#333). Empty for any other run."""
+    """What the fitted launch time means for a run in which one thread drove several GPUs
+    (nccl-tests ``-g N``): every call waited for that thread's N launches ("CUDA latency
+    overheads of single process jobs", a maintainer in NVIDIA/nccl-tests#333), so the table was
+    priced with ``gpus_per_process`` N and the fit is per GPU launch. Empty for any other run."""
     if not tab.gpus_per_thread or tab.gpus_per_thread < 2:
         return ""
     return (
-        f"{tab.file}: one thread drove {tab.gpus_per_thread} GPUs (nccl-tests -g "
-        f"{tab.gpus_per_thread}): its small sizes include that thread's serial kernel launches, "
-        "so the fitted launch_overhead_us holds for jobs launched that way, not for one process "
-        "per GPU (NVIDIA/nccl-tests#333); measure with -g 1 under mpirun or srun for those"
+        f"; per GPU launch: one thread of {tab.file} drove {tab.gpus_per_thread} GPUs "
+        f"(nccl-tests -g {tab.gpus_per_thread}), {tab.gpus_per_thread} launches per call "
+        "(NVIDIA/nccl-tests#333)"
     )
 
 

@@ -15,7 +15,8 @@ bound by one of NCCL's caps, another floor, the launch floor or its latency does
    of each table's two largest rows bound by it (the inverse of the bandwidth the system
    sustains there), from the defaults to a fixed point (the rows bound at the fitted value);
 2. per-call, on every row: ``constants.collective_latency_us`` (added to every call) and
-   ``constants.launch_overhead_us`` (a floor on every call), of least relative squared error,
+   ``constants.launch_overhead_us`` (one GPU launch's issue time; the run's GPUs per process
+   times it is a floor on every call), of least relative squared error,
    jointly with NCCL's per-launch network overhead ``constants.net_overhead_us`` (its ring
    latency and proxy floor) when some row is bound by it.
 
@@ -93,6 +94,8 @@ class Measured:
     label: str = ""
     allowed: frozenset[str] | None = None
     """Algorithms the run could use (its ``NCCL_ALGO``); None: any."""
+    gpus_per_process: int = 1
+    """GPUs one thread of the run launched each call on (the header's ``nGpus``, ``-g``)."""
 
     def rows(self, idx: list[int]) -> Measured:
         """The same table with only the rows ``idx``, in that order."""
@@ -104,10 +107,17 @@ class Measured:
 
 
 def measured_from_rows(
-    kind: str, ranks: int, nodes: int, rows, label: str, allowed: set[str] | None
+    kind: str,
+    ranks: int,
+    nodes: int,
+    rows,
+    label: str,
+    allowed: set[str] | None,
+    gpus_per_process: int | None = None,
 ) -> Measured:
     """A table's parsed rows (``nccl_tests.Measurement``) as the fit sees them: the rows of a
-    positive size, their out-of-place time, and the algorithms the run could use."""
+    positive size, their out-of-place time, the algorithms the run could use and the GPUs one
+    of its threads drove (None, a table without its header: 1, one process per GPU)."""
     rows = [r for r in rows if r.size > 0]
     return Measured(
         kind,
@@ -117,6 +127,7 @@ def measured_from_rows(
         tuple(r.times_us[0] for r in rows),
         label,
         frozenset(allowed) if allowed is not None else None,
+        gpus_per_process or 1,
     )
 
 
@@ -130,10 +141,13 @@ def measurement_data(
     base: dict[str, Any], m: Measured, params: dict | None = None, library: str = "nccl"
 ) -> dict:
     """The instance data of the measured system: ``base``'s cluster and constants, ``params``
-    on top (topology fields and ``constants``), ``library`` (nccl), and one job of ``m.ranks``
-    GPUs whose collectives are the table's sizes. Refuses a table the cluster cannot hold."""
+    on top (topology fields and ``constants``), ``library`` (nccl), the run's GPUs per process
+    and one job of ``m.ranks`` GPUs whose collectives are the table's sizes. Refuses a table the
+    cluster cannot hold."""
     data = copy.deepcopy({k: v for k, v in base.items() if k in ("name", "constants", "topology")})
     data["library"] = library
+    if m.gpus_per_process > 1:
+        data.setdefault("constants", {})["gpus_per_process"] = m.gpus_per_process
     topo = data["topology"]
     for key, value in (params or {}).items():
         if key in CONSTANTS:
@@ -272,16 +286,22 @@ def slope_miss(sizes: np.ndarray, measured: np.ndarray, model: np.ndarray) -> fl
     return float(((model[-1] - model[-2]) / d / want - 1) ** 2)
 
 
-def per_call(model: np.ndarray, measured: np.ndarray) -> tuple[float, float, float]:
+def per_call(
+    model: np.ndarray, measured: np.ndarray, launches: np.ndarray | None = None
+) -> tuple[float, float, float]:
     """(collective_latency_us E, launch_overhead_us L, error) of least relative squared error
-    of max(L, E + model) against ``measured``: L among 0 and the measured times, E on a 1 µs
-    grid, then exact on the rows above the floor (their weighted mean gap)."""
-    floors = np.array([0.0, *sorted({round(float(x), 3) for x in measured})])[:, None, None]
+    of max(k L, E + model) against ``measured``, k the launches per call of each row (its run's
+    GPUs per process; 1 when None): L among 0 and the measured times over k, E on a 1 µs grid,
+    then exact on the rows above the floor (their weighted mean gap)."""
+    k = np.ones_like(measured) if launches is None else launches
+    per = np.array([0.0, *sorted({round(float(x), 3) for x in measured / k})])[:, None, None]
+    floors = per * k[None, None, :]
     pred = np.maximum(floors, model[None, None, :] + EXTRA_GRID_US[None, :, None])
     err = (((pred - measured) / measured) ** 2).sum(axis=2)
     i, j = np.unravel_index(int(np.argmin(err)), err.shape)
-    floor, extra = float(floors[i, 0, 0]), float(EXTRA_GRID_US[j])
-    best = (extra, floor, float(err[i, j]))
+    launch, extra = float(per[i, 0, 0]), float(EXTRA_GRID_US[j])
+    floor = launch * k
+    best = (extra, launch, float(err[i, j]))
     for _ in range(20):
         above = model + extra > floor
         if not above.any():
@@ -291,7 +311,7 @@ def per_call(model: np.ndarray, measured: np.ndarray) -> tuple[float, float, flo
         e = float((((np.maximum(floor, model + extra) - measured) / measured) ** 2).sum())
         if e >= best[2] - 1e-15:
             break
-        best = (extra, floor, e)
+        best = (extra, launch, e)
     return best
 
 
@@ -367,12 +387,13 @@ def _fit_per_call(
     """``collective_latency_us`` and ``launch_overhead_us`` (:func:`per_call`) on every row of
     every table, jointly with the per-launch knob when its rows identify it."""
     measured = np.concatenate([np.array(m.times_us) for m in ms])
+    launches = np.concatenate([np.full(len(m.times_us), float(m.gpus_per_process)) for m in ms])
 
     bare = {**params, "collective_latency_us": 0.0, "launch_overhead_us": 0.0}
 
     def fitted(x: float | None) -> tuple[float, float, float]:
         p = bare if x is None or launch is None else {**bare, launch.name: x}
-        return per_call(np.concatenate(_times(base, ms, p)), measured)
+        return per_call(np.concatenate(_times(base, ms, p)), measured, launches)
 
     out: dict[str, float] = {}
     x = None

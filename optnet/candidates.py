@@ -677,11 +677,12 @@ def collective_candidates(
         # the NIC delivers its share to point-to-point bytes too
         w = 1.0 / nc.nic_efficiency(inst.nic_efficiency)
         options = tuple(replace(o, groups=_scaled(o.groups, w)) for o in options)
-    extra, launch = inst.constants.collective_latency_us, inst.constants.launch_overhead_us
-    if (extra or launch) and library.pipelined(inst):
+    if library.pipelined(inst):
+        c = inst.constants
+        extra = c.collective_latency_us or 0.0
+        launch = nc.launch_floor_us(c.launch_overhead_us, c.gpus_per_process)
         options = tuple(
-            o if o.algorithm == "none" else launch_floor(o, extra or 0.0, launch or 0.0)
-            for o in options
+            o if o.algorithm == "none" else launch_floor(o, extra, launch) for o in options
         )
     return CollectiveCandidates(ji, cc.spec, options, cc.span_slots, cc.ranks)
 

@@ -595,7 +595,12 @@ def _hashed_input(consts, given: schema.Cluster, workload: schema.Workload) -> d
     for key in ("nics", "job_sharing"):
         if isinstance(pf, dict) and pf.get(key, 0) is None:
             del pf[key]
-    for key in ("collective_latency_us", "launch_overhead_us", "net_overhead_us"):
+    for key in (
+        "collective_latency_us",
+        "launch_overhead_us",
+        "gpus_per_process",
+        "net_overhead_us",
+    ):
         if raw["constants"].get(key, 0) is None:
             del raw["constants"][key]
     _drop_phase_defaults(raw)

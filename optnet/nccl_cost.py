@@ -93,6 +93,13 @@ PER_CH_MAX_TREE_BUSBW: dict[str, tuple[float, float, float]] = {
 }
 #: tuning.cc ``getNetOverhead``: x86 Intel (and other CPUs) 1 µs per network step, x 3 for Simple
 NET_OVERHEAD_US = 1.0
+#: Host time to issue one GPU's launch of a collective call (NCCL's enqueue and the kernel
+#: launch), the default of ``constants.launch_overhead_us``. Measured: NVIDIA/nccl-tests#123
+#: (DGX A100, ``NCCL_ALGO=Ring NCCL_MAX_NCHANNELS=1 all_reduce_perf -b 8 -e 128 -g N``, one
+#: thread launching on N GPUs) times 16.88, 20.8, 25.2, 29.5 and 33.7 µs at N = 4..8: N x
+#: 4.16-4.22 µs, growing with the launches, not with the ring's 2(N-1) steps (docs/collectives.md
+#: §7, "Per call").
+HOST_LAUNCH_US = 4.2
 
 #: NIC efficiency under ``library: nccl`` when the topology sets none: a 400G NDR NIC delivers
 #: 46-48 of its 50 GB/s to NCCL (NVIDIA/nccl-tests issue #290, the maintainers' expected figure),
@@ -156,6 +163,13 @@ def net_overhead_us(protocol: str, per_launch_us: float = NET_OVERHEAD_US) -> fl
 def per_launch_us(configured: float | None) -> float:
     """The instance's ``constants.net_overhead_us``, or :data:`NET_OVERHEAD_US` when unset."""
     return NET_OVERHEAD_US if configured is None else configured
+
+
+def launch_floor_us(launch_us: float | None, gpus_per_process: int | None) -> float:
+    """The host's issue time of one collective call, a floor on its time: one thread launches
+    it on each of the ``gpus_per_process`` GPUs it drives (1 when unset: one process per GPU),
+    ``launch_us`` each (``constants.launch_overhead_us``, :data:`HOST_LAUNCH_US` when unset)."""
+    return (gpus_per_process or 1) * (HOST_LAUNCH_US if launch_us is None else launch_us)
 
 
 def ring_channels(protocol: str, nbytes: float, ranks: int) -> int:

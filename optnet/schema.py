@@ -57,11 +57,15 @@ class Constants(Strict):
     """``library: nccl``: a fixed latency added to every collective call beyond NCCL's tuner
     latencies (``optnet calibrate`` fits it; docs/collectives.md §7); omitted: 0."""
     launch_overhead_us: NonNegFloat | None = None
-    """``library: nccl``: host-side time of issuing one collective call (kernel launches, NCCL's
-    enqueue). Issue overlaps the previous call's run, so it is a floor on every collective's
-    time, not an addend; omitted: 0. Not a hardware constant: fit it on a measurement (a
-    one-process, 8-GPU nccl-tests run issues 8 launches per call; bench/fidelity,
-    docs/collectives.md §7)."""
+    """``library: nccl``: host-side time of issuing one collective call on one GPU (NCCL's
+    enqueue and the kernel launch). A thread driving several GPUs issues one per GPU
+    (``gpus_per_process``); issue overlaps the previous call's run, so ``gpus_per_process x
+    launch_overhead_us`` is a floor on every collective's time, not an addend; omitted: 4.2,
+    measured in NVIDIA/nccl-tests#123 (``optnet calibrate`` fits it; docs/collectives.md §7)."""
+    gpus_per_process: Annotated[int, Field(ge=1, le=1024)] | None = None
+    """``library: nccl``: GPUs one host thread launches each collective call on (nccl-tests
+    ``-g``, a single-process multi-GPU program); omitted: 1, one process per GPU as torchrun,
+    ``mpirun`` and ``srun`` start a job (docs/collectives.md §7, "Per call")."""
     net_overhead_us: NonNegFloat | None = None
     """``library: nccl``: NCCL's time to launch one network step, ``NCCL_NET_OVERHEAD``
     (``getNetOverhead`` in NVIDIA/nccl src/graph/tuning.cc: 1 µs on x86 Intel, 2 on AMD; x 3

@@ -32,7 +32,7 @@ import yaml
 from optnet import calibrate_model as cm
 from optnet.collectives import busbw_factor
 from optnet.errors import OptnetError
-from optnet.nccl_tests import parse_nccl_tests
+from optnet.nccl_tests import NcclTable, parse_nccl_tests
 from optnet.presets import NETWORKS, PRESETS
 
 TABLES = Path(__file__).resolve().parent / "tables"
@@ -129,13 +129,16 @@ def network_preset(meta: dict) -> str | None:
     return name if net is not None and net.rate_gbps == meta["nic_rate_gbps"] else None
 
 
-def measured(meta: dict, rows: list) -> cm.Measured:
-    """The table as the fit sees it: out-of-place times, the run's algorithms."""
+def measured(meta: dict, table: NcclTable) -> cm.Measured:
+    """The table as the fit sees it: out-of-place times, the run's algorithms, the GPUs one of
+    its threads drove (its header's ``nGpus``)."""
     n = meta["nodes"] * meta["gpus_per_node"]
     allowed = allowed_algorithms(meta.get("env"))
     shape = servers(meta)
     nodes = shape[0] if shape is not None else meta["nodes"]
-    return cm.measured_from_rows(meta["collective"], n, nodes, rows, meta["id"], allowed)
+    return cm.measured_from_rows(
+        meta["collective"], n, nodes, table.rows, meta["id"], allowed, table.gpus_per_thread
+    )
 
 
 def run_table(yml: Path, library: str, calibrated: bool = False) -> Result:
@@ -152,7 +155,7 @@ def run_table(yml: Path, library: str, calibrated: bool = False) -> Result:
     if base is None:
         res.skipped = f"no optnet preset for gpu {meta['gpu']!r}"
         return res
-    m = measured(meta, rows)
+    m = measured(meta, table)
     params = None
     if calibrated:
         try:
@@ -184,7 +187,7 @@ def option_rows(yml: Path, library: str = "nccl") -> list[dict]:
     n = meta["nodes"] * meta["gpus_per_node"]
     txt = yml.with_suffix(".txt")
     table = parse_nccl_tests(txt.read_text(), str(txt), kind=meta["collective"], ranks=n)
-    m = measured(meta, [r for r in table.rows if r.size > 0])
+    m = measured(meta, table)
     inst = instance_from_data(cm.measurement_data(base, m, None, library), meta["id"])
     out = []
     for cc, meas in zip(all_candidates(inst)[0].collectives, m.times_us, strict=True):

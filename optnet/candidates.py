@@ -61,6 +61,9 @@ class Option:
     fill_us: float = 0.0
     """The NVLink part of a tree's pipeline fill (``nccl_cost.fill_terms``), part of
     ``constant_us``: reported as intra-server time, not as NCCL's latency."""
+    launch_us: float = 0.0
+    """What the host's issue floor (``launch_floor``) raised ``overlap_us`` by: reported as the
+    host's launch time (``host_launch``), not as NVLink time."""
 
     def time_us(self, network_us: float) -> float:
         """The option's time when its network steps take ``network_us``."""
@@ -586,7 +589,8 @@ def launch_floor(opt: Option, extra_us: float, launch_us: float) -> Option:
     while the GPUs run this one, so its issue time overlaps the collective rather than adding
     to it (docs/collectives.md §7)."""
     const = opt.constant_us + extra_us
-    return replace(opt, constant_us=const, overlap_us=max(opt.overlap_us, launch_us - const))
+    overlap = max(opt.overlap_us, launch_us - const)
+    return replace(opt, constant_us=const, overlap_us=overlap, launch_us=overlap - opt.overlap_us)
 
 
 def collective_candidates(

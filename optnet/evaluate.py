@@ -801,19 +801,23 @@ def _intra_and_reduction_us(opt: Option, network_us: float) -> dict[str, float]:
     ``overlap_us`` the network steps do not hide, so the breakdown sums to
     ``constant_us + max(overlap_us, network_us)``. An NCCL-priced option (``protocol`` set) has
     NCCL's latency as its constant (``library_latency``) and its pipelined NVLink time (or
-    NCCL's LL cap, or the launch floor) as the part the network may not hide, plus the NVLink
-    part of a tree's pipeline fill (``fill_us``, in the constant)."""
+    NCCL's LL cap) as the part the network may not hide, plus the NVLink part of a tree's
+    pipeline fill (``fill_us``, in the constant). What of the floor is the host's issue of its
+    launches (``launch_us``, ``library: nccl``) and the network does not hide is
+    ``host_launch``."""
+    own = opt.overlap_us - opt.launch_us
+    exposed = max(0.0, opt.overlap_us - network_us)
+    nvlink = max(0.0, own - network_us)
+    host = {"host_launch": exposed - nvlink} if opt.launch_us > 0 else {}
     if opt.protocol is not None:  # NCCL-priced: the constant is NCCL's latency, nothing serial
         return {
-            "intra_server": opt.fill_us + max(0.0, opt.overlap_us - network_us),
+            "intra_server": opt.fill_us + nvlink,
             "reduction": 0.0,
             "library_latency": opt.constant_us - opt.fill_us,
+            **host,
         }
-    serial = opt.nvlink_us - opt.overlap_us
-    return {
-        "intra_server": serial + max(0.0, opt.overlap_us - network_us),
-        "reduction": opt.constant_us - serial,
-    }
+    serial = opt.nvlink_us - own
+    return {"intra_server": serial + nvlink, "reduction": opt.constant_us - serial, **host}
 
 
 def relay_map(

@@ -307,6 +307,7 @@ def report_model(r: dict[str, Any]) -> Report:
     rows = []
     colls = r.get("collectives", [])
     nccl = any((c.get("breakdown_us") or {}).get("library_latency") is not None for c in colls)
+    launch = any((c.get("breakdown_us") or {}).get("host_launch") for c in colls)
     for c in colls:
         bd = c.get("breakdown_us") or {}
         rows.append(
@@ -318,6 +319,7 @@ def report_model(r: dict[str, Any]) -> Report:
                 *([bd.get("library_latency")] if nccl else []),
                 bd.get("fixed_latency"), bd.get("propagation"), bd.get("serialisation"),
                 bd.get("reconfiguration"), bd.get("intra_server"),
+                *([bd.get("host_launch") or 0.0] if launch else []),
             ]
         )  # fmt: skip
     rep.tables.append(
@@ -327,11 +329,12 @@ def report_model(r: dict[str, Any]) -> Report:
             ["job", "collective", "kind", "group", "ranks", "servers", "bytes", "count",
              "algorithm", *(["protocol"] if nccl else []), "time us", "algbw GB/s",
              "busbw GB/s", *(["nccl lat us"] if nccl else []), "fixed us", "prop us",
-             "serial us", "reconf us", "intra us"],
+             "serial us", "reconf us", "intra us", *(["launch us"] if launch else [])],
             rows,
             "time = one call, split into fixed latency, propagation, serialisation, "
             "reconfiguration and intra-server (NVLink) parts (library nccl: plus NCCL's latency "
-            "of the algorithm and protocol, nccl lat); algbw = bytes / time; "
+            "of the algorithm and protocol, nccl lat, and where it binds the host's launch time "
+            "the GPUs do not hide, launch); algbw = bytes / time; "
             "busbw = algbw x the nccl-tests bus factor (all_reduce 2(p-1)/p; all_gather, "
             "reduce_scatter, all_to_all (p-1)/p; broadcast, reduce, send_recv 1; p = ranks), "
             "comparable with nccl-tests' busbw.",

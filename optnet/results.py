@@ -17,7 +17,7 @@ from optnet.instance import Instance
 
 #: 1.5: ``transports`` (plug-in transports' parts of the plan); ``phase`` on the circuits and
 #: lightpaths of ``changes`` (``--from`` with communication phases)
-SCHEMA_VERSION = "1.5"
+SCHEMA_VERSION = "1.6"
 
 
 def build_results(

@@ -157,6 +157,9 @@ class Breakdown(ClosedModel):
     library_latency: Num = None
     """``library: nccl``: NCCL's latency of the option's algorithm and protocol (schema 1.2);
     its reduction is fused (``reduction`` 0)."""
+    host_launch: Num = None
+    """``library: nccl``: what of the host's issue time (``gpus_per_process x
+    launch_overhead_us``) the GPUs' work does not hide (schema 1.6; docs/collectives.md §7)."""
 
 
 class CollectiveOut(ClosedModel):

@@ -61,6 +61,8 @@ class SolveOptions:
     """Every job's iteration time at most this (energy/carbon objectives, Pareto fronts)."""
     alone_us: list[float] | None = None
     """max-slowdown: each job's iteration time alone on the cluster."""
+    presolve: bool = True
+    """HiGHS's presolve; off to confirm a relaxation's bound (``scale.confirm_bounds``)."""
 
 
 @dataclass
@@ -108,7 +110,7 @@ def highs_options(o: SolveOptions) -> dict:
     return {
         "random_seed": o.seed,
         "parallel": "off" if o.threads <= 1 else "on",
-        "presolve": "on",
+        "presolve": "on" if o.presolve else "off",
         "presolve_rule_off": PRESOLVE_RULES_OFF,
         "output_flag": False,
     }

@@ -698,3 +698,37 @@ def test_nvls_fill_is_priced_alike_by_the_milp_and_the_evaluator(tmp_path):
     assert tp["time_us"] == pytest.approx(library.NVLS_LATENCY_US + nv * f, rel=1e-6)
     ev = evaluate_objective(path, out, tmp_path, "--library", "nccl")
     assert math.isclose(ev, res["objective"], rel_tol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["realistic.yaml", "dgx-h100.yaml", "b200.yaml"])
+def test_breakdown_parts_are_nonnegative_and_name_the_host_launch(name):
+    """Every part of every collective's breakdown is >= 0 and they sum to its time under the
+    default launch floor (one 4.2 µs launch per call); the floor is reported as the host's launch
+    (``host_launch``), not as NVLink time, and where it binds (a point-to-point call shorter than
+    one launch) it is what the call lasts beyond its transfer."""
+    from dataclasses import replace
+
+    from optnet.construct import constructive_plan
+    from optnet.evaluate import evaluate
+
+    inst = load_instance(INSTANCES / name)
+    bound = []
+    for scale in (1.0, 1e-8):  # as given, and every message a few bytes
+        jobs = tuple(
+            replace(j, collectives=[replace(c, message_bytes=c.message_bytes * scale)
+                                    for c in j.collectives])
+            for j in inst.jobs
+        )  # fmt: skip
+        small = replace(inst, jobs=jobs)
+        ev = evaluate(small, constructive_plan(small))
+        for c in ev.collectives:
+            bd = c["breakdown_us"]
+            assert all(v >= -1e-9 for v in bd.values()), (c["name"], bd)
+            assert math.isclose(sum(bd.values()), c["time_us"], rel_tol=1e-9, abs_tol=1e-9)
+            assert c["time_us"] >= nccl_cost.HOST_LAUNCH_US - 1e-9
+            if bd.get("host_launch", 0.0) > 0:  # binding: the call lasts one launch
+                assert math.isclose(c["time_us"], nccl_cost.HOST_LAUNCH_US, rel_tol=1e-9)
+                assert bd["intra_server"] == 0.0
+                bound.append((scale, c["kind"]))
+    if name != "b200.yaml":  # a pipeline send/recv of a few bytes takes less than a launch
+        assert (1e-8, "send_recv") in bound and all(s < 1 for s, _k in bound)

@@ -10,6 +10,7 @@ it, so ``auto`` reported a bound above its own plan's objective (1,690,029 us)."
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import pytest
@@ -155,3 +156,39 @@ def test_a_retracted_bound_is_shown_falling():
     assert rep.bound == 80.0 and "retracted" in (rep.detail or "")
     rep.retract(inst, 85.0, "higher: not a retraction")
     assert rep.bound == 80.0
+
+
+def test_a_bound_is_confirmed_before_optimality_is_claimed():
+    """field-16-dense seed 60 with hybrid pairs: HiGHS answered mixtral-3's per-OCS relaxation
+    "optimal" at 1,246,294.8 us with presolve on (1,211,506.8 us with it off, as its exact
+    model), no plan of the search refuted it, and ``auto`` claimed a max-iteration optimum of
+    1,246,294.8 us where a plan runs every job within 1,211,506.8 us. A bound that closes the
+    gap is now confirmed first (``scale.confirm_bounds``): the claim is the true optimum."""
+    from optnet.scale import confirm_bounds, job_floors
+
+    inst = _hybrid(16, "dense", 60)
+    j = next(k for k, job in enumerate(inst.jobs) if job.name == "mixtral-3")
+    per_job = list(job_floors(inst))
+    per_job[j] = 1_246_294.84  # what the presolved relaxation answered
+    fell = confirm_bounds(inst, SolveOptions(), per_job, [j], time.perf_counter() + 20)
+    assert fell == [j] and per_job[j] == pytest.approx(1_211_506.83, rel=1e-6)
+    res = solve_auto(inst, SolveOptions(time_limit_s=10, quiet=True))
+    assert res.status == "optimal" and res.objective <= 1_211_506.83 * (1 + 1e-6)
+    assert res.bound <= res.objective * (1 + 1e-9)
+
+
+def test_energy_bound_is_checked_against_the_plan():
+    """The same instance under ``energy`` (delegated: ``auto`` without the feature solves the
+    time objective, whose per-job bounds bound the energy): the bound it reported, 52,234.8 J,
+    lay above its plan's 51,955.8 J, status optimal. The per-job bounds are now refuted by the
+    best plan (``_checked_bound_of``) and every bound is checked against it; the progress line
+    shows energy only (the time solve inside runs quietly)."""
+    inst = _hybrid(16, "dense", 60)
+    with Reporter(quiet=True, numbers=True) as rep:
+        rep.target = inst
+        res = solve_auto(inst, SolveOptions(time_limit_s=10, objective="energy", quiet=True))
+        shown = rep.bound
+    ev = evaluate(inst, res.decisions, "energy")
+    assert res.objective == pytest.approx(ev.objective_us, rel=1e-9)
+    assert res.bound is not None and res.bound <= res.objective * (1 + 1e-9)
+    assert shown is not None and shown <= res.objective * (1 + 1e-9)

@@ -55,7 +55,7 @@ from optnet.heuristic import (
     interleaved,
 )
 from optnet.infeasibility import proven_infeasible
-from optnet.instance import Instance, Server
+from optnet.instance import Instance, JobSpec, Server
 from optnet.local_search import (
     heaviest_first,
     improve_circuits,
@@ -320,6 +320,30 @@ def _open_relaxations(
     return sorted(todo, key=lambda j: (-upper[j], -floors[j], j))
 
 
+def _alone(inst: Instance, job: JobSpec, builder) -> Instance:
+    """``job`` alone on the relaxed cluster ``builder`` makes (``merged_cluster``,
+    ``relaxed_cluster``) of its slots: a relaxation of its part of any plan."""
+    return replace(builder(inst, job.slots), jobs=(job,), tenants=())
+
+
+def _alone_options(o: SolveOptions, budget_s: float, stop_at_us: float | None) -> SolveOptions:
+    """How a job alone on a relaxed cluster is solved: its time (max-iteration), wavelengths
+    and ports relaxed, its closed-form floor as a constraint (one job: it stops as soon as its
+    incumbent reaches the floor), quiet, unpolished, for ``budget_s``, stopping at
+    ``stop_at_us`` if given."""
+    return replace(
+        o,
+        time_limit_s=budget_s,
+        objective="max-iteration",
+        relax=frozenset({"wavelengths", "ports"}),
+        floors=True,
+        quiet=True,
+        previous=None,
+        polish=False,
+        stop_at_us=stop_at_us,
+    )
+
+
 def _relaxation_pass(
     inst: Instance,
     o: SolveOptions,
@@ -345,25 +369,14 @@ def _relaxation_pass(
         if left <= 0 or interrupt.requested():
             return
         budget = min(left, budget_s) if budget_s else max(0.5, left / (len(order) - n))
-        relaxed = replace(builder(inst, job.slots), jobs=(job,), tenants=())
+        relaxed = _alone(inst, job, builder)
         if model_size_estimate(relaxed) > MAX_BLOCK_VARIABLES:
             if upper is not None:
                 upper[j] = per_job[j]  # the floor stands: nothing to solve
             continue
         lift = o.objective == "max-iteration" and running > 0 and per_job[j] < running
-        opts = replace(
-            o,
-            time_limit_s=budget,
-            objective="max-iteration",
-            relax=frozenset({"wavelengths", "ports"}),
-            floors=True,  # one job: stops as soon as its incumbent reaches the floor
-            quiet=True,
-            previous=None,
-            polish=False,
-            stop_at_us=running if lift else None,
-        )
         try:
-            res = solve_instance(relaxed, opts)
+            res = solve_instance(relaxed, _alone_options(o, budget, running if lift else None))
         except NoIncumbentError as exc:  # stopped early: its dual bound still holds
             per_job[j] = max(exc.bound or 0.0, per_job[j])
         else:
@@ -403,22 +416,12 @@ def confirm_bounds(
         job = inst.jobs[j]
         found = [floors[j]]
         for builder in (merged_cluster, relaxed_cluster):
-            relaxed = replace(builder(inst, job.slots), jobs=(job,), tenants=())
+            relaxed = _alone(inst, job, builder)
             if model_size_estimate(relaxed) > MAX_BLOCK_VARIABLES:
                 found = [math.inf]
                 break
-            opts = replace(
-                o,
-                time_limit_s=max(0.5, left / (len(jobs) - n) / 2),
-                objective="max-iteration",
-                relax=frozenset({"wavelengths", "ports"}),
-                floors=True,
-                quiet=True,
-                previous=None,
-                polish=False,
-                stop_at_us=None,
-                presolve=False,
-            )
+            budget = max(0.5, left / (len(jobs) - n) / 2)
+            opts = replace(_alone_options(o, budget, None), presolve=False)
             try:
                 found.append(solve_instance(relaxed, opts).bound or 0.0)
             except NoIncumbentError as exc:  # stopped early: its dual bound still holds

@@ -566,6 +566,8 @@ def _calibrate_nccl(
         old = (
             getattr(inst.constants, key, None) if where == "constants" else getattr(inst, key, None)
         )
+        if old is None:  # omitted: the value the model used, not "None"
+            old = _omitted(key)
         source = "fit of " + ", ".join(m.label for m in ms)
         if key == "launch_overhead_us":
             source += "".join(map(_one_process, tabs))
@@ -590,6 +592,18 @@ def _calibrate_nccl(
     return Calibration(
         [], rows_out, {}, changes, warnings, {"params": model.params, "bands": bands}
     )
+
+
+def _omitted(key: str) -> float | None:
+    """What the model uses for a calibrated field the instance omits (docs/collectives.md §7)."""
+    from optnet import nccl_cost as nc
+
+    return {
+        "collective_latency_us": 0.0,
+        "launch_overhead_us": nc.HOST_LAUNCH_US,
+        "net_overhead_us": nc.per_launch_us(None),
+        "nic_efficiency": nc.nic_efficiency(None),
+    }.get(key)
 
 
 def _one_process(tab: NcclTable) -> str:

@@ -611,7 +611,7 @@ def test_calibrate_fits_the_launch_per_gpu_when_one_thread_drove_every_gpu(tmp_p
     base = tmp_path / "base.yaml"
     base.write_text(BASE)
     optnet = [sys.executable, "-m", "optnet"]
-    said, fitted = {}, {}
+    said, fitted, olds = {}, {}, {}
     for stem in (
         "single-h100-8gpu-allreduce-ring-together",
         "single-h100-8gpu-allreduce-dgxcbench",
@@ -627,12 +627,14 @@ def test_calibrate_fits_the_launch_per_gpu_when_one_thread_drove_every_gpu(tmp_p
         got = json.loads(out.read_text())
         (ch,) = [c for c in got["changes"] if c["field"] == "constants.launch_overhead_us"]
         said[stem], fitted[stem] = ch["source"], yaml.safe_load(cal.read_text())["constants"]
+        olds[stem] = ch["old"]
     assert (
         read_nccl_tests(TABLES / "single-h100-8gpu-allreduce-ring-together.txt").gpus_per_thread
         == 8
     )
     w = said["single-h100-8gpu-allreduce-ring-together"]
     assert "per GPU launch" in w and "-g 8" in w and "NVIDIA/nccl-tests#333" in w
+    assert olds["single-h100-8gpu-allreduce-ring-together"] == nc.HOST_LAUNCH_US  # omitted
     together = fitted["single-h100-8gpu-allreduce-ring-together"]
     assert 3.5 < together["launch_overhead_us"] < 5.5  # 35 µs over 8 launches
     assert "gpus_per_process" not in together

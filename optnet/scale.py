@@ -396,7 +396,12 @@ def _relaxation_pass(
 
 
 def confirm_bounds(
-    inst: Instance, o: SolveOptions, per_job: list[float], jobs: list[int], until: float
+    inst: Instance,
+    o: SolveOptions,
+    per_job: list[float],
+    jobs: list[int],
+    until: float,
+    floors: list[float] | None = None,
 ) -> list[int]:
     """Before a bound closes the gap: each job of ``jobs`` alone again on both relaxed
     clusters (``merged_cluster``, ``relaxed_cluster``), with HiGHS's presolve off, until
@@ -406,8 +411,8 @@ def confirm_bounds(
     with presolve on, 1,211,507 us with it off, and a plan has the job at 1,211,507 us; the same
     model read back from MPS, or another seed, also gives 1,211,507). Lowered in place; a job
     whose relaxation is too large, or not reached before ``until``, keeps its bound. Returns the
-    jobs whose bound fell."""
-    floors = job_floors(inst)
+    jobs whose bound fell. ``floors``: ``job_floors``, if the caller has them."""
+    floors = floors if floors is not None else job_floors(inst)
     fell = []
     for n, j in enumerate(jobs):
         left = until - time.perf_counter()
@@ -432,10 +437,11 @@ def confirm_bounds(
     return fell
 
 
-def _to_confirm(inst: Instance, o: SolveOptions, per_job: list[float], objective: float):
-    """The jobs whose relaxation bound closes the gap: above its closed-form floor and, under
-    ``max-iteration``, within the gap of the plan's ``objective``; largest first."""
-    floors = job_floors(inst)
+def _to_confirm(
+    inst: Instance, o: SolveOptions, per_job: list[float], objective: float, floors: list[float]
+) -> list[int]:
+    """The jobs whose relaxation bound closes the gap: above its closed-form floor (``floors``)
+    and, under ``max-iteration``, within the gap of the plan's ``objective``; largest first."""
     jobs = [j for j in range(len(per_job)) if per_job[j] > floors[j] * (1 + 1e-9)]
     if o.objective == "max-iteration":
         jobs = [j for j in jobs if (relative_gap(objective, per_job[j]) or 0.0) <= o.mip_gap]
@@ -1552,18 +1558,23 @@ def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None)
         t_first = time.perf_counter() - t0
     refuted: list[int] = []
 
-    def recheck(plan_ev) -> float:
-        """``lb`` again once ``plan_ev`` refutes some job's bound (``refuted_bounds``)."""
+    def retract(bad: list[int], why: str) -> float:
+        """``lb`` again once the bounds of the jobs ``bad`` fell in ``per_job``, the progress
+        line saying ``why`` (a template for their names)."""
         nonlocal rack_lb
-        bad = refuted_bounds(inst, per_job, plan_ev)
         if not bad:
             return lb
         refuted.extend(j for j in bad if j not in refuted)
         rack_lb = rack_aware_bound(inst, per_job, cross, o.objective)
         new = max(objective_floor(inst, per_job, o.objective), rack_lb)
         names = ", ".join(inst.jobs[j].name for j in bad)
-        rep.retract(inst, new, f"bound retracted: a plan refutes the relaxation of {names}")
+        rep.retract(inst, new, "bound retracted: " + why.format(names))
         return new
+
+    def recheck(plan_ev) -> float:
+        """``lb`` again once ``plan_ev`` refutes some job's bound (``refuted_bounds``)."""
+        bad = refuted_bounds(inst, per_job, plan_ev)
+        return retract(bad, "a plan refutes the relaxation of {}")
 
     lb = recheck(ev)
     objective, decisions, bound = ev.objective_us, d, lb
@@ -1625,15 +1636,11 @@ def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None)
         lb = bound = recheck(evaluate(inst, decisions, o.objective))
         rep.offer(inst, bound=lb)
     if (relative_gap(objective, lb) or 0.0) <= o.mip_gap:  # confirmed before it is claimed
-        fell = confirm_bounds(
-            inst, o, per_job, _to_confirm(inst, o, per_job, objective), t0 + deadline
-        )
+        floors = job_floors(inst)
+        jobs = _to_confirm(inst, o, per_job, objective, floors)
+        fell = confirm_bounds(inst, o, per_job, jobs, t0 + deadline, floors)
         if fell:
-            refuted.extend(j for j in fell if j not in refuted)
-            rack_lb = rack_aware_bound(inst, per_job, cross, o.objective)
-            lb = bound = max(objective_floor(inst, per_job, o.objective), rack_lb)
-            names = ", ".join(inst.jobs[j].name for j in fell)
-            rep.retract(inst, lb, f"bound retracted: the relaxation of {names} confirmed lower")
+            lb = bound = retract(fell, "the relaxation of {} confirmed lower")
     status = "optimal" if relative_gap(objective, lb) <= o.mip_gap else _stopped()
     timings = {
         "bound_s": t_bound,

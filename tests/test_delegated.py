@@ -98,3 +98,77 @@ def test_64_servers_with_phases_get_the_relaxation_bound():
     inst = _inst(64, "dense", 0, "phases")
     res = solve_delegated(inst, SolveOptions(time_limit_s=6), capabilities.delegation(inst))
     assert ideal_bound(inst) < res.bound <= res.objective
+
+
+def _field_64_moderate_62(kind: str):
+    """field-64-moderate seed 62: its relaxations prove the constructive plan, 2,958,810.8 us
+    against a bound of 2,958,704.5 us (as without the feature: its own auto proves it in 3 s)."""
+    return _inst(64, "moderate", 62, kind)
+
+
+@pytest.mark.parametrize("kind", ["relays", "phases"])
+def test_a_bound_that_proves_the_plan_ends_the_search(kind):
+    """With relays, ``auto`` stopped at 10 s of 30 with a 5.41 % gap: its first relaxations had
+    too little time to prove the plan, and nothing used the time left (the joint model is too
+    large). With phases it proved the plan in 0.5 s and then ran the joint MILP for the rest of
+    the limit. Now the relaxations get the time left, and a bound that proves the plan, once
+    confirmed, ends the search."""
+    inst = _field_64_moderate_62(kind)
+    res = solve_delegated(inst, SolveOptions(time_limit_s=30), capabilities.delegation(inst))
+    assert res.status == "optimal" and relative_gap(res.objective, res.bound) <= 1e-4
+    assert res.objective == pytest.approx(2_958_810.77, rel=1e-8)
+    assert res.bound <= res.objective
+    assert res.solver["joint_model"] == "not built: the bound proves the plan"
+    assert "exact" not in res.solver
+
+
+def test_a_relaxation_answered_wrongly_is_confirmed_before_it_proves_the_plan(monkeypatch):
+    """Fault injected: the relaxations answer the slowest job's bound at the plan's own time
+    (HiGHS has answered relaxations wrongly, ``scale.confirm_bounds``). The bound that would
+    prove the plan is solved again with presolve off before it is claimed; the injected value is
+    retracted, never reported."""
+    from optnet import scale
+    from optnet.progress import Reporter
+
+    real = scale._relaxed_bounds
+    plan_us = 2_958_810.77
+
+    def wrong(relaxed, o, budget_s, incumbent_us):
+        per_job = real(relaxed, o, budget_s, incumbent_us)
+        j = max(range(len(per_job)), key=per_job.__getitem__)
+        per_job[j] = plan_us
+        return per_job
+
+    monkeypatch.setattr(scale, "_relaxed_bounds", wrong)
+    inst = _field_64_moderate_62("phases")
+    with Reporter(quiet=True, numbers=True) as rep:
+        rep.target = inst
+        res = solve_delegated(inst, SolveOptions(time_limit_s=30), capabilities.delegation(inst))
+        shown = rep.bound
+    assert shown is not None and shown < plan_us - 100  # the progress line retracted it too
+    assert res.objective == pytest.approx(plan_us, rel=1e-8)
+    assert res.bound < plan_us - 100  # the confirmed bound (2,958,704.5 us), not the injected one
+
+
+def test_the_relaxations_stop_once_they_prove_the_plan(monkeypatch):
+    """``relaxation_bound`` with the best plan's objective (``incumbent_us``) runs no relaxation
+    once its bound is within the gap of it: at L = 120 s the relays instance above proved its
+    bound in 1.6 s and went on for 26 s."""
+    from optnet import scale
+
+    inst = _field_64_moderate_62("relays")
+    calls = []
+    real = scale.solve_instance
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(scale, "solve_instance", counted)
+    o = SolveOptions(time_limit_s=8)
+    lb, per_job = relaxation_bound(inst, o)
+    full = len(calls)
+    calls.clear()
+    lb2, _ = relaxation_bound(inst, o, incumbent_us=lb)
+    assert lb2 == pytest.approx(lb, rel=1e-4)
+    assert len(calls) < full

@@ -30,8 +30,10 @@ from optnet.instance import Instance, Ocs, Rack, Server
 
 def relaxed_cluster(inst: Instance, slots: int) -> Instance:
     """One rack of ``slots`` servers with the shortest trunk delay of any rack, every OCS
-    looping it back, every plug-in transport relaxed onto it (``Transport.relaxed``); it
-    remembers the real racks' sizes (``Instance.real_rack_sizes``)."""
+    looping it back, every plug-in transport relaxed onto it (``Transport.relaxed``), every
+    server on the wavelength-switched fabric's gratings if there is one (its guard, the real
+    racks' worst, kept: it is the same for every pair of any plan); it remembers the real racks'
+    sizes (``Instance.real_rack_sizes``)."""
     delay = min(r.trunk_delay_us for r in inst.racks)
     rack = Rack("relaxed", tuple(range(slots)), 0.0, "smf", delay)
     servers = tuple(Server(f"relaxed-s{i}", 0) for i in range(slots))
@@ -43,8 +45,17 @@ def relaxed_cluster(inst: Instance, slots: int) -> Instance:
     )
     sizes = inst.real_rack_sizes or tuple(len(r.servers) for r in inst.racks)
     plugged = {t.key: t.relaxed(part) for t, part in transports.active(inst)}
+    ws = inst.wavelength_switched
+    if ws is not None:  # every relaxed server on the gratings, with the real fabric's guard
+        ws = replace(ws, racks=(0,), servers=tuple(range(slots)))
     return replace(
-        inst, racks=(rack,), servers=servers, ocses=ocses, real_rack_sizes=sizes, transports=plugged
+        inst,
+        racks=(rack,),
+        servers=servers,
+        ocses=ocses,
+        real_rack_sizes=sizes,
+        transports=plugged,
+        wavelength_switched=ws,
     )
 
 

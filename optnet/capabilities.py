@@ -274,7 +274,7 @@ class Without:
 
 WITHOUT: dict[Feature, Without] = {
     Feature.WAVELENGTH_SWITCHED: Without(
-        lambda i: replace(i, wavelength_switched=None), False, False
+        lambda i: replace(i, wavelength_switched=None), False, True
     ),
     Feature.PHASES: Without(_one_phase, False, True),
     Feature.RELAYS: Without(lambda i: replace(i, relay_overhead_us=None), False, True),

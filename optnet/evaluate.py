@@ -258,7 +258,7 @@ def check_ws(inst: Instance, d: Decisions) -> list[str]:
                 f"wavelength_switched: slot {sl}, transceiver {t}: {names[s]} receives from {n} "
                 "senders at once (collision at its receiver)"
             )
-    lit = {(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b)) for lp in d.lightpaths}
+    lit = {lp.pair for lp in d.lightpaths}
     for (a, b), (ab, ba) in sorted(d.ws_counts().items()):
         if ab != ba:
             out.append(
@@ -1198,7 +1198,7 @@ def _lightpath_rows(inst: Instance, d: Decisions, q, pair_bytes, owner, iter_of)
     rows = []
     optics: dict[tuple[int, int, int], tuple[float, float]] = {}  # (ra, rb, ocs) -> latency, loss
     for lp in sorted(d.lightpaths):
-        key = (min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))
+        key = lp.pair
         ra, rb = inst.servers[lp.server_a].rack, inst.servers[lp.server_b].rack
         if (ra, rb, lp.ocs) not in optics:
             optics[(ra, rb, lp.ocs)] = (

@@ -456,7 +456,7 @@ def _carry_ws(degraded: Instance, d: Decisions, moved: dict[int, int], lightpath
     fab = degraded.ws
     if fab is None:
         return [], [f"{len(counts)} pair(s) lose the disabled wavelength-switched fabric"]
-    lit = {(min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b)) for lp in lightpaths}
+    lit = {lp.pair for lp in lightpaths}
     kept: dict[tuple[int, int], int] = {}
     lost = 0
     for (a, b), k in counts.items():

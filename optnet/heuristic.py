@@ -339,7 +339,7 @@ def phased_plan(
         _algorithms, weight, _needed = _pair_weights(cands, d.placement, d.algorithms, h)
         lay = Layout(inst)
         for lp in d.lightpaths:
-            if (min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b)) in weight:
+            if lp.pair in weight:
                 lay.place(lp)
         fill(lay, weight)
         laid = lay.decisions(d.placement, d.algorithms)

@@ -220,7 +220,7 @@ def _made_room(lay: Layout, pair: tuple[int, int]) -> bool:
         ]
         taken: list[Lightpath] = []
         for lp in _spares(lay, on, x, y):
-            if lay.count[_ends(lp)] < 2:
+            if lay.count[lp.pair] < 2:
                 continue
             lay.remove([lp])
             taken.append(lp)
@@ -240,14 +240,9 @@ def _spares(lay: Layout, on: list[Lightpath], x: int, y: int) -> list[Lightpath]
     for s in (x, y):
         if not lay.trx_free[s].get(k):
             mine = [lp for lp in on if s in (lp.server_a, lp.server_b)]
-            first += sorted(mine, key=lambda lp: -lay.count[_ends(lp)])[:1]
-    rest = sorted((lp for lp in on if lp not in first), key=lambda lp: -lay.count[_ends(lp)])
+            first += sorted(mine, key=lambda lp: -lay.count[lp.pair])[:1]
+    rest = sorted((lp for lp in on if lp not in first), key=lambda lp: -lay.count[lp.pair])
     return first + rest
-
-
-def _ends(lp: Lightpath) -> tuple[int, int]:
-    """``lp``'s server pair, lower first."""
-    return min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b)
 
 
 def relaid_whole(
@@ -640,7 +635,7 @@ def _thinned(lightpaths: list[Lightpath]) -> list[Lightpath]:
     seen: set[tuple[int, int]] = set()
     out = []
     for lp in lightpaths:
-        p = (min(lp.server_a, lp.server_b), max(lp.server_a, lp.server_b))
+        p = lp.pair
         if p not in seen:
             seen.add(p)
             out.append(lp)

@@ -217,7 +217,12 @@ def _print_row(r: dict) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--one":
-        print(json.dumps(one(*sys.argv[2:6])))
+    args = sys.argv[1:]
+    if args and args[0] == "--one":
+        print(json.dumps(one(*args[1:5])))
+    elif args and args[0] in ("-h", "--help"):
+        print(__doc__)
+    elif unknown := [a for a in args if a not in SIZES]:
+        sys.exit(f"bench.scale: unknown size {unknown[0]!r}; sizes: {', '.join(SIZES)}")
     else:
-        main(sys.argv[1:] or list(SIZES))
+        main(args or list(SIZES))

@@ -43,7 +43,7 @@ from optnet.candidates import all_candidates
 from optnet.construct import constructive_plan
 from optnet.decisions import Decisions, Targets
 from optnet.errors import InfeasibleError, NoIncumbentError
-from optnet.evaluate import evaluate
+from optnet.evaluate import Evaluation, evaluate
 from optnet.exchange import improve_exchanges
 from optnet.heuristic import (
     balanced,
@@ -85,6 +85,9 @@ MAX_BLOCK_VARIABLES = 150_000
 #: build and 5.5 s to transfer (68 us), 57,947 (field-64-dense seed 1, tenants) 1.5 s and 4.8 s
 #: (109 us); the larger is kept.
 BUILD_S_PER_VARIABLE = 110e-6
+#: ``_solve_auto`` runs the relaxations only with at least this many seconds left of L once it
+#: has a plan (each job's first relaxation gets at least 0.5 s, ``relaxation_bound``)
+MIN_BOUND_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -1066,16 +1069,34 @@ def _offer_joined(rep, inst: Instance, o: SolveOptions, d: Decisions, rest, prep
         rep.offer(inst, incumbent=ev.objective_us)
 
 
+class _Judge:
+    """The evaluator's answer on each plan object, computed once: at 1,024 servers an
+    evaluation takes about 0.2 s, and ``_solve_auto`` evaluated its first plan four times
+    (1 s of a 1 s limit). Plans are not changed in place, so a plan object is its plan."""
+
+    def __init__(self, inst: Instance, objective: str) -> None:
+        self.inst, self.objective = inst, objective
+        self._seen: dict[int, tuple[Decisions, Evaluation]] = {}
+
+    def __call__(self, d: Decisions) -> Evaluation:
+        hit = self._seen.get(id(d))
+        if hit is None or hit[0] is not d:
+            hit = self._seen[id(d)] = (d, evaluate(self.inst, d, self.objective))
+        return hit[1]
+
+
 def _greedy_incumbent(
     inst: Instance,
     o: SolveOptions,
     priority: list[float] | None = None,
     also: Decisions | None = None,
+    judge: _Judge | None = None,
 ) -> Decisions | None:
     """The first incumbent, in seconds: the best (by the evaluator) of the constructive plan
     for any cluster (``construct.constructive_plan``), the greedy plan on the block
     placement and ``also`` (a plan found before: ``solve_narrowed``'s); None when none is
     feasible."""
+    judge = judge or _Judge(inst, o.objective)
     fixed: dict[tuple[int, int], int] = {}
     priority = priority or [j.compute_time_us for j in inst.jobs]
     for racks, jobs, fx in block_assignment(inst, priority):
@@ -1084,7 +1105,7 @@ def _greedy_incumbent(
     best: tuple[float, Decisions | None] = (math.inf, None)
     deal_s = TIME_PLAN.first_deal * o.time_limit_s
     for d in (constructive_plan(inst, priority, deal_s=deal_s), greedy_plan(inst, fixed), also):
-        ev = evaluate(inst, d, o.objective) if d is not None else None
+        ev = judge(d) if d is not None else None
         if ev is not None and ev.feasible and ev.objective_us < best[0]:
             best = (ev.objective_us, d)
     return best[1]
@@ -1601,9 +1622,10 @@ def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None)
     top = rep.is_target(inst)
     if top:
         rep.phase("first plan")
-    first = _greedy_incumbent(inst, o, also=start)
+    judge = _Judge(inst, o.objective)
+    first = _greedy_incumbent(inst, o, also=start, judge=judge)
     t_first = time.perf_counter() - t0 if first is not None else None
-    first_us = evaluate(inst, first, o.objective).objective_us if first is not None else None
+    first_us = judge(first).objective_us if first is not None else None
     rep.offer(inst, incumbent=first_us)  # _greedy_incumbent keeps only feasible plans
     best_us = first_us
     moves = placed = 0
@@ -1616,15 +1638,23 @@ def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None)
             inst, first, o.objective, t0 + TIME_PLAN.first_placement * deadline, cands, o.seed
         )
         if moves or placed:
-            best_us = evaluate(inst, first, o.objective).objective_us
+            best_us = judge(first).objective_us
             rep.offer(inst, incumbent=best_us)
+    targets: dict[int, Targets] = {}
+    # the bound's budget: its share of L, at least 1 s, but never past L once a plan exists
+    # (1,024 servers at L = 1-2 s: the first plan took 2 s and the relaxations 1 s more, 4.7 s
+    # in all); with no time left the closed-form floors stand
+    bound_s = max(1.0, TIME_PLAN.bound * deadline)
+    if first is not None:
+        bound_s = min(bound_s, deadline - (time.perf_counter() - t0))
     try:
         if top:
             rep.phase("bound")
-        targets: dict[int, Targets] = {}
-        lb, per_job = relaxation_bound(
-            inst, replace(o, time_limit_s=max(1.0, TIME_PLAN.bound * deadline)), targets, best_us
-        )
+        if bound_s < MIN_BOUND_S:
+            per_job = job_floors(inst)
+            lb = objective_floor(inst, per_job, o.objective)
+        else:
+            lb, per_job = relaxation_bound(inst, replace(o, time_limit_s=bound_s), targets, best_us)
     except _JobInfeasible as exc:  # a job that cannot run even on the relaxed cluster
         if small:
             return solve_instance(inst, o)  # the exact model proves it and explains
@@ -1642,7 +1672,7 @@ def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None)
     # block MILPs as long again); else the first plan goes on to the moves (1,024 servers at
     # L = 5 s: the starts took 1.1-1.2 s of a 1.1-1.2 s share, the decomposition 2.1 s)
     again = first is None or (t_first or 0.0) < deadline - t_bound
-    fallback = _greedy_incumbent(inst, o, per_job, also=start) if again else first
+    fallback = _greedy_incumbent(inst, o, per_job, also=start, judge=judge) if again else first
     no_blocks = {"blocks": [], "timings": {}, "decomposition_s": 0.0}
     try:
         if fallback is not None and TIME_PLAN.blocks * left <= max(1.0, 2 * (t_first or 0.0)):
@@ -1673,7 +1703,7 @@ def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None)
             raise
         # the constructive plan stands; small instances then go to the exact model below
         d, info = first, no_blocks
-    ev = evaluate(inst, d, o.objective)
+    ev = judge(d)
     if not ev.feasible:
         raise RuntimeError("decomposed plan is infeasible: " + "; ".join(ev.violations))
     if t_first is None:  # no constructive plan: the first incumbent is the decomposition's
@@ -1701,7 +1731,7 @@ def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None)
     lb = recheck(ev)
     objective, decisions, bound = ev.objective_us, d, lb
     if first is not None:
-        ev0 = evaluate(inst, first, o.objective)
+        ev0 = judge(first)
         lb = bound = recheck(ev0)
         if ev0.objective_us < objective - 1e-9:
             objective, decisions = ev0.objective_us, first

@@ -8,6 +8,8 @@ the rules that bound them."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from bench.generate_field import generate
@@ -146,3 +148,50 @@ def test_a_relaxation_without_time_to_build_it_is_not_built(monkeypatch):
         inst, SolveOptions(), [j], per_job, None, merged_cluster, time.perf_counter(), 0.05
     )
     assert n == 0 and per_job == before
+
+
+def test_no_relaxation_once_the_first_plan_took_the_limit(monkeypatch):
+    """The bound's budget (its share of L, at least 1 s) ends at L once a plan exists: 1,024
+    servers at L = 1-2 s took 4.7 s, the first plan 2 s and the relaxations 1 s after it. A
+    first plan made to take the whole limit here: the bound is the closed-form floors', and
+    the plan is returned."""
+    import time
+
+    inst = _inst()
+    real = scale._greedy_incumbent
+
+    def slow(*a, **k):
+        time.sleep(1.0)
+        return real(*a, **k)
+
+    def never(*_a, **_k):
+        raise AssertionError("the relaxations ran after the limit")
+
+    monkeypatch.setattr(scale, "_greedy_incumbent", slow)
+    monkeypatch.setattr(scale, "relaxation_bound", never)
+    res = scale.solve_auto(inst, SolveOptions(time_limit_s=1.0))
+    ev = evaluate(inst, res.decisions)
+    assert ev.feasible and res.objective == pytest.approx(ev.objective_us, rel=1e-9)
+    floor = scale.objective_floor(inst, scale.job_floors(inst), "max-iteration")
+    assert res.bound == pytest.approx(floor, rel=1e-9) and res.status == "time_limit"
+
+
+def test_each_plan_is_evaluated_once(monkeypatch):
+    """``_solve_auto`` asks the evaluator about each plan object once (``_Judge``): its first
+    plan used to be evaluated four times, 0.8 s at 1,024 servers."""
+    inst = _inst()
+    calls: list[int] = []
+    real = scale.evaluate
+
+    def counted(i, d, *a, **k):
+        if i is inst:
+            calls.append(id(d))
+        return real(i, d, *a, **k)
+
+    monkeypatch.setattr(scale, "evaluate", counted)
+    judge = scale._Judge(inst, "max-iteration")
+    d = constructive_plan(inst)
+    assert judge(d) is judge(d) and calls == [id(d)]
+    other = replace(d)  # the same plan, another object: evaluated again
+    assert judge(other).objective_us == pytest.approx(judge(d).objective_us)
+    assert calls == [id(d), id(other)]

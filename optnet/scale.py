@@ -1630,13 +1630,17 @@ def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None)
     best_us = first_us
     moves = placed = 0
     cands = None if small else all_candidates(inst)  # what every move scores plans with
+    moves_until = t0 + TIME_PLAN.first_moves * deadline
+    placement_until = t0 + TIME_PLAN.first_placement * deadline
+    # the moves score the plan before they move it: not when their time is already over (the
+    # first plan took it: 0.3 s at 1,024 servers)
     if first is not None and o.objective in TIME_OBJECTIVES and not small:
-        first, moves = paying_circuits(
-            inst, first, o.objective, t0 + TIME_PLAN.first_moves * deadline, cands
-        )
-        first, placed = paying_placement(
-            inst, first, o.objective, t0 + TIME_PLAN.first_placement * deadline, cands, o.seed
-        )
+        if time.perf_counter() < moves_until:
+            first, moves = paying_circuits(inst, first, o.objective, moves_until, cands)
+        if time.perf_counter() < placement_until:
+            first, placed = paying_placement(
+                inst, first, o.objective, placement_until, cands, o.seed
+            )
         if moves or placed:
             best_us = judge(first).objective_us
             rep.offer(inst, incumbent=best_us)

@@ -146,6 +146,11 @@ def measurement_data(
     cluster cannot hold."""
     data = copy.deepcopy({k: v for k, v in base.items() if k in ("name", "constants", "topology")})
     data["library"] = library
+    if library == "nccl":  # the run's NCCL picked its own algorithms, among those it enabled
+        data["nccl"] = {"tuner": "builtin"}
+        names = _nccl_names(m)
+        if names:
+            data["nccl"]["algorithms"] = names
     if m.gpus_per_process > 1:
         data.setdefault("constants", {})["gpus_per_process"] = m.gpus_per_process
     topo = data["topology"]
@@ -174,7 +179,38 @@ def measurement_data(
             }
         ]
     }
+    _transceivers_as_nics(data)
     return data
+
+
+def _nccl_names(m: Measured) -> list[str] | None:
+    """The NCCL algorithms (``nccl.algorithms``) of the optnet algorithms the run could use
+    (``m.allowed``, from its NCCL_ALGO); None: any."""
+    from optnet.library import P2P, nccl_algorithm
+
+    if m.allowed is None:
+        return None
+    found = (nccl_algorithm(m.kind, a) for a in m.allowed)
+    return sorted({a.name for a in found if a is not None and a.name != P2P}) or None
+
+
+def _transceivers_as_nics(data: dict) -> None:
+    """A measured system's network is its packet fabric (no lightpath is laid): the
+    transceivers its preset may also give are NCCL's NICs, so they offer no more than the
+    fabric does. Without this, a preset's optics faster than the measured network (a DGX A100's
+    eight 200G rails on AWS p4de's four 100G EFA NICs, a DGX H100's eight 400G on GCP A3's
+    TCPX/TCPXO) set what NCCL's tuner is taken to see (``candidates.nominal_network``), and so
+    the protocol, at 2-4 times the network that carried the run."""
+    from optnet.instance import instance_from_data
+    from optnet.physics import server_packet_rate_gbps
+
+    topo = data["topology"]
+    if not topo.get("packet_fabric"):
+        return
+    inst = instance_from_data(data, "measured system")
+    fabric = server_packet_rate_gbps(inst)
+    if inst.live_transceivers * inst.transceiver_rate_gbps > fabric:
+        topo.setdefault("transceivers", {})["rate_gbps"] = fabric / inst.live_transceivers
 
 
 def predict(

@@ -64,6 +64,12 @@ class Option:
     launch_us: float = 0.0
     """What the host's issue floor (``launch_floor``) raised ``overlap_us`` by: reported as the
     host's launch time (``host_launch``), not as NVLink time."""
+    tuner_us: float | None = None
+    """``library: nccl``: the time NCCL's own tuner gives this option at the nominal network,
+    what it compares when it picks the algorithm and protocol itself (``nccl.tuner: builtin``;
+    ``nccl_cost``: NCCL's latency, its bandwidth factors and tree correction, its caps; not the
+    pipeline fills or the proxy floor it does not model). None: an option NCCL's tuner does not
+    price (point-to-point), or ``library: ideal``."""
 
     def time_us(self, network_us: float) -> float:
         """The option's time when its network steps take ``network_us``."""
@@ -229,7 +235,9 @@ def _nvls_option(inst: Instance, g: int, n: float) -> Option:
     nv = nvls_nvlink_us(inst, g, n)
     fill = nv * (nc.nvls_fill_factor(n, g, inst.gpu_arch) - 1.0)
     lat = library.NVLS_LATENCY_US
-    return Option("nvls", lat + fill, (), nv, overlap_us=nv, protocol="simple", fill_us=fill)
+    return Option(
+        "nvls", lat + fill, (), nv, nv, protocol="simple", fill_us=fill, tuner_us=lat + nv
+    )
 
 
 def _gamma_us(
@@ -510,24 +518,30 @@ def _nccl_option(
     nics = _nccl_rails(inst)[0]
     launch_us = nc.per_launch_us(inst.constants.net_overhead_us)
     volume = nc.flat_ring_volume(kind, p, N) if nccl_alg == "ring" else 1.0
+    share = volume * nc.head_share(nccl_alg, heads, nics, g)
+    caps = (heads, nics)
     best: tuple[float, Option] | None = None
     for proto in only or nc.protocols(nccl_alg):
         f = nc.bandwidth_factor(nccl_alg, proto, kind, N)
+        size = nc.size_factor(nccl_alg, proto, kind, n, inst.gpu_arch)  # on NCCL's capped bw too
+        corrected = f * size
         hops, phi = nc.pipeline_fill(nccl_alg, proto, kind, n, p, N, heads, inst.gpu_arch, nic_gbps)
         if not hops:  # the fill takes the place of NCCL's tree correction (nccl_cost.size_factor)
-            f *= nc.size_factor(nccl_alg, proto, kind, n, inst.gpu_arch)
+            f = corrected
         nvlink = _nccl_nvlink_us(inst, nccl_alg, kind, n, g, p, f)
-        floor = max(
-            nvlink,
-            nc.cap_floor_us(nccl_alg, proto, kind, n, p, N, (heads, nics), inst.gpu_arch),
-            nc.proxy_floor_us(nccl_alg, proto, kind, n, p, N, launch_us),
-        )
+        cap = nc.cap_floor_us(nccl_alg, proto, kind, n, p, N, caps, inst.gpu_arch)
+        floor = max(nvlink, cap, nc.proxy_floor_us(nccl_alg, proto, kind, n, p, N, launch_us))
         lat = nc.latency_us(
             nccl_alg, proto, kind, p, N, inst.constants.message_overhead_us, launch_us
         )
         lat *= nc.plateau(nccl_alg, proto, kind, p, N, n, inst.gpu_arch)
         fill, fill_us = nc.fill_terms(hops, phi, nvlink)
-        steps = _scaled(gs, volume * fill * nc.head_share(nccl_alg, heads, nics, g) / (f * eff))
+        steps = _scaled(gs, share * fill / (f * eff))
+        tuner = lat + max(
+            _nccl_nvlink_us(inst, nccl_alg, kind, n, g, p, corrected),
+            cap / size,
+            nominal_network_us(inst, _scaled(gs, share / (corrected * eff))),
+        )
         opt = Option(
             algorithm,
             lat + fill_us,
@@ -536,8 +550,9 @@ def _nccl_option(
             overlap_us=floor,
             protocol=proto,
             fill_us=fill_us,
+            tuner_us=tuner,
         )
-        t = opt.time_us(nominal_network_us(inst, steps))
+        t = tuner if inst.nccl_tuner == "builtin" else opt.time_us(nominal_network_us(inst, steps))
         if best is None or t < best[0] - 1e-12:
             best = (t, opt)
     assert best is not None
@@ -580,6 +595,51 @@ def _nccl_nvlink_us(
     else:  # ring
         nbytes = n * (coll.busbw_factor(kind, p) if kind in _RING_VOLUME else 1.0)
     return nbytes / f * inverse_rate_us_per_byte(inst.nvlink_rate_gbps)
+
+
+def as_nccl_runs(
+    inst: Instance, job: str, spec: CollectiveSpec, options: tuple[Option, ...]
+) -> tuple[Option, ...]:
+    """``options`` as the jobs' NCCL runs them (``library: nccl``; docs/collectives.md §7, "Who
+    picks the algorithm"): only the NCCL algorithms ``nccl.algorithms`` enables (NCCL_ALGO),
+    and with ``nccl.tuner: builtin`` only the one NCCL's own tuner picks, the least
+    ``tuner_us`` (an option it does not price, CollNet, at its own nominal time). Point-to-point
+    (all-to-all, send/recv: NCCL's tuner does not see it) and ``library: ideal`` unchanged.
+    Refuses (InputError) a collective ``nccl.algorithms`` leaves nothing to run."""
+    if not library.pipelined(inst) or spec.kind in ("all_to_all", "send_recv", "traffic"):
+        return options
+    if inst.nccl_algorithms is not None:
+        runs = tuple(
+            o
+            for o in options
+            if o.algorithm == "none"
+            or (a := library.nccl_algorithm(spec.kind, o.algorithm)) is not None
+            and a.name in inst.nccl_algorithms
+        )
+        if not runs:
+            names = sorted(
+                {a.name for o in options if (a := library.nccl_algorithm(spec.kind, o.algorithm))}
+            )
+            raise InputError(
+                [
+                    Problem(
+                        "instance",
+                        "nccl.algorithms",
+                        f"{sorted(inst.nccl_algorithms)} leaves {job}.{spec.name} ({spec.kind}) "
+                        f"nothing NCCL runs; it could run {names}",
+                    )
+                ]
+            )
+        options = runs
+    if inst.nccl_tuner == "builtin" and len(options) > 1:
+
+        def tuner_us(o: Option) -> float:
+            if o.tuner_us is not None:
+                return o.tuner_us
+            return o.time_us(nominal_network_us(inst, o.groups))
+
+        options = (min(options, key=lambda o: (tuner_us(o), o.algorithm)),)
+    return options
 
 
 def launch_floor(opt: Option, extra_us: float, launch_us: float) -> Option:
@@ -676,7 +736,7 @@ def collective_candidates(
             if parameter_server_available(job, spec):
                 options.append(_parameter_server_option(inst, job, spec, groups, N, g, p, intra))
             cc = CollectiveCandidates(-1, spec, tuple(options), N, p)
-    options = cc.options
+    options = as_nccl_runs(inst, job.name, cc.spec, cc.options)
     if library.pipelined(inst) and cc.spec.kind in ("all_to_all", "send_recv"):
         # the NIC delivers its share to point-to-point bytes too
         w = 1.0 / nc.nic_efficiency(inst.nic_efficiency)

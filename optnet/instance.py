@@ -213,6 +213,12 @@ class Instance:
     library: str = "ideal"
     """Communication library the jobs run (``optnet.library``): ideal or nccl. Not part of
     ``input_hash``: like the solver options it changes which plan is chosen, not the input."""
+    nccl_tuner: str = "plan"
+    """``library: nccl``: who picks each collective's algorithm and protocol, ``plan`` (optnet's
+    tuner plugin applies the plan's) or ``builtin`` (NCCL's own tuner). Not part of
+    ``input_hash``, as ``library``."""
+    nccl_algorithms: frozenset[str] | None = None
+    """``library: nccl``: the NCCL algorithms the jobs may run (NCCL_ALGO); None: all."""
     transports: dict[str, Any] = field(default_factory=dict, compare=False)
     """Plug-in transport key -> its instance part (``optnet.transports``; only those defined)."""
     family: str | None = None
@@ -428,6 +434,8 @@ def _assemble(
         phases=tuple(phases) if len(phases) >= 2 else (),
         relay_overhead_us=cluster.relay.overhead_us if cluster.relay is not None else None,
         library=inst.library,
+        nccl_tuner=inst.nccl.tuner,
+        nccl_algorithms=frozenset(inst.nccl.algorithms) if inst.nccl.algorithms else None,
     )
 
 

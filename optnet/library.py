@@ -276,6 +276,8 @@ def deploy_note(results: dict) -> str | None:
         if offenders:
             listed = ", ".join(f"{j}.{c}: {a}" for j, c, a in offenders)
             return f"library: {library}: but it cannot run {listed}"
+        if inst.get("nccl_tuner") == "builtin":
+            return f"library: {library}, its own tuner picking each algorithm (nccl.tuner: builtin)"
         return f"library: {library} (every chosen algorithm is one {library} runs)"
     return None
 

@@ -17,7 +17,7 @@ from optnet.instance import Instance
 
 #: 1.5: ``transports`` (plug-in transports' parts of the plan); ``phase`` on the circuits and
 #: lightpaths of ``changes`` (``--from`` with communication phases)
-SCHEMA_VERSION = "1.6"
+SCHEMA_VERSION = "1.7"
 
 
 def build_results(
@@ -60,6 +60,7 @@ def build_results(
             "files": inst.files,
             "failures": list(inst.raw.get("failures", [])),
             "library": inst.library,
+            **({"nccl_tuner": "builtin"} if inst.nccl_tuner == "builtin" else {}),
         },
     }
     if not reproducible:

@@ -75,6 +75,9 @@ class InstanceInfo(ClosedModel):
     library: Literal["ideal", "nccl"] = "ideal"
     """Communication library the plan was chosen for (``library:`` or ``--library``;
     docs/collectives.md)."""
+    nccl_tuner: Literal["plan", "builtin"] = "plan"
+    """``builtin``: the collectives' algorithms and protocols are NCCL's own tuner's picks
+    (``nccl.tuner: builtin``, docs/collectives.md §7); written only then (schema 1.7)."""
 
 
 class Rank(ClosedModel):

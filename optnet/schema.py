@@ -485,6 +485,21 @@ class Workload(Strict):
     matching per OCS for the whole iteration)."""
 
 
+class Nccl(Strict):
+    """How the jobs' NCCL is set up (``library: nccl``; docs/collectives.md §7, "Who picks the
+    algorithm")."""
+
+    tuner: Literal["plan", "builtin"] = "plan"
+    """Who picks each collective's NCCL algorithm and protocol: ``plan`` (the default) the plan,
+    applied by optnet's tuner plugin (``optnet export --format nccl``); ``builtin`` NCCL's own
+    tuner (no plugin installed: ``ncclTopoGetAlgoTime``, src/graph/tuning.cc), so the plan
+    cannot choose them and is priced with what NCCL picks."""
+    algorithms: list[Literal["ring", "tree", "nvls", "nvls_tree", "collnet_chain"]] | None = None
+    """NCCL algorithms the jobs may run (NCCL_ALGO; NCCL_NVLS_ENABLE=0 leaves out nvls and
+    nvls_tree); omitted: every one NCCL enables. Point-to-point (all-to-all, send/recv) is not
+    affected."""
+
+
 class InstanceFile(Strict):
     """An instance: a topology and a workload, inline or as paths relative to this file."""
 
@@ -500,3 +515,14 @@ class InstanceFile(Strict):
     algorithms and protocols NVIDIA NCCL implements, priced as NCCL runs them; ideal every
     algorithm optnet models, for what-if studies (a plan may need a custom library to deploy).
     ``optnet solve --library`` overrides it."""
+    nccl: Nccl = Nccl()
+    """NCCL's setup under ``library: nccl``: who picks the algorithms, and which it may run."""
+
+    @model_validator(mode="after")
+    def _nccl_needs_nccl(self) -> InstanceFile:
+        if self.library == "ideal" and self.nccl != Nccl():
+            raise ValueError(
+                "nccl sets up NCCL, which library ideal does not run: use library: nccl, or "
+                "leave nccl out"
+            )
+        return self

@@ -177,7 +177,7 @@ def option_rows(yml: Path, library: str = "nccl") -> list[dict]:
     time on the fabric may differ): algorithm, protocol, ``constant_us`` (latency and fill),
     ``floor_us`` (the pipelined NVLink or LL-cap floor), ``network_us`` and ``time_us`` =
     constant + max(floor, network), next to the measured time. Empty for a skipped table."""
-    from optnet.candidates import all_candidates, nominal_network_us
+    from optnet.candidates import nominal_network_us
     from optnet.instance import instance_from_data
 
     meta = yaml.safe_load(yml.read_text())
@@ -188,9 +188,15 @@ def option_rows(yml: Path, library: str = "nccl") -> list[dict]:
     txt = yml.with_suffix(".txt")
     table = parse_nccl_tests(txt.read_text(), str(txt), kind=meta["collective"], ranks=n)
     m = measured(meta, table)
-    inst = instance_from_data(cm.measurement_data(base, m, None, library), meta["id"])
+    data = cm.measurement_data(base, m, None, library)
+    picks = None
+    if library == "nccl":  # NCCL's own pick per size, then every option the plan could take
+        inst = instance_from_data(data, meta["id"])
+        picks = [(cc.options[0].algorithm, cc.options[0].protocol) for cc in _colls(inst)]
+        data["nccl"]["tuner"] = "plan"
+    inst = instance_from_data(data, meta["id"])
     out = []
-    for cc, meas in zip(all_candidates(inst)[0].collectives, m.times_us, strict=True):
+    for i, (cc, meas) in enumerate(zip(_colls(inst), m.times_us, strict=True)):
         for o in cc.options:
             net = nominal_network_us(inst, o.groups)
             out.append(
@@ -203,20 +209,32 @@ def option_rows(yml: Path, library: str = "nccl") -> list[dict]:
                     "floor_us": o.overlap_us,
                     "network_us": net,
                     "time_us": o.time_us(net),
+                    "tuner_us": o.tuner_us,
+                    "nccl_picks": picks is not None and picks[i][0] == o.algorithm,
                 }
             )
     return out
 
 
+def _colls(inst):
+    from optnet.candidates import all_candidates
+
+    return all_candidates(inst)[0].collectives
+
+
 def _print_options(ymls: list[Path], library: str) -> None:
-    print(f"{'table':<46} {'size':>11} {'meas':>8}  option: const + max(floor, network) = time")
+    print(
+        f"{'table':<46} {'size':>11} {'meas':>8}  option: const + max(floor, network) = time"
+        "   NCCL's tuner (* its pick)"
+    )
     for yml in ymls:
         for r in option_rows(yml, library):
             opt = f"{r['algorithm']}/{r['protocol'] or '-'}"
+            tuner = "" if r["tuner_us"] is None else f"{r['tuner_us']:8.1f}"
             print(
                 f"{yml.stem[:46]:<46} {r['size']:>11} {r['measured_us']:>8.1f}  {opt:<22} "
                 f"{r['constant_us']:7.1f} + max({r['floor_us']:8.1f}, {r['network_us']:8.1f})"
-                f" = {r['time_us']:8.1f}"
+                f" = {r['time_us']:8.1f}   {tuner}{' *' if r['nccl_picks'] else ''}"
             )
 
 

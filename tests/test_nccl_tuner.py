@@ -1,0 +1,168 @@
+"""Who picks the NCCL algorithm (``nccl.tuner``) and which NCCL may run (``nccl.algorithms``):
+docs/collectives.md §7, "Who picks the algorithm"."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from bench.fidelity import run as fidelity
+from optnet import calibrate_model as cm
+from optnet.candidates import all_candidates, nominal_network
+from optnet.errors import InputError
+from optnet.instance import instance_from_data
+from optnet.nccl_tests import parse_nccl_tests
+
+TABLES = fidelity.TABLES if hasattr(fidelity, "TABLES") else None
+
+
+def _two_dgx_h100(sizes: list[float], nccl: dict | None = None, library: str = "nccl") -> dict:
+    """2 x 8 H100 on 8 x 400G NDR rails (the packet fabric), one all-reduce per size."""
+    data = {
+        "name": "two-dgx",
+        "library": library,
+        "topology": {
+            "preset": "dgx-h100",
+            "network": "ib-ndr",
+            "racks": {"count": 1, "servers_per_rack": 2, "trunk_length_km": 0.05},
+            "wavelengths_per_fibre": 4,
+            "packet_fabric": {"rate_gbps": 400, "nics": 8},
+        },
+        "workload": {
+            "jobs": [
+                {
+                    "name": "job",
+                    "gpus": 16,
+                    "parallelism": {"dp": 16},
+                    "compute_time_us": 0,
+                    "collectives": [
+                        {
+                            "name": f"s{i}",
+                            "kind": "all_reduce",
+                            "group": "world",
+                            "message_bytes": s,
+                        }
+                        for i, s in enumerate(sizes)
+                    ],  # fmt: skip
+                }
+            ]
+        },
+    }
+    if nccl is not None:
+        data["nccl"] = nccl
+    return data
+
+
+def _options(data: dict) -> list[list[tuple[str, str | None]]]:
+    inst = instance_from_data(data, "t.yaml")
+    return [
+        [(o.algorithm, o.protocol) for o in cc.options]
+        for cc in all_candidates(inst)[0].collectives
+    ]
+
+
+def test_the_builtin_tuner_picks_what_nccls_own_model_picks():
+    """2 x 8 H100 over NDR, all-reduce. NCCL's tuner (src/graph/tuning.cc) by hand, 8 tree
+    channels (one per NIC): the tree's LL128 takes 14.0 + 2 (7 x 1.25 + 8.5) = 48.5 us of
+    latency, busBw min(8 x 36.7) = 293.6 GB/s, half of it as algorithm bandwidth, times the
+    tree correction (0.6 at 1 MiB, 0.9 at 8 MiB); NVLS-tree 25 + 2 x 20.9 = 66.8 us and about
+    460 GB/s busBw x 16/30. At 1 MiB: tree 48.5 + 11.9 = 60.4 < NVLS-tree 71.1; at 8 MiB:
+    tree 48.5 + 63.5 = 112 > NVLS-tree 101. optnet's own prices order 8 MiB the other way
+    (the tree's LL128 fastest), which is what a plan applied by the tuner plugin runs."""
+    sizes = [2.0**20, 8 * 2.0**20]
+    builtin = _options(_two_dgx_h100(sizes, {"tuner": "builtin"}))
+    assert [o[0][0] for o in builtin] == ["double_binary_tree", "nvls_tree"]
+    assert builtin[0][0][1] == "ll128" and all(len(o) == 1 for o in builtin)
+    inst = instance_from_data(_two_dgx_h100(sizes), "t.yaml")
+    plan = all_candidates(inst)[0].collectives[1].options
+    assert {o.algorithm for o in plan} == {"ring", "double_binary_tree", "nvls_tree"}
+    from optnet.candidates import nominal_network_us
+
+    fastest = min(plan, key=lambda o: o.time_us(nominal_network_us(inst, o.groups)))
+    assert fastest.algorithm == "double_binary_tree"  # optnet's price, not NCCL's choice
+    tuner = {o.algorithm: o.tuner_us for o in plan}
+    assert tuner["double_binary_tree"] == pytest.approx(112, rel=0.05)
+    assert tuner["nvls_tree"] < tuner["double_binary_tree"]
+
+
+def test_nccl_algorithms_restricts_and_refuses_what_leaves_nothing():
+    sizes = [8 * 2.0**20]
+    ring = _options(_two_dgx_h100(sizes, {"algorithms": ["ring"]}))
+    assert [a for a, _p in ring[0]] == ["ring"]
+    no_nvls = _options(_two_dgx_h100(sizes, {"tuner": "builtin", "algorithms": ["ring", "tree"]}))
+    assert no_nvls[0][0][0] == "double_binary_tree"
+    with pytest.raises(InputError, match=r"nccl\.algorithms.*job\.s0"):
+        _options(_two_dgx_h100(sizes, {"algorithms": ["collnet_chain"]}))
+
+
+def test_nccl_settings_under_library_ideal_are_refused():
+    with pytest.raises(InputError, match="library ideal does not run"):
+        instance_from_data(_two_dgx_h100([1e6], {"tuner": "builtin"}, library="ideal"), "t.yaml")
+    with pytest.raises(InputError, match="tuner"):
+        instance_from_data(_two_dgx_h100([1e6], {"tuner": "mine"}), "t.yaml")
+
+
+def _measured(stem: str):
+    from pathlib import Path
+
+    yml = Path(fidelity.__file__).parent / "tables" / f"{stem}.yaml"
+    meta = yaml.safe_load(yml.read_text())
+    txt = yml.with_suffix(".txt")
+    n = meta["nodes"] * meta["gpus_per_node"]
+    table = parse_nccl_tests(txt.read_text(), str(txt), kind=meta["collective"], ranks=n)
+    return fidelity.base_data(meta), fidelity.measured(meta, table)
+
+
+def test_a_measured_system_runs_nccls_own_choice_on_its_own_network():
+    """A table was measured with NCCL's own tuner on the packet fabric: the measured system's
+    instance says so, and its transceivers (a preset's optics) offer no more than the fabric,
+    so NCCL's nominal network is the fabric's 4 x 100 Gb/s EFA on p4de, not the DGX A100
+    preset's 8 x 200G rails."""
+    base, m = _measured("multi-a100-2node-efa-p4de-allreduce-awsome")
+    inst = instance_from_data(cm.measurement_data(base, m), "m.yaml")
+    assert inst.nccl_tuner == "builtin" and inst.nccl_algorithms is None
+    _alpha, beta = nominal_network(inst)
+    assert 1 / (125 * beta) == pytest.approx(400.0)
+    base, m = _measured("single-h100-8gpu-allreduce-ring-together")  # NCCL_ALGO=RING
+    inst = instance_from_data(cm.measurement_data(base, m), "m.yaml")
+    assert inst.nccl_algorithms == frozenset({"ring"})
+    assert all(
+        o.algorithm == "nvlink_ring"
+        for cc in all_candidates(inst)[0].collectives
+        for o in cc.options
+    )
+
+
+def test_a_builtin_plan_says_so_and_is_evaluated_as_solved(tmp_path):
+    """The bundled DGX H100 instance under NCCL's own tuner: the results record it (schema 1.7),
+    the text report says so, every collective runs the one option NCCL's model picks, and
+    `optnet evaluate` of the plan gives the solve's objective."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parent.parent / "instances" / "dgx-h100.yaml"
+    data = yaml.safe_load(src.read_text())
+    data["nccl"] = {"tuner": "builtin"}
+    inst_file = tmp_path / "builtin.yaml"
+    inst_file.write_text(yaml.safe_dump(data))
+    out = tmp_path / "r.json"
+    optnet = [sys.executable, "-m", "optnet"]
+    subprocess.run([*optnet, "solve", str(inst_file), "-o", str(out), "-q"], check=True)
+    res = json.loads(out.read_text())
+    assert res["schema_version"] == "1.7" and res["instance"]["nccl_tuner"] == "builtin"
+    inst = instance_from_data(data, "builtin.yaml")
+    cands = all_candidates(inst)[0].collectives
+    picked = {cc.spec.name: cc.options[0].algorithm for cc in cands if len(cc.options) == 1}
+    assert all(len(cc.options) == 1 for cc in cands)
+    assert {c["name"]: c["algorithm"] for c in res["collectives"]} == picked
+    text = subprocess.run(
+        [*optnet, "report", str(out)], check=True, capture_output=True, text=True
+    ).stdout
+    assert "its own tuner picking each algorithm (nccl.tuner: builtin)" in text
+    ev = subprocess.run(
+        [*optnet, "evaluate", str(inst_file), str(out), "--format", "json"],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    assert json.loads(ev)["objective"] == pytest.approx(res["objective"], rel=1e-9)

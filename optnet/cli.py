@@ -24,7 +24,7 @@ from optnet.clitypes import (
     workload_option,
 )
 from optnet.commands_resilience import apply_cli_failures, fail_option, resilience
-from optnet.library import recorded_library, with_library
+from optnet.library import recorded_library, with_library, with_nccl_tuner
 from optnet.safeio import prepare_output
 
 OBJECTIVES = (
@@ -152,6 +152,14 @@ def main() -> None:
 )
 @library_option()
 @click.option(
+    "--nccl-tuner",
+    type=click.Choice(["plan", "builtin"]),
+    default=None,
+    help="Who picks each collective's NCCL algorithm and protocol (overrides the instance's "
+    "nccl.tuner): plan = the plan, applied by optnet's tuner plugin; builtin = NCCL's own "
+    "tuner (no plugin installed; docs/collectives.md).",
+)
+@click.option(
     "--nccl-baseline",
     is_flag=True,
     help="With library ideal: solve again with only the algorithms NCCL runs, at the same "
@@ -178,6 +186,7 @@ def solve(
     fail,
     iteration_budget_us,
     library,
+    nccl_tuner,
     nccl_baseline,
 ) -> None:
     """Jointly choose placement, OCS circuits, wavelengths and collective algorithms for
@@ -192,7 +201,7 @@ def solve(
     if out:
         prepare_output(out, force)
     inst = apply_cli_failures(load_instance(instance, workload), fail, quiet=quiet)
-    inst = with_library(inst, library)
+    inst = with_nccl_tuner(with_library(inst, library), nccl_tuner)
     from optnet.evaluate import TRAFFIC_OBJECTIVES
 
     if nccl_baseline and objective in TRAFFIC_OBJECTIVES:

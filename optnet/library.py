@@ -246,6 +246,20 @@ def with_library(inst: Instance, library: str | None) -> Instance:
     return dataclasses.replace(inst, library=library)
 
 
+def with_nccl_tuner(inst: Instance, tuner: str | None) -> Instance:
+    """``inst`` with ``tuner`` (``--nccl-tuner``: who picks the NCCL algorithms, ``plan`` or
+    ``builtin``) instead of the instance's ``nccl.tuner``; None keeps it. NCCL's own tuner
+    needs ``library: nccl``."""
+    if tuner is None or tuner == inst.nccl_tuner:
+        return inst
+    if tuner == "builtin" and inst.library != "nccl":
+        raise input_error(
+            "--nccl-tuner", "", f"NCCL's own tuner needs library nccl; the instance runs "
+            f"library {inst.library}: add --library nccl"
+        )  # fmt: skip
+    return dataclasses.replace(inst, nccl_tuner=tuner)
+
+
 def not_runnable(results: dict, library: str = "nccl") -> list[tuple[str, str, str]]:
     """``(job, collective, algorithm)`` of every chosen algorithm of ``results`` (its
     ``collectives`` list) that ``library`` cannot run, in the results' order."""

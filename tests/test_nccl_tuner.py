@@ -166,3 +166,35 @@ def test_a_builtin_plan_says_so_and_is_evaluated_as_solved(tmp_path):
         check=True, capture_output=True, text=True,
     ).stdout  # fmt: skip
     assert json.loads(ev)["objective"] == pytest.approx(res["objective"], rel=1e-9)
+
+
+def test_the_command_line_picks_the_tuner(tmp_path):
+    """`--nccl-tuner` overrides the instance's `nccl.tuner`. On the bundled B200 instance NCCL's
+    own model runs the tensor-parallel all-reduce as NVLS where optnet prices the NVLink ring's
+    LL128 faster: the plan under NCCL's own tuner is no faster, and here slower. NCCL's own tuner
+    under library ideal is refused (exit 2)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parent.parent / "instances" / "b200.yaml"
+    optnet = [sys.executable, "-m", "optnet"]
+    got = {}
+    for tuner in ("plan", "builtin"):
+        out = tmp_path / f"{tuner}.json"
+        subprocess.run(
+            [*optnet, "solve", str(src), "--nccl-tuner", tuner, "-o", str(out), "-q"], check=True
+        )
+        got[tuner] = json.loads(out.read_text())
+    algs = {t: {c["name"]: c["algorithm"] for c in r["collectives"]} for t, r in got.items()}
+    assert (
+        algs["plan"]["tp_allreduce"] == "nvlink_ring" and algs["builtin"]["tp_allreduce"] == "nvls"
+    )
+    assert got["plan"]["status"] == got["builtin"]["status"] == "optimal"
+    assert got["builtin"]["objective"] > got["plan"]["objective"]
+    r = subprocess.run(
+        [*optnet, "solve", str(src), "--library", "ideal", "--nccl-tuner", "builtin", "-q"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert r.returncode == 2 and "--nccl-tuner" in r.stderr and "Traceback" not in r.stderr

@@ -106,23 +106,32 @@ def test_no_decomposition_when_its_share_is_under_twice_the_first_plans_time(mon
     decomposition 1.2 s, spent 1.1 s on its starts and 2.1 s in all (7.3 s wall). A first plan
     made slow here (2 s): the share (0.6 of about 2 s left) is over the 1 s a block needs but
     under twice that, so the decomposition does not start."""
+    inst = _inst()
+    res = _solved_after_a_slow_first_plan(
+        monkeypatch, inst, 2.0, 6.0, "solve_decomposed", "decomposed in less than twice the "
+        "first plan's time"
+    )  # fmt: skip
+    ev = evaluate(inst, res.decisions)
+    assert ev.feasible and res.objective == pytest.approx(ev.objective_us, rel=1e-9)
+
+
+def _solved_after_a_slow_first_plan(monkeypatch, inst, sleep_s, limit_s, stage, why):
+    """``solve_auto`` of ``inst`` at ``limit_s`` with its first plan made ``sleep_s`` slower and
+    ``scale.<stage>`` failing the test with ``why`` if it runs."""
     import time
 
-    inst = _inst()
     real = scale._greedy_incumbent
 
     def slow(*a, **k):
-        time.sleep(2.0)
+        time.sleep(sleep_s)
         return real(*a, **k)
 
     def never(*_a, **_k):
-        raise AssertionError("decomposed in less than twice the first plan's time")
+        raise AssertionError(why)
 
     monkeypatch.setattr(scale, "_greedy_incumbent", slow)
-    monkeypatch.setattr(scale, "solve_decomposed", never)
-    res = scale.solve_auto(inst, SolveOptions(time_limit_s=6))
-    ev = evaluate(inst, res.decisions)
-    assert ev.feasible and res.objective == pytest.approx(ev.objective_us, rel=1e-9)
+    monkeypatch.setattr(scale, stage, never)
+    return scale.solve_auto(inst, SolveOptions(time_limit_s=limit_s))
 
 
 def test_a_relaxation_without_time_to_build_it_is_not_built(monkeypatch):
@@ -155,21 +164,10 @@ def test_no_relaxation_once_the_first_plan_took_the_limit(monkeypatch):
     servers at L = 1-2 s took 4.7 s, the first plan 2 s and the relaxations 1 s after it. A
     first plan made to take the whole limit here: the bound is the closed-form floors', and
     the plan is returned."""
-    import time
-
     inst = _inst()
-    real = scale._greedy_incumbent
-
-    def slow(*a, **k):
-        time.sleep(1.0)
-        return real(*a, **k)
-
-    def never(*_a, **_k):
-        raise AssertionError("the relaxations ran after the limit")
-
-    monkeypatch.setattr(scale, "_greedy_incumbent", slow)
-    monkeypatch.setattr(scale, "relaxation_bound", never)
-    res = scale.solve_auto(inst, SolveOptions(time_limit_s=1.0))
+    res = _solved_after_a_slow_first_plan(
+        monkeypatch, inst, 1.0, 1.0, "relaxation_bound", "the relaxations ran after the limit"
+    )
     ev = evaluate(inst, res.decisions)
     assert ev.feasible and res.objective == pytest.approx(ev.objective_us, rel=1e-9)
     floor = scale.objective_floor(inst, scale.job_floors(inst), "max-iteration")

@@ -642,6 +642,16 @@ def as_nccl_runs(
     return options
 
 
+def chosen_option(inst: Instance, cc: CollectiveCandidates, algorithm: str | None) -> Option | None:
+    """The option a plan's ``algorithm`` names for ``cc`` (None: a collective of one option);
+    under ``nccl.tuner: builtin`` the one NCCL's own tuner picks, whatever the plan names: the
+    plan cannot choose it (a plan made for optnet's tuner plugin, priced without it). None when
+    ``algorithm`` is not an option."""
+    if len(cc.options) == 1 and (algorithm is None or inst.nccl_tuner == "builtin"):
+        return cc.options[0]
+    return next((o for o in cc.options if o.algorithm == algorithm), None)
+
+
 def launch_floor(opt: Option, extra_us: float, launch_us: float) -> Option:
     """``opt`` with ``extra_us`` more latency, lasting at least ``launch_us``:
     time = max(launch, extra + const + max(overlap, net)), written as const' = const + extra and

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from optnet import physics
-from optnet.candidates import JobCandidates, Option, all_candidates
+from optnet.candidates import JobCandidates, Option, all_candidates, chosen_option
 from optnet.collectives import busbw_factor
 from optnet.decisions import Decisions, Lightpath
 from optnet.energy import check_tenants, energy_per_iteration_j, energy_report
@@ -1064,16 +1064,15 @@ def _evaluate_job(
     exposed = overlappable = nvlink_busy = 0.0
     phases = []
     for ci, cc in enumerate(jc.collectives):
-        names = [o.algorithm for o in cc.options]
-        alg = d.algorithms.get((ji, ci))
-        if alg is None and len(names) == 1:
-            alg = names[0]
-        if alg not in names:
+        opt = chosen_option(inst, cc, d.algorithms.get((ji, ci)))
+        if opt is None:
+            names = [o.algorithm for o in cc.options]
+            alg = d.algorithms.get((ji, ci))
             ev.violations.append(
                 f"collectives: {job.name}.{cc.spec.name}: algorithm {alg!r} not among {names}"
             )
             continue
-        opt = cc.options[names.index(alg)]
+        alg = opt.algorithm
         links = _phase_links(phase_links, cc)
         relays = None
         if inst.relay:

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from optnet import physics, transports
-from optnet.candidates import GroupSteps, Option, all_candidates
+from optnet.candidates import GroupSteps, Option, all_candidates, chosen_option
 from optnet.constants import inverse_rate_us_per_byte
 from optnet.decisions import Decisions
 from optnet.errors import EXIT_INPUT, OptnetError
@@ -323,13 +323,14 @@ def chosen_options(inst: Instance, d: Decisions) -> list[list[tuple[Any, Option]
     for ji, jc in enumerate(all_candidates(inst)):
         job = []
         for ci, cc in enumerate(jc.collectives):
-            names = [o.algorithm for o in cc.options]
-            alg = d.algorithms.get((ji, ci), names[0] if len(names) == 1 else None)
-            if alg not in names:
+            opt = chosen_option(inst, cc, d.algorithms.get((ji, ci)))
+            if opt is None:
+                names = [o.algorithm for o in cc.options]
+                alg = d.algorithms.get((ji, ci))
                 raise NotReplayable(
                     f"{jc.job.name}.{cc.spec.name}: algorithm {alg!r} is not among {names}"
                 )
-            job.append((cc.spec, cc.options[names.index(alg)]))
+            job.append((cc.spec, opt))
         out.append(job)
     return out
 

@@ -193,6 +193,20 @@ def test_the_command_line_picks_the_tuner(tmp_path):
     )
     assert got["plan"]["status"] == got["builtin"]["status"] == "optimal"
     assert got["builtin"]["objective"] > got["plan"]["objective"]
+    # the plan made for the plugin, priced without it: NCCL runs its own picks
+    data = yaml.safe_load(src.read_text())
+    data["nccl"] = {"tuner": "builtin"}
+    (tmp_path / "builtin.yaml").write_text(yaml.safe_dump(data))
+    ev = subprocess.run(
+        [*optnet, "evaluate", str(tmp_path / "builtin.yaml"), str(tmp_path / "plan.json")],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    doc = json.loads(ev.stdout)
+    assert (
+        doc["feasible"]
+        and {c["name"]: c["algorithm"] for c in doc["collectives"]} == algs["builtin"]
+    )
+    assert doc["objective"] == pytest.approx(got["builtin"]["objective"], rel=1e-9)
     r = subprocess.run(
         [*optnet, "solve", str(src), "--library", "ideal", "--nccl-tuner", "builtin", "-q"],
         capture_output=True, text=True,

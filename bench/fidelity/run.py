@@ -5,8 +5,9 @@ provenance: hardware, network, NCCL version) this builds the instance that model
 system *from the provenance alone* (:func:`base_data`: the GPU's hardware preset, one server
 per node, the network as a non-blocking packet fabric of ``nics_per_node x nic_rate_gbps`` per
 server), puts one job on all of it whose collectives are the table's sizes, and predicts each
-size with optnet's own evaluator (:func:`optnet.evaluate.evaluate`, no solve): every option the
-library profile offers is timed and the fastest kept, which is what NCCL's tuner does.
+size with optnet's own evaluator (:func:`optnet.evaluate.evaluate`, no solve). Under ``nccl``
+the instance says ``nccl.tuner: builtin`` (the runs used NCCL's own tuner), so each size is
+priced with the option NCCL's model picks; under ``ideal`` the fastest option is kept.
 
 It prints, per table and size band (<= 64 KiB, 1-64 MiB, >= 512 MiB), measured and predicted
 busbw and the error, for the ``ideal`` and the ``nccl`` profile, then a summary against the
@@ -15,7 +16,8 @@ targets of docs/fidelity.md. Measured busbw is the out-of-place column (nccl-tes
     .venv/bin/python -m bench.fidelity.run [--library nccl] [--json out.json] [TABLE_ID ...]
 
 ``--options`` prints instead, per table and size, every option the profile offers with its
-parts (:func:`option_rows`): where a prediction's time comes from.
+parts (:func:`option_rows`) and NCCL's own tuner time, ``*`` marking NCCL's pick: where a
+prediction's time comes from.
 """
 
 from __future__ import annotations
@@ -176,7 +178,9 @@ def option_rows(yml: Path, library: str = "nccl") -> list[dict]:
     (``candidates.nominal_network_us``, what the protocol choice compares; the evaluator's
     time on the fabric may differ): algorithm, protocol, ``constant_us`` (latency and fill),
     ``floor_us`` (the pipelined NVLink or LL-cap floor), ``network_us`` and ``time_us`` =
-    constant + max(floor, network), next to the measured time. Empty for a skipped table."""
+    constant + max(floor, network), next to the measured time, and under ``nccl`` NCCL's own
+    tuner time (``tuner_us``) and whether NCCL picks it (``nccl_picks``). Empty for a skipped
+    table."""
     from optnet.candidates import nominal_network_us
     from optnet.instance import instance_from_data
 

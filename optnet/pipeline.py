@@ -54,7 +54,7 @@ def run(
     inst: Instance, o: SolveOptions, strategy: str = "auto", reproducible: bool = False
 ) -> Outcome:
     """Solve ``inst`` and return the checked outcome; raise the CLI's errors on failure."""
-    from optnet.scale import solve_auto
+    from optnet.scale import plan_unbuilt, solve_auto, unbuildable
     from optnet.solve import solve_instance
     from optnet.strategies import explain_infeasible, solve_sequential
 
@@ -74,7 +74,10 @@ def run(
     if reasons := proven_infeasible(inst):  # proven before any strategy builds a model
         raise errors.InfeasibleError(reasons)
     used = used_strategy(strategy, o)
-    if used == "sequential":
+    why = unbuildable(inst, o.time_limit_s) if used != "auto" else None
+    if why is not None:  # the whole joint model, which both build, would not be built in time
+        res = plan_unbuilt(inst, o, used, why)
+    elif used == "sequential":
         res = solve_sequential(inst, o)
     elif used == "joint":
         res = solve_instance(inst, o, warm_start=_joint_start(inst, o))

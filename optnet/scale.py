@@ -1430,6 +1430,47 @@ def _check_budget(inst: Instance, floors: list[float], budget_us: float | None) 
         raise InfeasibleError([head, *over])
 
 
+def unbuildable(inst: Instance, seconds: float) -> str | None:
+    """Why the whole joint MILP of ``inst`` cannot be built within ``seconds`` (its estimated
+    build, ``model_size_estimate`` x ``BUILD_S_PER_VARIABLE``, is longer), or None. At 1,024
+    servers ``--strategy joint`` at L = 5 s built for 416 s and was killed at 24 GiB."""
+    n = model_size_estimate(inst)
+    build_s = n * BUILD_S_PER_VARIABLE
+    if build_s <= seconds:
+        return None
+    return (  # no seconds of the limit: they are what loading left (--reproducible)
+        f"about {n:,} variables, about {build_s:,.0f} s to build, longer than the time limit "
+        "(--strategy auto plans at this size)"
+    )
+
+
+def plan_unbuilt(inst: Instance, o: SolveOptions, strategy: str, why: str) -> SolveResult:
+    """``--strategy joint`` or ``sequential`` (and ``--from``, which runs ``joint``) where the
+    joint MILP is ``unbuildable``: the running plan (``--from``) if it is a plan of the
+    instance, else the constructive plan (``first_plan``), against the closed-form floors,
+    status ``time_limit``, ``solver.joint_model`` saying why no model was built; priced by the
+    evaluator (``polished`` False: with ``--from`` the change penalty is added);
+    NoIncumbentError without a plan."""
+    t0 = time.perf_counter()
+    budget = o.iteration_budget_us
+    d, ev = None, None
+    for plan in (o.previous, None):
+        d = plan if plan is not None else first_plan(inst, o)
+        if d is not None:
+            ev = evaluate(inst, d, o.objective, alone_us=o.alone_us, iteration_budget_us=budget)
+            if ev.feasible:
+                break
+    if ev is None or not ev.feasible:
+        raise NoIncumbentError(f"no plan: the joint model was not built ({why}), and the "
+                               "constructive planner found none")  # fmt: skip
+    floor = objective_floor(inst, job_floors(inst), o.objective, o.alone_us)
+    solver = {"name": "HiGHS", "strategy": strategy, "joint_model": f"not built: {why}"}
+    solver["polished"] = False
+    timings = {"total_s": time.perf_counter() - t0}
+    gap = relative_gap(ev.objective_us, floor)
+    return SolveResult(_stopped(), ev.objective_us, floor, gap, d, timings, {}, solver)
+
+
 def first_plan(inst: Instance, o: SolveOptions) -> Decisions | None:
     """The first incumbent for any objective: the constructive or greedy plan, chosen with the
     time objective of ``_time_options`` (``--strategy joint``'s warm start at scale)."""

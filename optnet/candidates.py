@@ -509,8 +509,10 @@ def _nccl_option(
     the time a ring's proxies take to launch its network steps (``nccl_cost.proxy_floor_us``),
     w_P = flat-ring volume x pipeline fill / (f_P x NIC efficiency) (``nccl_cost.pipeline_fill``:
     a tree's chunks cross its network hops one after another). The protocol is the one of
-    least t_P at the nominal network (``nominal_network_us``): NCCL's own choice, independent
-    of the plan. ``only``: these protocols (tests)."""
+    least t_P at the nominal network (``nominal_network_us``), independent of the plan; under
+    ``nccl.tuner: builtin`` the one of least ``tuner_us``, NCCL's own model's time (NCCL's
+    latency, factors, tree correction and caps; no fill, no proxy floor). ``only``: these
+    protocols (tests)."""
     kind, n = spec.kind, spec.message_bytes
     nccl_alg = {"nvlink_ring": "ring", "double_binary_tree": "tree"}.get(algorithm, algorithm)
     eff = nc.nic_efficiency(inst.nic_efficiency)

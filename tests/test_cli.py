@@ -169,19 +169,39 @@ def test_solver_failures_have_their_own_exit_codes(monkeypatch, exc, code):
 def test_no_incumbent_from_a_real_time_limit(tmp_path, monkeypatch):
     """A real HiGHS stop without a plan: the dense 64-server instance cannot be solved whole
     in 0.05 s, cold (``--strategy joint`` at that size starts from the constructive plan,
-    ``pipeline._joint_start``: without it here)."""
+    ``pipeline._joint_start``, and does not build a model whose estimated build is longer than
+    the limit, ``scale.unbuildable``: neither here)."""
     import yaml
 
     from bench.generate import generate
-    from optnet import pipeline
+    from optnet import pipeline, scale
 
     monkeypatch.setattr(pipeline, "_joint_start", lambda *_a: None)
+    monkeypatch.setattr(scale, "unbuildable", lambda *_a: None)
 
     path = tmp_path / "m.yaml"
     path.write_text(yaml.safe_dump(generate("medium", "dense")))
     r = run("solve", str(path), "--strategy", "joint", "--time-limit", "0.05", "-q")
     assert r.exit_code == errors.EXIT_NO_INCUMBENT, r.output
     assert "without a feasible solution" in r.output
+
+
+def test_joint_does_not_build_a_model_the_limit_cannot_hold(tmp_path):
+    """The same instance and limit without the test's patches: the joint model's estimated
+    build (about 9 s) is longer than 0.05 s, so it is not built; the constructive plan is
+    returned with exit 1, and the results say why (docs/model.md §6)."""
+    import yaml
+
+    from bench.generate import generate
+
+    path, out = tmp_path / "m.yaml", tmp_path / "r.json"
+    path.write_text(yaml.safe_dump(generate("medium", "dense")))
+    r = run("solve", str(path), "--strategy", "joint", "--time-limit", "0.05", "-q", "-o", str(out))
+    assert r.exit_code == 1, r.output
+    res = json.loads(out.read_text())
+    assert res["status"] == "time_limit" and res["feasible"]
+    assert res["solver"]["joint_model"].startswith("not built: about ")
+    assert res["bound"] <= res["objective"]
 
 
 def test_the_limit_counts_loading_the_instance(tmp_path, monkeypatch):

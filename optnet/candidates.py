@@ -649,7 +649,8 @@ def chosen_option(inst: Instance, cc: CollectiveCandidates, algorithm: str | Non
     under ``nccl.tuner: builtin`` the one NCCL's own tuner picks, whatever the plan names: the
     plan cannot choose it (a plan made for optnet's tuner plugin, priced without it). None when
     ``algorithm`` is not an option."""
-    if len(cc.options) == 1 and (algorithm is None or inst.nccl_tuner == "builtin"):
+    builtin = inst.nccl_tuner == "builtin" and library.pipelined(inst)  # not --library ideal
+    if len(cc.options) == 1 and (algorithm is None or builtin):
         return cc.options[0]
     return next((o for o in cc.options if o.algorithm == algorithm), None)
 

@@ -212,3 +212,20 @@ def test_the_command_line_picks_the_tuner(tmp_path):
         capture_output=True, text=True,
     )  # fmt: skip
     assert r.returncode == 2 and "--nccl-tuner" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_under_library_ideal_a_plan_names_its_algorithms():
+    """``--library ideal`` over an instance whose NCCL runs its own tuner: ideal runs no NCCL,
+    so a plan's algorithm that is not an option is a violation, not NCCL's pick."""
+    import dataclasses
+
+    from optnet.candidates import chosen_option
+
+    inst = instance_from_data(_two_dgx_h100([1e6], {"tuner": "builtin"}), "t.yaml")
+    ideal = dataclasses.replace(inst, library="ideal")
+    cc = all_candidates(inst)[0].collectives[0]
+    assert chosen_option(inst, cc, "ring") is cc.options[0]  # NCCL's pick, whatever is named
+    one = dataclasses.replace(cc, options=cc.options[:1])
+    assert (
+        chosen_option(ideal, one, "bogus") is None and chosen_option(ideal, one, None) is not None
+    )

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import json
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -200,17 +201,27 @@ def _transceivers_as_nics(data: dict) -> None:
     fabric does. Without this, a preset's optics faster than the measured network (a DGX A100's
     eight 200G rails on AWS p4de's four 100G EFA NICs, a DGX H100's eight 400G on GCP A3's
     TCPX/TCPXO) set what NCCL's tuner is taken to see (``candidates.nominal_network``), and so
-    the protocol, at 2-4 times the network that carried the run."""
-    from optnet.instance import instance_from_data
-    from optnet.physics import server_packet_rate_gbps
-
+    the protocol, at 2-4 times the network that carried the run. The rate is found once per
+    cluster (``_NIC_RATES``: a fit prices a table many times)."""
     topo = data["topology"]
     if not topo.get("packet_fabric"):
         return
-    inst = instance_from_data(data, "measured system")
-    fabric = server_packet_rate_gbps(inst)
-    if inst.live_transceivers * inst.transceiver_rate_gbps > fabric:
-        topo.setdefault("transceivers", {})["rate_gbps"] = fabric / inst.live_transceivers
+    key = json.dumps({k: topo.get(k) for k in _NIC_FIELDS}, sort_keys=True, default=str)
+    if key not in _NIC_RATES:
+        from optnet.instance import instance_from_data
+        from optnet.physics import server_packet_rate_gbps
+
+        inst = instance_from_data(data, "measured system")
+        fabric = server_packet_rate_gbps(inst)
+        over = inst.live_transceivers * inst.transceiver_rate_gbps > fabric
+        _NIC_RATES[key] = fabric / inst.live_transceivers if over else None
+    if _NIC_RATES[key] is not None:
+        topo.setdefault("transceivers", {})["rate_gbps"] = _NIC_RATES[key]
+
+
+#: What the transceivers and the packet fabric's rate of a measured system depend on.
+_NIC_FIELDS = ("preset", "transceivers", "packet_fabric", "network", "gpus_per_server", "racks")
+_NIC_RATES: dict[str, float | None] = {}
 
 
 def predict(

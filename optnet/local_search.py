@@ -322,8 +322,9 @@ def _descend(inst: Instance, d: Decisions, objective: str, until: float, cands, 
     """First-improvement descent shared by both kinds of move: ``step(d, best)`` returns an
     improving (plan, score) or None; stops then, at ``until`` or on interrupt. Returns the
     last plan and the number of moves kept; ``d`` itself when it has phases, relays or
-    wavelength-switched slots, or when the evaluator does not accept it."""
-    if d.phases or d.relays or d.ws_slots:
+    wavelength-switched slots, when the evaluator does not accept it, or when ``until`` has
+    passed before it starts (scoring the plan takes 0.3 s at 1,024 servers)."""
+    if d.phases or d.relays or d.ws_slots or time.perf_counter() >= until:
         return d, 0
     best = score(inst, d, objective, cands)
     if best is None:

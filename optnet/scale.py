@@ -1452,14 +1452,18 @@ def plan_unbuilt(inst: Instance, o: SolveOptions, strategy: str, why: str) -> So
     evaluator (``polished`` False: with ``--from`` the change penalty is added);
     NoIncumbentError without a plan."""
     t0 = time.perf_counter()
-    budget = o.iteration_budget_us
-    d, ev = None, None
-    for plan in (o.previous, None):
-        d = plan if plan is not None else first_plan(inst, o)
-        if d is not None:
-            ev = evaluate(inst, d, o.objective, alone_us=o.alone_us, iteration_budget_us=budget)
-            if ev.feasible:
-                break
+
+    def evaluated(d: Decisions | None) -> Evaluation | None:
+        if d is None:
+            return None
+        budget = o.iteration_budget_us
+        return evaluate(inst, d, o.objective, alone_us=o.alone_us, iteration_budget_us=budget)
+
+    d = o.previous
+    ev = evaluated(d)
+    if ev is None or not ev.feasible:
+        d = first_plan(inst, o)
+        ev = evaluated(d)
     if ev is None or not ev.feasible:
         raise NoIncumbentError(f"no plan: the joint model was not built ({why}), and the "
                                "constructive planner found none")  # fmt: skip
@@ -1671,17 +1675,13 @@ def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None)
     best_us = first_us
     moves = placed = 0
     cands = None if small else all_candidates(inst)  # what every move scores plans with
-    moves_until = t0 + TIME_PLAN.first_moves * deadline
-    placement_until = t0 + TIME_PLAN.first_placement * deadline
-    # the moves score the plan before they move it: not when their time is already over (the
-    # first plan took it: 0.3 s at 1,024 servers)
     if first is not None and o.objective in TIME_OBJECTIVES and not small:
-        if time.perf_counter() < moves_until:
-            first, moves = paying_circuits(inst, first, o.objective, moves_until, cands)
-        if time.perf_counter() < placement_until:
-            first, placed = paying_placement(
-                inst, first, o.objective, placement_until, cands, o.seed
-            )
+        first, moves = paying_circuits(
+            inst, first, o.objective, t0 + TIME_PLAN.first_moves * deadline, cands
+        )
+        first, placed = paying_placement(
+            inst, first, o.objective, t0 + TIME_PLAN.first_placement * deadline, cands, o.seed
+        )
         if moves or placed:
             best_us = judge(first).objective_us
             rep.offer(inst, incumbent=best_us)

@@ -389,6 +389,7 @@ def calibrate(
     output: str | None = None,
     force: bool = False,
     nccl_algo: str | None = None,
+    nccl_proto: str | None = None,
 ) -> Calibration:
     """Fit every link type, compare, and (with ``instance`` and ``output``) write the
     calibrated instance."""
@@ -430,7 +431,7 @@ def calibrate(
                 "library: nccl, whose parameters are fitted from nccl-tests files alone"
             )
         every = [t for tabs in tables.values() for t in tabs]
-        return _calibrate_nccl(every, instance, output, force, nccl_algo)
+        return _calibrate_nccl(every, instance, output, force, nccl_algo, nccl_proto)
     fits, rows = [], []
     for label, tabs in tables.items():
         fit = fit_link(tabs, label)
@@ -501,11 +502,17 @@ def _library_of(instance: str) -> str:
 
 
 def _calibrate_nccl(
-    tabs: list[NcclTable], instance: str, output: str | None, force: bool, nccl_algo: str | None
+    tabs: list[NcclTable],
+    instance: str,
+    output: str | None,
+    force: bool,
+    nccl_algo: str | None,
+    nccl_proto: str | None = None,
 ) -> Calibration:
     """Fit the parameters of the model ``solve`` uses (``optnet.calibrate_model``) on the rows
     of at most 64 MiB of every table, report every size (the larger ones held out), and write
-    the calibrated instance."""
+    the calibrated instance. Each table's NCCL ran the algorithms and protocols ``nccl_algo``
+    and ``nccl_proto`` (NCCL_ALGO, NCCL_PROTO) enable, else those its output shows set."""
     from optnet import calibrate_model as cm
     from optnet.instance import load_instance
     from optnet.sweep import instance_data
@@ -514,15 +521,23 @@ def _calibrate_nccl(
     allowed = cm.allowed_algorithms(f"NCCL_ALGO={nccl_algo}" if nccl_algo else None)
     if nccl_algo and not allowed:
         raise input_error("--nccl-algo", nccl_algo, f"allowed: {', '.join(cm.NCCL_ALGO)}")
-    ms = [
+    protocols = cm.allowed_protocols(f"NCCL_PROTO={nccl_proto}" if nccl_proto else None)
+    listed = {p.lower() for p in (nccl_proto or "").lstrip("^").split(",") if p}
+    if nccl_proto and (not protocols or not listed <= set(cm.NCCL_PROTO)):
+        allowed_p = ", ".join(cm.NCCL_PROTO)
+        raise input_error(
+            "--nccl-proto", nccl_proto, f"a list of {allowed_p} (^ first: all but them)"
+        )
+    ms = [  # the command line's NCCL_ALGO / NCCL_PROTO, else what each output shows
         cm.measured_from_rows(
             tab.kind,
             tab.ranks,
             tab.nodes or max(1, tab.ranks // inst.gpus_per_server),
             tab.rows,
             tab.file,
-            allowed,
+            allowed if nccl_algo else cm.allowed_algorithms(tab.nccl_env),
             tab.gpus_per_thread,
+            protocols if nccl_proto else cm.allowed_protocols(tab.nccl_env),
         )
         for tab in tabs
     ]

@@ -67,19 +67,40 @@ NCCL_ALGO = {
 }
 
 
+#: NCCL_PROTO names (src/graph/tuning.cc ncclProtoStr, case-insensitive)
+NCCL_PROTO = ("ll", "ll128", "simple")
+
+
+def _env_names(env: str, var: str, names) -> set[str] | None:
+    """The names ``var`` (NCCL_ALGO, NCCL_PROTO) enables in ``env``: a comma-separated list,
+    or all but the list when it starts with ``^`` (NCCL's docs: "To specify ... to exclude
+    (instead of include), start the list with ^"); None: not set."""
+    m = re.search(rf"{var}=(\^?)([A-Za-z0-9,]+)", env)
+    if m is None:
+        return None
+    listed = {a.lower() for a in m.group(2).split(",")}
+    return {a for a in names if (a in listed) != bool(m.group(1))}
+
+
 def allowed_algorithms(env: str | None) -> set[str] | None:
     """Algorithms the table's NCCL could run, from its env (``NCCL_ALGO=...``,
     ``NCCL_NVLS_ENABLE=0``); None: any."""
     if not env:
         return None
     allowed: set[str] | None = None
-    m = re.search(r"NCCL_ALGO=([A-Za-z,]+)", env)
-    if m:
-        allowed = set().union(*(NCCL_ALGO.get(a.lower(), set()) for a in m.group(1).split(",")))
+    names = _env_names(env, "NCCL_ALGO", NCCL_ALGO)
+    if names is not None:
+        allowed = set().union(*(NCCL_ALGO[a] for a in names))
     if re.search(r"NCCL_NVLS_ENABLE=0", env):
         every = set().union(*NCCL_ALGO.values()) | {"rabenseifner", "recursive_doubling"}
         allowed = (allowed if allowed is not None else every) - {"nvls", "nvls_tree"}
     return allowed
+
+
+def allowed_protocols(env: str | None) -> frozenset[str] | None:
+    """Protocols the table's NCCL could use, from its env (``NCCL_PROTO=...``); None: any."""
+    names = _env_names(env, "NCCL_PROTO", NCCL_PROTO) if env else None
+    return frozenset(names) if names is not None else None
 
 
 @dataclass(frozen=True)
@@ -97,6 +118,8 @@ class Measured:
     """Algorithms the run could use (its ``NCCL_ALGO``); None: any."""
     gpus_per_process: int = 1
     """GPUs one thread of the run launched each call on (the header's ``nGpus``, ``-g``)."""
+    protocols: frozenset[str] | None = None
+    """Protocols the run could use (its ``NCCL_PROTO``); None: any."""
 
     def rows(self, idx: list[int]) -> Measured:
         """The same table with only the rows ``idx``, in that order."""
@@ -115,10 +138,12 @@ def measured_from_rows(
     label: str,
     allowed: set[str] | None,
     gpus_per_process: int | None = None,
+    protocols: frozenset[str] | None = None,
 ) -> Measured:
     """A table's parsed rows (``nccl_tests.Measurement``) as the fit sees them: the rows of a
-    positive size, their out-of-place time, the algorithms the run could use and the GPUs one
-    of its threads drove (None, a table without its header: 1, one process per GPU)."""
+    positive size, their out-of-place time, the algorithms and protocols the run could use and
+    the GPUs one of its threads drove (None, a table without its header: 1, one process per
+    GPU)."""
     rows = [r for r in rows if r.size > 0]
     return Measured(
         kind,
@@ -129,6 +154,7 @@ def measured_from_rows(
         label,
         frozenset(allowed) if allowed is not None else None,
         gpus_per_process or 1,
+        protocols,
     )
 
 
@@ -152,6 +178,8 @@ def measurement_data(
         names = _nccl_names(m)
         if names:
             data["nccl"]["algorithms"] = names
+        if m.protocols:
+            data["nccl"]["protocols"] = sorted(m.protocols)
     if m.gpus_per_process > 1:
         data.setdefault("constants", {})["gpus_per_process"] = m.gpus_per_process
     topo = data["topology"]

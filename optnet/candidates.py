@@ -497,7 +497,7 @@ def _nccl_option(
     g: int,
     p: int,
     only: tuple[str, ...] | None = None,
-) -> Option:
+) -> Option | None:
     """The option of ``algorithm`` as NCCL prices it (docs/collectives.md §7, ``nccl_cost``):
     for protocol P,
 
@@ -511,8 +511,9 @@ def _nccl_option(
     a tree's chunks cross its network hops one after another). The protocol is the one of
     least t_P at the nominal network (``nominal_network_us``), independent of the plan; under
     ``nccl.tuner: builtin`` the one of least ``tuner_us``, NCCL's own model's time (NCCL's
-    latency, factors, tree correction and caps; no fill, no proxy floor). ``only``: these
-    protocols (tests)."""
+    latency, factors, tree correction and caps; no fill, no proxy floor). Only the protocols
+    ``nccl.protocols`` enables (NCCL_PROTO): None when it enables none of the algorithm's.
+    ``only``: these protocols (tests)."""
     kind, n = spec.kind, spec.message_bytes
     nccl_alg = {"nvlink_ring": "ring", "double_binary_tree": "tree"}.get(algorithm, algorithm)
     eff = nc.nic_efficiency(inst.nic_efficiency)
@@ -523,7 +524,7 @@ def _nccl_option(
     share = volume * nc.head_share(nccl_alg, heads, nics, g)
     caps = (heads, nics)
     best: tuple[float, Option] | None = None
-    for proto in only or nc.protocols(nccl_alg):
+    for proto in enabled_protocols(inst, only or nc.protocols(nccl_alg)):
         f = nc.bandwidth_factor(nccl_alg, proto, kind, N)
         size = nc.size_factor(nccl_alg, proto, kind, n, inst.gpu_arch)  # on NCCL's capped bw too
         corrected = f * size
@@ -557,8 +558,13 @@ def _nccl_option(
         t = tuner if inst.nccl_tuner == "builtin" else opt.time_us(nominal_network_us(inst, steps))
         if best is None or t < best[0] - 1e-12:
             best = (t, opt)
-    assert best is not None
-    return best[1]
+    return None if best is None else best[1]
+
+
+def enabled_protocols(inst: Instance, protocols: tuple[str, ...]) -> tuple[str, ...]:
+    """``protocols`` that ``nccl.protocols`` (NCCL_PROTO) enables."""
+    allowed = inst.nccl_protocols
+    return protocols if allowed is None else tuple(p for p in protocols if p in allowed)
 
 
 def _nccl_rails(inst: Instance) -> tuple[int, float]:
@@ -607,9 +613,21 @@ def as_nccl_runs(
     and with ``nccl.tuner: builtin`` only the one NCCL's own tuner picks, the least
     ``tuner_us`` (an option it does not price, CollNet, at its own nominal time). Point-to-point
     (all-to-all, send/recv: NCCL's tuner does not see it) and ``library: ideal`` unchanged.
-    Refuses (InputError) a collective ``nccl.algorithms`` leaves nothing to run."""
+    Refuses (InputError) a collective ``nccl.algorithms`` or ``nccl.protocols`` leaves nothing
+    to run."""
     if not library.pipelined(inst) or spec.kind in ("all_to_all", "send_recv", "traffic"):
         return options
+    if not options:  # every algorithm's protocols disabled (``_nccl_option``)
+        raise InputError(
+            [
+                Problem(
+                    "instance",
+                    "nccl.protocols",
+                    f"{sorted(inst.nccl_protocols or ())} leaves {job}.{spec.name} ({spec.kind}) "
+                    "nothing NCCL runs (NVLS, NVLS-tree and CollNet run simple only)",
+                )
+            ]
+        )
     if inst.nccl_algorithms is not None:
         runs = tuple(
             o
@@ -628,7 +646,12 @@ def as_nccl_runs(
                         "instance",
                         "nccl.algorithms",
                         f"{sorted(inst.nccl_algorithms)} leaves {job}.{spec.name} ({spec.kind}) "
-                        f"nothing NCCL runs; it could run {names}",
+                        f"nothing NCCL runs; it could run {names}"
+                        + (
+                            f" with nccl.protocols {sorted(inst.nccl_protocols)}"
+                            if inst.nccl_protocols is not None
+                            else ""
+                        ),
                     )
                 ]
             )
@@ -684,7 +707,8 @@ def collective_candidates(
             cc = CollectiveCandidates(-1, spec, (Option("none", 0.0, ()),), N, p)
         elif N == 1:
             if library.pipelined(inst) and spec.kind != "all_to_all":
-                options = [_nccl_option(inst, spec, "nvlink_ring", (), 1, g, p)]
+                ring = _nccl_option(inst, spec, "nvlink_ring", (), 1, g, p)
+                options = [ring] if ring is not None else []
             else:
                 nv = _intra_us(inst, spec.kind, g, n)
                 const = nv + _intra_gamma_us(inst, spec.kind, p, n)
@@ -743,7 +767,8 @@ def collective_candidates(
                     for slots, _g, c in groups
                 )
                 if library.pipelined(inst) and spec.kind != "all_to_all":
-                    options.append(_nccl_option(inst, spec, a, gs, N, g, p))
+                    if (opt := _nccl_option(inst, spec, a, gs, N, g, p)) is not None:
+                        options.append(opt)
                 else:
                     options.append(_hierarchical_option(inst, spec, a, gs, intra, p, N))
             if parameter_server_available(job, spec):

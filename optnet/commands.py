@@ -244,6 +244,11 @@ def export_cmd(
     help="The runs' NCCL_ALGO (e.g. ring), when it was set: a library nccl fit then prices "
     "only those algorithms.",
 )
+@click.option(
+    "--nccl-proto",
+    help="The runs' NCCL_PROTO (e.g. simple, or ^ll), when it was set: a library nccl fit then "
+    "prices only those protocols.",
+)
 @click.option("--force", is_flag=True, help="Overwrite existing output files.")
 @handle_errors
 def calibrate(
@@ -257,6 +262,7 @@ def calibrate(
     out,
     json_out,
     nccl_algo,
+    nccl_proto,
     force,
 ) -> None:
     """Fit link parameters to nccl-tests FILES and apply them (and telemetry) to an instance:
@@ -279,6 +285,7 @@ def calibrate(
         output=out,
         force=force,
         nccl_algo=nccl_algo,
+        nccl_proto=nccl_proto,
     )
     click.echo(cal_mod.text_report(cal), nl=False)
     if json_out:

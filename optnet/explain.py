@@ -1551,7 +1551,7 @@ READ_FIELDS = frozenset(
         "nvlink_rate_gbps", "nvlink_latency_us", "nvlink_sharp_efficiency", "reduce_rate_gbps",
         "gpu_arch", "nic_efficiency", "constants", "jobs", "raw",
         "library", "family", "wavelength_switched", "phases", "servers", "tenants",
-        "relay_overhead_us", "nccl_tuner", "nccl_algorithms",
+        "relay_overhead_us", "nccl_tuner", "nccl_algorithms", "nccl_protocols",
     }
 )  # fmt: skip
 #: Fields only the energy and carbon objectives read; explain refuses those objectives.

@@ -219,6 +219,8 @@ class Instance:
     ``input_hash``, as ``library``."""
     nccl_algorithms: frozenset[str] | None = None
     """``library: nccl``: the NCCL algorithms the jobs may run (NCCL_ALGO); None: all."""
+    nccl_protocols: frozenset[str] | None = None
+    """``library: nccl``: the NCCL protocols the collectives may use (NCCL_PROTO); None: all."""
     transports: dict[str, Any] = field(default_factory=dict, compare=False)
     """Plug-in transport key -> its instance part (``optnet.transports``; only those defined)."""
     family: str | None = None
@@ -436,6 +438,7 @@ def _assemble(
         library=inst.library,
         nccl_tuner=inst.nccl.tuner,
         nccl_algorithms=frozenset(inst.nccl.algorithms) if inst.nccl.algorithms else None,
+        nccl_protocols=frozenset(inst.nccl.protocols) if inst.nccl.protocols else None,
     )
 
 

@@ -184,7 +184,14 @@ def nvls_available(inst: Instance, kind: str, g: int) -> bool:
         and kind == "all_reduce"
         and g >= 2
         and inst.nvlink_sharp_efficiency is not None
+        and simple_enabled(inst)
     )
+
+
+def simple_enabled(inst: Instance) -> bool:
+    """NCCL's Simple protocol is enabled (``nccl.protocols``, NCCL_PROTO): NVLS, NVLS-tree and
+    CollNet run nothing else (src/graph/tuning.cc)."""
+    return inst.nccl_protocols is None or "simple" in inst.nccl_protocols
 
 
 def family(inst: Instance) -> str:
@@ -205,6 +212,20 @@ def restrict(
     field = f"{job}.{spec.name}"
     kept = tuple(a for a in algorithms if runnable(lib, spec.kind, a))
     in_net = in_network_available(inst, spec)  # NCCL runs it as CollNet
+    collnet = inst.packet is not None and inst.packet.in_network_reduction
+    wanted = collnet and "in_network" in (spec.algorithms or ()) and spec.kind == "all_reduce"
+    if not kept and wanted and not simple_enabled(inst):
+        raise InputError(  # CollNet asked for, Simple disabled
+            [
+                Problem(
+                    "instance",
+                    "nccl.protocols",
+                    f"{sorted(inst.nccl_protocols or ())} leaves {field} ({spec.kind}) nothing "
+                    f"NCCL runs of {list(spec.algorithms or algorithms)} (NVLS, NVLS-tree and "
+                    "CollNet run simple only)",
+                )
+            ]
+        )
     if not kept and not in_net:
         from optnet.collectives import algorithms_for
 
@@ -344,4 +365,5 @@ def in_network_available(inst: Instance, spec: CollectiveSpec) -> bool:
         and inst.packet is not None
         and inst.packet.in_network_reduction
         and (spec.algorithms is None or "in_network" in spec.algorithms)
+        and simple_enabled(inst)
     )

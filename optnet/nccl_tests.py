@@ -72,6 +72,11 @@ _SRUN_NODES = re.compile(r"\s(?:-N|--nodes)[=\s]+(\d+)")
 _PER_NODE = re.compile(r"\s--ntasks-per-node[=\s]+(\d+)")
 _NRANKS = re.compile(r"NCCL INFO .*\bnranks\s+(\d+)")
 _THREADS = re.compile(r"#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)")
+_ENV_SET = re.compile(r"NCCL INFO (NCCL_[A-Z0-9_]+) set by environment to ([^\s.]+(?:\.\d+)*)")
+"""NCCL's log of a setting it read (``NCCL_DEBUG=INFO``; src/graph/tuning.cc, src/misc/param.cc)."""
+_ENV_ARG = re.compile(r"(?<![A-Za-z0-9_])(NCCL_[A-Z0-9_]+)=([^\s\"']+)")
+"""A setting on the command line (``NCCL_PROTO=Simple ./all_reduce_perf``, ``-x NCCL_ALGO=Ring``).
+"""
 _WRONG = {"#wrong", "error", "wrong"}
 
 
@@ -106,6 +111,9 @@ class NcclTable:
     gpus_per_thread: int | None = None
     """GPUs each thread of a process drives (the header's ``nGpus``, nccl-tests ``-g``); None
     when the header does not say."""
+    nccl_env: str = ""
+    """The NCCL settings the output shows, ``NAME=value`` separated by spaces: those NCCL logged
+    as ``NCCL_X set by environment to V`` (``NCCL_DEBUG=INFO``) and those on the command line."""
 
 
 def kind_of(name: str) -> str | None:
@@ -217,6 +225,7 @@ def parse_nccl_tests(
     threads = per_thread = None
     launched = np_ = srun_nodes = per_node = None
     rows: dict[tuple[int, str, str], Measurement] = {}
+    env: dict[str, str] = {}
     text = re.sub(r"\\[ \t]*\r?\n", " ", text)  # a command line continued with a backslash
     for raw in text.splitlines():
         line = _strip(raw)
@@ -245,6 +254,11 @@ def parse_nccl_tests(
             if header is None and "size" in tail and "busbw" in tail:
                 header = tail[tail.index("size") :]
             continue
+        if m := _ENV_SET.search(line):
+            env.setdefault(m.group(1), m.group(2))
+        elif "#" not in line and _COMMAND.search(line):
+            for m in _ENV_ARG.finditer(line):
+                env.setdefault(m.group(1), m.group(2))
         if "NCCL" in line or ":" in line:  # NCCL INFO/WARN, warnings, other tools' output
             continue
         row = _row(_TAG.sub(" ", line).split(), header)
@@ -306,7 +320,7 @@ def parse_nccl_tests(
     gpn = ranks // nodes if nodes and ranks % nodes == 0 else None
     return NcclTable(
         file, kind, ranks, table, hosts=tuple(hosts), nodes=nodes, gpus_per_node=gpn,
-        gpus_per_thread=per_thread,
+        gpus_per_thread=per_thread, nccl_env=" ".join(f"{k}={v}" for k, v in env.items()),
     )  # fmt: skip
 
 

@@ -498,6 +498,10 @@ class Nccl(Strict):
     """NCCL algorithms the jobs may run (NCCL_ALGO; NCCL_NVLS_ENABLE=0 leaves out nvls and
     nvls_tree); omitted: every one NCCL enables. Point-to-point (all-to-all, send/recv) is not
     affected."""
+    protocols: list[Literal["ll", "ll128", "simple"]] | None = None
+    """NCCL protocols the collectives may use (NCCL_PROTO, e.g. GPUDirect-TCPX's Simple); an
+    algorithm with none of them is not run (NVLS, NVLS-tree and CollNet run Simple only);
+    omitted: all three. Point-to-point (all-to-all, send/recv) is not affected."""
 
 
 class InstanceFile(Strict):

@@ -211,6 +211,26 @@ def test_ranks_from_mpirun_np_and_the_collective_from_its_command():
     assert tab.kind == "all_reduce" and tab.ranks == 2  # -np 2 x nThread 1 x nGpus 1
 
 
+def test_nccl_settings_are_read_from_nccls_log_and_the_command_line():
+    """What NCCL logs under NCCL_DEBUG=INFO when it reads a setting (src/graph/tuning.cc:
+    'NCCL_PROTO set by environment to %s'; src/misc/param.cc: '%s set by environment to
+    %lld.'), and ``-x NAME=VALUE`` on the mpirun line, over MOONCAKE_ROWS: the fit then prices
+    only what the run could use."""
+    from optnet import calibrate_model as cm
+
+    head = (
+        "mpirun -np 8 -x NCCL_ALGO=Ring,Tree ./build/all_reduce_perf -b 32K -e 32M -f 2 -g 1\n"
+        "node1:2081594:2081601 [0] NCCL INFO NCCL_PROTO set by environment to Simple\n"
+        "node1:2081594:2081601 [0] NCCL INFO NCCL_NVLS_ENABLE set by environment to 0.\n"
+    )
+    tab = parse_nccl_tests(head + MOONCAKE_ROWS, "x.txt")
+    _check_mooncake(tab)
+    assert tab.nccl_env == "NCCL_ALGO=Ring,Tree NCCL_PROTO=Simple NCCL_NVLS_ENABLE=0"
+    assert cm.allowed_protocols(tab.nccl_env) == {"simple"}
+    assert cm.allowed_algorithms(tab.nccl_env) == {"ring", "nvlink_ring", "double_binary_tree"}
+    assert parse_nccl_tests(MOONCAKE_ROWS, "all_reduce.txt").nccl_env == ""
+
+
 def test_ranks_from_nthread_ngpus_in_a_single_process():
     # the header of https://github.com/NVIDIA/nccl/issues/1530 (-g 8), rows without Rank lines
     head = "# nThread 1 nGpus 8 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5\n"

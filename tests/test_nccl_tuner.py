@@ -95,6 +95,49 @@ def test_nccl_algorithms_restricts_and_refuses_what_leaves_nothing():
         _options(_two_dgx_h100(sizes, {"algorithms": ["collnet_chain"]}))
 
 
+def test_nccl_protocols_restricts_every_algorithm_and_refuses_what_leaves_nothing():
+    """NCCL_PROTO: at 8 B the tree's LL is what NCCL runs; with Simple only (GPUDirect-TCPX's
+    setting) every option is Simple and the call is slower; without Simple, NVLS-tree (Simple
+    only) is not offered; with LL alone an all-reduce still runs on the ring and the tree."""
+    sizes = [8.0, 8 * 2.0**20]
+    every = _options(_two_dgx_h100(sizes, {"tuner": "builtin"}))
+    assert every[0] == [("double_binary_tree", "ll")]
+    simple = _options(_two_dgx_h100(sizes, {"protocols": ["simple"]}))
+    assert all(p == "simple" for opts in simple for _a, p in opts)
+    assert {a for a, _p in simple[1]} == {"ring", "double_binary_tree", "nvls_tree"}
+    ll = _options(_two_dgx_h100(sizes, {"protocols": ["ll", "ll128"]}))
+    assert {a for a, _p in ll[1]} == {"ring", "double_binary_tree"}
+    assert all(p in ("ll", "ll128") for opts in ll for _a, p in opts)
+
+    def time_us(nccl: dict) -> float:
+        inst = instance_from_data(_two_dgx_h100([8.0], nccl), "t.yaml")
+        (opt,) = all_candidates(inst)[0].collectives[0].options
+        return opt.tuner_us
+
+    assert time_us({"tuner": "builtin", "protocols": ["simple"]}) > time_us({"tuner": "builtin"})
+    with pytest.raises(InputError, match=r"nccl\.algorithms.*job\.s0.*nccl\.protocols \['ll'\]"):
+        _options(_two_dgx_h100(sizes, {"algorithms": ["nvls_tree"], "protocols": ["ll"]}))
+    collnet = _two_dgx_h100(sizes, {"protocols": ["ll"]})  # CollNet runs Simple only
+    collnet["topology"]["packet_fabric"]["in_network_reduction"] = True
+    collnet["workload"]["jobs"][0]["collectives"][0]["algorithms"] = ["in_network"]
+    with pytest.raises(InputError, match=r"nccl\.protocols.*job\.s0.*simple only"):
+        _options(collnet)
+    with pytest.raises(InputError, match="protocols"):
+        instance_from_data(_two_dgx_h100(sizes, {"protocols": ["ll256"]}), "t.yaml")
+
+
+def test_nccl_proto_is_read_from_the_runs_env():
+    """NCCL_PROTO and NCCL_ALGO as NCCL reads them: a list, or all but a list after ^."""
+    assert cm.allowed_protocols("NCCL_PROTO=Simple NCCL_ALGO=Ring") == {"simple"}
+    assert cm.allowed_protocols("x; NCCL_PROTO=^LL y") == {"ll128", "simple"}
+    assert cm.allowed_protocols("NCCL_ALGO=Ring") is None
+    assert cm.allowed_algorithms("NCCL_ALGO=^NVLS,NVLSTree,CollNet,CollNetChain") == {
+        "ring",
+        "nvlink_ring",
+        "double_binary_tree",
+    }
+
+
 def test_nccl_settings_under_library_ideal_are_refused():
     with pytest.raises(InputError, match="library ideal does not run"):
         instance_from_data(_two_dgx_h100([1e6], {"tuner": "builtin"}, library="ideal"), "t.yaml")
@@ -131,6 +174,23 @@ def test_a_measured_system_runs_nccls_own_choice_on_its_own_network():
         for cc in all_candidates(inst)[0].collectives
         for o in cc.options
     )
+
+
+def test_a_run_with_nccl_proto_is_priced_with_its_protocols():
+    """The A3 Mega TCPXO table ran Google's profile of early 2025 (NCCL_ALGO=Ring,Tree
+    NCCL_PROTO=Simple NCCL_NVLS_ENABLE=0, cited in the table's notes): its measured system
+    runs the ring and the tree in Simple only, so an 8-byte all-reduce costs the tree's Simple
+    latency (measured 135.8 us; with LL it was priced 25.4 us)."""
+    base, m = _measured("multi-h100-2node-tcpxo-allreduce-a3megaztan")
+    assert m.protocols == {"simple"}
+    inst = instance_from_data(cm.measurement_data(base, m), "m.yaml")
+    assert inst.nccl_protocols == {"simple"}
+    assert inst.nccl_algorithms == {"ring", "tree"}
+    first = all_candidates(inst)[0].collectives[0]
+    assert first.spec.message_bytes == 8
+    ((alg, proto),) = [(o.algorithm, o.protocol) for o in first.options]
+    assert (alg, proto) == ("double_binary_tree", "simple")
+    assert 60 < first.options[0].tuner_us < 135.8
 
 
 def test_a_builtin_plan_says_so_and_is_evaluated_as_solved(tmp_path):

@@ -132,14 +132,22 @@ def network_preset(meta: dict) -> str | None:
 
 
 def measured(meta: dict, table: NcclTable) -> cm.Measured:
-    """The table as the fit sees it: out-of-place times, the run's algorithms, the GPUs one of
-    its threads drove (its header's ``nGpus``)."""
+    """The table as the fit sees it: out-of-place times, the run's algorithms and protocols
+    (its env's NCCL_ALGO, NCCL_NVLS_ENABLE, NCCL_PROTO), the GPUs one of its threads drove (its
+    header's ``nGpus``)."""
     n = meta["nodes"] * meta["gpus_per_node"]
     allowed = allowed_algorithms(meta.get("env"))
     shape = servers(meta)
     nodes = shape[0] if shape is not None else meta["nodes"]
     return cm.measured_from_rows(
-        meta["collective"], n, nodes, table.rows, meta["id"], allowed, table.gpus_per_thread
+        meta["collective"],
+        n,
+        nodes,
+        table.rows,
+        meta["id"],
+        allowed,
+        table.gpus_per_thread,
+        cm.allowed_protocols(meta.get("env")),
     )
 
 

@@ -48,11 +48,12 @@ $(GNPY_STAMP):
 .PHONY: gnpy
 gnpy: $(GNPY_STAMP)
 
-## test: lint, format check, the whole test suite (pytest-xdist, one worker per core)
+## test: lint, format check, the whole test suite (pytest-xdist, one worker per core; each test file
+## runs on one worker, so its module fixtures and caches are built once: --dist loadfile)
 test: $(STAMP) browser simgrid $(GNPY_STAMP)
 	$(BIN)/ruff check optnet tests bench
 	$(BIN)/ruff format --check optnet tests bench
-	OPTNET_GNPY_PYTHON=$(CURDIR)/.venv-gnpy/bin/python $(BIN)/python -m pytest -n auto --dist loadgroup
+	OPTNET_GNPY_PYTHON=$(CURDIR)/.venv-gnpy/bin/python $(BIN)/python -m pytest -n auto --dist loadfile
 
 ## lp-hashes: rewrite tests/data/guards/lp_hashes.json (the joint MILP's LP text of every
 ## bundled instance, tests/test_guards.py); give the reason for a changed hash in CHANGELOG.md
@@ -63,7 +64,7 @@ lp-hashes: $(STAMP)
 ## the inner loop; `make test` is the whole suite and what CI runs
 test-fast: $(STAMP)
 	$(BIN)/ruff check optnet tests bench
-	$(BIN)/python -m pytest -n auto --dist loadgroup -m "not slow"
+	$(BIN)/python -m pytest -n auto --dist loadfile -m "not slow"
 
 ## fuzz: the fuzzing tier at length (hypothesis mutates results files and sweep stores; ~10 min)
 fuzz: $(STAMP)

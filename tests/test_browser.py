@@ -29,9 +29,8 @@ playwright = pytest.importorskip(
     "playwright.sync_api", reason="pip install playwright (the test extra of pyproject.toml)"
 )
 
-#: One worker runs this module (``make test`` uses ``--dist loadgroup``): its pages fixture solves
-#: every bundled instance, which each worker would otherwise repeat.
-pytestmark = pytest.mark.xdist_group("browser")
+#: ``make test`` runs each module on one worker (``--dist loadfile``), so the pages fixture, which
+#: solves every bundled instance (17 s), is set up once.
 
 SOLVE_ARGS = {"torus": ["--objective", "traffic-hops"]}
 """Instances that need more than a plain solve (a direct-connect fabric: docs/direct.md)."""

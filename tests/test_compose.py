@@ -20,8 +20,8 @@ from optnet.instance import build_instance
 from optnet.solve import SolveOptions, solve_instance
 
 SEEDS = tuple(range(20))
-#: One worker solves every seed once: the coverage tests reuse its solves (``_solved``).
-pytestmark = pytest.mark.xdist_group("compose")
+#: ``make test`` runs this module on one worker (``--dist loadfile``), which solves every seed once:
+#: the coverage tests reuse its solves (``_solved``).
 
 #: The features each kind combines, as the capability table detects them.
 FEATURES = {

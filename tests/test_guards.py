@@ -362,7 +362,6 @@ def tree() -> _Tree:
     return _Tree()
 
 
-@pytest.mark.xdist_group("guards-doc-names")  # one worker parses optnet/
 def test_every_name_docs_model_cites_exists(tree):
     missing = set(cited_problems(MODEL_MD.read_text(encoding="utf-8"), tree))
     new, fixed = missing - KNOWN_MISSING, KNOWN_MISSING - missing
@@ -373,7 +372,6 @@ def test_every_name_docs_model_cites_exists(tree):
     )
 
 
-@pytest.mark.xdist_group("guards-doc-names")  # one worker parses optnet/
 def test_the_name_check_sees_what_is_missing(tree):
     cited = (
         "`optnet/evaluate.py` `model/relay.py` `solve.py` `optnet/model/` `tests/brute.py` "

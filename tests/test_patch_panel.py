@@ -22,7 +22,6 @@ from optnet.simulate import simulate
 from optnet.solve import SolveOptions, solve_instance
 
 SEEDS = tuple(range(20))
-pytestmark = pytest.mark.xdist_group("patch")
 
 
 @functools.cache

@@ -32,8 +32,6 @@ from optnet.simulate import (
     simulate,
 )
 
-pytestmark = pytest.mark.xdist_group("simgrid")
-
 
 def _doc(ev) -> dict:
     return {"collectives": ev.collectives, "jobs": ev.jobs}

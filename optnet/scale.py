@@ -1148,10 +1148,13 @@ def _improve_critical(
 ) -> tuple[float, Decisions, int]:
     """Large-neighbourhood search on the slowest job (``local_search.heaviest_first``: under
     ``weighted-sum`` the largest weight x time) and the jobs and racks it shares resources with
-    (its block of the current plan, ``plan_blocks``): re-solve their joint MILP with the time
-    left, warm-started from the current plan; repeat while it helps. A block's MILP stops once
-    it reaches what its jobs' bounds allow: ``lb`` under ``max-iteration``, the weighted sum of
-    its jobs' ``per_job`` under ``weighted-sum``."""
+    (its block of the current plan, ``plan_blocks``): re-solve their joint MILP warm-started
+    from the current plan; repeat while it helps. Once its own block has been re-solved, the
+    neighbourhood grows by one other block or idle rack at a time (``_neighbourhoods``), so
+    the MILP may move the job across racks and re-pair their OCS ports; each such try gets
+    half the time left. A block's MILP stops once it reaches what its jobs' bounds allow:
+    ``lb`` under ``max-iteration``, the weighted sum of its jobs' ``per_job`` under
+    ``weighted-sum``."""
     rounds = 0
     tried: set[tuple[int, ...]] = set()
     while (
@@ -1161,13 +1164,21 @@ def _improve_critical(
     ):
         ev = evaluate(inst, d, o.objective)
         crit = heaviest_first(inst, ev, o.objective)[0]
-        racks, jobs, _fixed = next(b for b in plan_blocks(inst, d) if crit in b[1])
-        if tuple(racks) in tried:
-            break
+        pick = None
+        left = until - time.perf_counter()
+        budget = max(1.0, left / 2) if tried else left  # a grown neighbourhood: half the time
+        for racks, jobs in _neighbourhoods(inst, d, crit):
+            if tuple(racks) in tried:
+                continue
+            sub, smap = sub_instance(inst, racks, jobs)
+            n = model_size_estimate(sub)  # built within half its budget (``joint_fits``)
+            if n <= MAX_BLOCK_VARIABLES and n * BUILD_S_PER_VARIABLE <= 0.5 * budget:
+                pick = racks, jobs, sub, smap
+                break
+        if pick is None:
+            break  # every neighbourhood tried, or too large to build and solve in time
+        racks, jobs, sub, smap = pick
         tried.add(tuple(racks))
-        sub, smap = sub_instance(inst, racks, jobs)
-        if model_size_estimate(sub) > MAX_BLOCK_VARIABLES:
-            break  # the critical block is too large for the exact model
         local = _restrict(d, inst, racks, jobs)
         floor = lb
         if o.objective == "weighted-sum":
@@ -1176,7 +1187,7 @@ def _improve_critical(
             sub,
             replace(
                 o,
-                time_limit_s=until - time.perf_counter(),
+                time_limit_s=budget,
                 previous=None,
                 polish=False,
                 stop_at_us=floor * (1 + o.mip_gap),
@@ -1193,6 +1204,20 @@ def _improve_critical(
             current().offer(inst, incumbent=objective)
             tried.discard(tuple(racks))  # the critical job may now be elsewhere, or here again
     return objective, d, rounds
+
+
+def _neighbourhoods(inst: Instance, d: Decisions, crit: int) -> list[tuple[list[int], list[int]]]:
+    """(racks, jobs) to re-solve for the critical job ``crit``: its block of ``d``
+    (``plan_blocks``), then that block with one other block or one idle rack, smallest first
+    (no lightpath joins two blocks, so each union is closed as one block is)."""
+    blocks = plan_blocks(inst, d)
+    home = next(b for b in blocks if crit in b[1])
+    used = {r for b in blocks for r in b[0]}
+    others = [(b[0], b[1]) for b in blocks if b is not home]
+    others += [([r], []) for r in range(len(inst.racks)) if r not in used]
+    others.sort(key=lambda b: (_servers_in(inst, b[0]), b[0]))
+    grown = [(sorted(home[0] + rs), sorted(home[1] + js)) for rs, js in others]
+    return [(sorted(home[0]), sorted(home[1])), *grown]
 
 
 def _tighten_critical_bound(

@@ -1,10 +1,12 @@
 """Issue 20: a complete plan first, for any cluster (optnet/construct.py), and ``auto`` keeping
 it when the search finds nothing better.
 
-The property tests run the constructive planner on instances of both generators (the field
+The property tests run the constructive planner on instances of the three generators (the field
 generator's unequal racks, remote racks over the power budget, cut trunks, failed servers,
-transceivers and OCSes, published model layouts; bench/generate.py's equal racks) over several
-seeds, and ask the independent evaluator whether the plan is complete and feasible."""
+transceivers and OCSes, published model layouts; bench/generate.py's equal racks;
+bench/generate_pods.py's few-wavelength 400G pods, OCSes without loopback and many small jobs)
+over several seeds, and ask the independent evaluator whether the plan is complete and
+feasible."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import pytest
 
 from bench import generate as gen
 from bench import generate_field as field
+from bench import generate_pods as pods
 from optnet import scale
 from optnet.construct import constructive_plan
 from optnet.errors import NoIncumbentError
@@ -34,6 +37,7 @@ FIELD += [(n, d, 0) for n in (512, 1024) for d in ("moderate", "dense")]
 FIELD += [(64, "moderate", 30), (64, "dense", 24), (64, "dense", 36), (64, "dense", 44)]
 GENERATED = [(z, d, s) for z in ("small", "medium", "large") for d in ("moderate", "dense")
              for s in (0, 1)]  # fmt: skip
+PODS = [(n, d, s) for n in (16, 64, 256) for d in ("moderate", "dense") for s in range(3)]
 
 
 def _inst(data: dict):
@@ -56,6 +60,11 @@ def _check(inst) -> None:
 @pytest.mark.parametrize(("servers", "density", "seed"), FIELD)
 def test_constructive_plan_is_feasible_on_the_field_generator(servers, density, seed):
     _check(_inst(field.generate(servers, density, seed)))
+
+
+@pytest.mark.parametrize(("servers", "density", "seed"), PODS)
+def test_constructive_plan_is_feasible_on_the_pods_generator(servers, density, seed):
+    _check(_inst(pods.generate(servers, density, seed)))
 
 
 @pytest.mark.parametrize(("size", "density", "seed"), GENERATED)

@@ -10,7 +10,9 @@ each run, OPTNET_BENCH_SEEDS (comma-separated, default 0) generates more instanc
 density (rows ``tpu-dense-s1`` and so on: the table's method must not be tuned to seed 0);
 OPTNET_BENCH_DENSITIES (default moderate,dense) picks the densities. OPTNET_BENCH_GENERATOR=field
 draws the instances from ``bench/generate_field.py`` (unequal racks, failures, power budgets,
-published model layouts) at the same server counts instead: rows ``field-large-dense`` and so on.
+published model layouts) at the same server counts instead: rows ``field-large-dense`` and so on;
+OPTNET_BENCH_GENERATOR=pods from ``bench/generate_pods.py`` (few-wavelength 400G pods, OCSes
+without loopback, many small jobs): rows ``pods-medium-dense`` and so on.
 OPTNET_BENCH_FEATURE (phases, tenants, relays, wavelength-switched) solves each instance's
 variant with that feature, which ``auto`` delegates (``generate_field.feature_variant``; rows
 ``field-medium-dense-phases`` and so on).
@@ -30,7 +32,7 @@ from pathlib import Path
 
 import yaml
 
-from bench import generate_field
+from bench import generate_field, generate_pods
 from bench.generate import SIZES, generate
 
 LIMITS_S = {"small": 10, "medium": 60, "large": 300, "tpu": 600, "xl": 600}
@@ -102,8 +104,8 @@ def main(sizes: list[str]) -> None:
             for seed in seeds:
                 for density in densities:
                     name = f"{size}-{density}" + (f"-s{seed}" if seed else "")
-                    if _field():
-                        name = "field-" + name
+                    if _generator() != "default":
+                        name = f"{_generator()}-{name}"
                     if _feature():
                         name += f"-{_feature()}"
                     rows.append(_measure(size, density, seed, name, repeats, Path(tmp)))
@@ -112,7 +114,7 @@ def main(sizes: list[str]) -> None:
     out_dir.mkdir(exist_ok=True)
     tag = "" if seeds == [0] else "-s" + "-".join(map(str, seeds))
     tag += "" if densities == ["moderate", "dense"] else "-" + "-".join(densities)
-    tag += "-field" if _field() else ""
+    tag += "" if _generator() == "default" else f"-{_generator()}"
     tag += f"-{_feature()}" if _feature() else ""
     (out_dir / f"bench-scale{tag}.json").write_text(json.dumps(rows, indent=2) + "\n")
     print()
@@ -122,16 +124,18 @@ def main(sizes: list[str]) -> None:
             print(f"  {r['servers']:>4} servers  {r['instance']:<19} {r['wall_s']:8.1f} s")
 
 
-#: bench/generate.py's sizes by server count, for the field generator's instances of that count
+#: bench/generate.py's sizes by server count, for the other generators' instances of that count
 FIELD_SERVERS = {"small": 16, "medium": 64, "large": 256, "tpu": 512, "xl": 1024}
+GENERATORS = ("default", "field", "pods")
 
 
-def _field() -> bool:
-    """Whether the rows come from the field generator (OPTNET_BENCH_GENERATOR=field)."""
+def _generator() -> str:
+    """The generator the rows come from (OPTNET_BENCH_GENERATOR): default (bench/generate.py),
+    field or pods."""
     gen = os.environ.get("OPTNET_BENCH_GENERATOR", "default")
-    if gen not in ("default", "field"):
-        raise SystemExit(f"OPTNET_BENCH_GENERATOR={gen!r}: allowed are default, field")
-    return gen == "field"
+    if gen not in GENERATORS:
+        raise SystemExit(f"OPTNET_BENCH_GENERATOR={gen!r}: allowed are {', '.join(GENERATORS)}")
+    return gen
 
 
 def _feature() -> str | None:
@@ -147,11 +151,12 @@ def _feature() -> str | None:
 def _measure(size: str, density: str, seed: int, name: str, repeats: int, tmp: Path) -> dict:
     """One row: ``repeats`` runs, each in its own process; wall time as median and range."""
     path = tmp / f"{name}.yaml"
-    data = (
-        generate_field.generate(FIELD_SERVERS[size], density, seed)
-        if _field()
-        else generate(size, density, seed)
-    )
+    gen = _generator()
+    if gen == "default":
+        data = generate(size, density, seed)
+    else:
+        module = generate_field if gen == "field" else generate_pods
+        data = module.generate(FIELD_SERVERS[size], density, seed)
     if _feature():
         data = generate_field.feature_variant(data, _feature())
     path.write_text(yaml.safe_dump(data, sort_keys=False))

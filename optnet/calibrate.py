@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 import statistics
 from pathlib import Path
 from typing import Annotated, Any
@@ -587,7 +588,7 @@ def _calibrate_nccl(
         if key == "launch_overhead_us":
             source += "".join(map(_one_process, tabs))
         changes.append({"field": f"{where}.{key}", "old": old, "new": value, "source": source})
-    warnings = model.warnings
+    warnings = model.warnings + [_tuner_plugin_warning(tab) for tab in tabs if _plugin_of(tab)]
     for w in warnings:
         from optnet import streams
 
@@ -606,6 +607,21 @@ def _calibrate_nccl(
         write_atomic(output, "\n".join(head) + "\n" + dump_yaml(data), force=force)
     return Calibration(
         [], rows_out, {}, changes, warnings, {"params": model.params, "bands": bands}
+    )
+
+
+def _plugin_of(tab: NcclTable) -> str | None:
+    """The tuner plugin the run's NCCL loaded, where its output shows it (``NCCL_TUNER_PLUGIN
+    set by environment to ...``, logged under ``NCCL_DEBUG=INFO``, or on the command line)."""
+    m = re.search(r"NCCL_TUNER_PLUGIN=(\S+)", tab.nccl_env)
+    return m.group(1) if m else None
+
+
+def _tuner_plugin_warning(tab: NcclTable) -> str:
+    return (
+        f"{tab.file}: the run loaded the tuner plugin {_plugin_of(tab)} "
+        "(NCCL_TUNER_PLUGIN), so its algorithms and protocols were the plugin's choice; the fit "
+        "prices each size with NCCL's own (docs/collectives.md §7, 'Who picks the algorithm')"
     )
 
 

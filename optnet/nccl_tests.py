@@ -72,7 +72,7 @@ _SRUN_NODES = re.compile(r"\s(?:-N|--nodes)[=\s]+(\d+)")
 _PER_NODE = re.compile(r"\s--ntasks-per-node[=\s]+(\d+)")
 _NRANKS = re.compile(r"NCCL INFO .*\bnranks\s+(\d+)")
 _THREADS = re.compile(r"#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)")
-_ENV_SET = re.compile(r"NCCL INFO (NCCL_[A-Z0-9_]+) set by environment to ([^\s.]+(?:\.\d+)*)")
+_ENV_SET = re.compile(r"NCCL INFO (NCCL_[A-Z0-9_]+) set by environment to (\S+?)\.?\s*$")
 """NCCL's log of a setting it read (``NCCL_DEBUG=INFO``; src/graph/tuning.cc, src/misc/param.cc)."""
 _ENV_ARG = re.compile(r"(?<![A-Za-z0-9_])(NCCL_[A-Z0-9_]+)=([^\s\"']+)")
 """A setting on the command line (``NCCL_PROTO=Simple ./all_reduce_perf``, ``-x NCCL_ALGO=Ring``).

@@ -662,3 +662,34 @@ def test_launch_floor_is_one_launch_per_gpu_the_thread_drives():
     assert eight[0] == pytest.approx(8 * nc.HOST_LAUNCH_US)
     assert times(8, {"launch_overhead_us": 5.0})[0] == pytest.approx(40.0)
     assert eight[1] == one[1] > 8 * nc.HOST_LAUNCH_US
+
+
+def test_calibrate_prices_what_the_output_shows_nccl_was_set_to(tmp_path, monkeypatch):
+    """NCCL's log lines in an nccl-tests output (``NCCL_DEBUG=INFO``) say the run had
+    NCCL_PROTO=Simple and a tuner plugin: the fit prices Simple only and warns that the
+    algorithms were the plugin's; ``--nccl-proto`` overrides the file, and a bad one is refused
+    naming the option."""
+    from optnet import calibrate as cal
+    from optnet import calibrate_model as cm
+    from optnet.errors import InputError
+
+    src = TABLES / "single-h100-8gpu-reducescatter-together.txt"
+    log = (
+        "host:1:1 [0] NCCL INFO NCCL_PROTO set by environment to Simple\n"
+        "host:1:1 [0] NCCL INFO NCCL_TUNER_PLUGIN set by environment to libnccl-tuner.so\n"
+    )
+    table = tmp_path / "rs.txt"
+    table.write_text(log + src.read_text())
+    base = tmp_path / "base.yaml"
+    base.write_text(BASE)
+    seen = []
+    fit = cm.fit
+    monkeypatch.setattr(cm, "fit", lambda b, ms: seen.append(ms) or fit(b, ms))
+    kw = dict(kind="reduce_scatter", ranks=8, instance=str(base))
+    report = cal.calibrate([str(table)], [], **kw)
+    assert seen[-1][0].protocols == {"simple"}
+    assert any("tuner plugin libnccl-tuner.so" in w for w in report.warnings)
+    cal.calibrate([str(table)], [], nccl_proto="^ll", **kw)
+    assert seen[-1][0].protocols == {"ll128", "simple"}
+    with pytest.raises(InputError, match="--nccl-proto"):
+        cal.calibrate([str(table)], [], nccl_proto="ll256", **kw)

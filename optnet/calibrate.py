@@ -536,9 +536,9 @@ def _calibrate_nccl(
             tab.nodes or max(1, tab.ranks // inst.gpus_per_server),
             tab.rows,
             tab.file,
-            allowed if nccl_algo else cm.allowed_algorithms(tab.nccl_env),
+            allowed if nccl_algo else cm.allowed_algorithms(tab.nccl_env, tab.kind),
             tab.gpus_per_thread,
-            protocols if nccl_proto else cm.allowed_protocols(tab.nccl_env),
+            protocols if nccl_proto else cm.allowed_protocols(tab.nccl_env, tab.kind),
         )
         for tab in tabs
     ]

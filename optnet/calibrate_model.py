@@ -62,7 +62,7 @@ NCCL_ALGO = {
     "tree": {"double_binary_tree"},
     "nvls": {"nvls"},
     "nvlstree": {"nvls_tree"},
-    "collnet": {"in_network"},
+    "collnetdirect": {"in_network"},
     "collnetchain": {"in_network"},
 }
 
@@ -71,24 +71,46 @@ NCCL_ALGO = {
 NCCL_PROTO = ("ll", "ll128", "simple")
 
 
-def _env_names(env: str, var: str, names) -> set[str] | None:
-    """The names ``var`` (NCCL_ALGO, NCCL_PROTO) enables in ``env``: a comma-separated list,
-    or all but the list when it starts with ``^`` (NCCL's docs: "To specify ... to exclude
-    (instead of include), start the list with ^"); None: not set."""
-    m = re.search(rf"{var}=(\^?)([A-Za-z0-9,]+)", env)
+#: optnet's collective kinds -> NCCL's function names (src/enqueue.cc ncclFuncStr, as NCCL_ALGO
+#: and NCCL_PROTO prefix them, case-insensitive); the others are not tuned collectives
+NCCL_FUNC = {
+    "all_reduce": "allreduce",
+    "all_gather": "allgather",
+    "reduce_scatter": "reducescatter",
+    "broadcast": "broadcast",
+    "reduce": "reduce",
+}
+
+
+def _env_names(env: str, var: str, names, kind: str | None = None) -> set[str] | None:
+    """The names ``var`` (NCCL_ALGO, NCCL_PROTO) enables in ``env`` for a collective of
+    ``kind``, as NCCL's ``parseList`` (src/graph/tuning.cc) reads it: entries separated by
+    ``;``, the first for every function, the later ones ``func:list`` for one (each replaces
+    what the function had); a list enables its names, or all but them when it starts with
+    ``^``. None: nothing sets it for ``kind``."""
+    m = re.search(rf"{var}=[\"']?([A-Za-z0-9,^;:]+)", env)
     if m is None:
         return None
-    listed = {a.lower() for a in m.group(2).split(",")}
-    return {a for a in names if (a in listed) != bool(m.group(1))}
+    enabled: set[str] | None = None
+    for entry in filter(None, m.group(1).split(";")):
+        func, _, listed = entry.rpartition(":")
+        if func and func.lower() != NCCL_FUNC.get(kind or "", ""):
+            continue
+        exclude = listed.startswith("^")
+        chosen = {a.lower() for a in listed.lstrip("^").split(",") if a}
+        if "collnet" in chosen:  # older NCCL's one name for both of today's CollNet variants
+            chosen |= {"collnetdirect", "collnetchain"}
+        enabled = {a for a in names if (a in chosen) != exclude}
+    return enabled
 
 
-def allowed_algorithms(env: str | None) -> set[str] | None:
-    """Algorithms the table's NCCL could run, from its env (``NCCL_ALGO=...``,
-    ``NCCL_NVLS_ENABLE=0``); None: any."""
+def allowed_algorithms(env: str | None, kind: str | None = None) -> set[str] | None:
+    """Algorithms the table's NCCL could run for a collective of ``kind``, from its env
+    (``NCCL_ALGO=...``, ``NCCL_NVLS_ENABLE=0``); None: any."""
     if not env:
         return None
     allowed: set[str] | None = None
-    names = _env_names(env, "NCCL_ALGO", NCCL_ALGO)
+    names = _env_names(env, "NCCL_ALGO", NCCL_ALGO, kind)
     if names is not None:
         allowed = set().union(*(NCCL_ALGO[a] for a in names))
     if re.search(r"NCCL_NVLS_ENABLE=0", env):
@@ -97,9 +119,10 @@ def allowed_algorithms(env: str | None) -> set[str] | None:
     return allowed
 
 
-def allowed_protocols(env: str | None) -> frozenset[str] | None:
-    """Protocols the table's NCCL could use, from its env (``NCCL_PROTO=...``); None: any."""
-    names = _env_names(env, "NCCL_PROTO", NCCL_PROTO) if env else None
+def allowed_protocols(env: str | None, kind: str | None = None) -> frozenset[str] | None:
+    """Protocols the table's NCCL could use for a collective of ``kind``, from its env
+    (``NCCL_PROTO=...``); None: any."""
+    names = _env_names(env, "NCCL_PROTO", NCCL_PROTO, kind) if env else None
     return frozenset(names) if names is not None else None
 
 

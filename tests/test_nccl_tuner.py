@@ -131,7 +131,16 @@ def test_nccl_proto_is_read_from_the_runs_env():
     assert cm.allowed_protocols("NCCL_PROTO=Simple NCCL_ALGO=Ring") == {"simple"}
     assert cm.allowed_protocols("x; NCCL_PROTO=^LL y") == {"ll128", "simple"}
     assert cm.allowed_protocols("NCCL_ALGO=Ring") is None
-    assert cm.allowed_algorithms("NCCL_ALGO=^NVLS,NVLSTree,CollNet,CollNetChain") == {
+    # NCCL's per-function entries (src/graph/tuning.cc parseList's own examples)
+    both = 'NCCL_PROTO="LL,Simple;allreduce:^LL"'
+    assert cm.allowed_protocols(both, "all_gather") == {"ll", "simple"}
+    assert cm.allowed_protocols(both, "all_reduce") == {"ll128", "simple"}
+    assert cm.allowed_protocols("NCCL_PROTO=^LL128;allreduce:LL128", "all_reduce") == {"ll128"}
+    ring = "NCCL_ALGO=ring,collnetdirect;allreduce:tree,collnetdirect;broadcast:ring"
+    assert cm.allowed_algorithms(ring, "all_reduce") == {"double_binary_tree", "in_network"}
+    assert cm.allowed_algorithms(ring, "broadcast") == {"ring", "nvlink_ring"}
+    assert cm.allowed_algorithms("NCCL_ALGO=allgather:ring; x", "all_reduce") is None
+    assert cm.allowed_algorithms("NCCL_ALGO=^NVLS,NVLSTree,CollNetDirect,CollNetChain") == {
         "ring",
         "nvlink_ring",
         "double_binary_tree",

@@ -136,7 +136,7 @@ def measured(meta: dict, table: NcclTable) -> cm.Measured:
     (its env's NCCL_ALGO, NCCL_NVLS_ENABLE, NCCL_PROTO), the GPUs one of its threads drove (its
     header's ``nGpus``)."""
     n = meta["nodes"] * meta["gpus_per_node"]
-    allowed = allowed_algorithms(meta.get("env"))
+    allowed = allowed_algorithms(meta.get("env"), meta["collective"])
     shape = servers(meta)
     nodes = shape[0] if shape is not None else meta["nodes"]
     return cm.measured_from_rows(
@@ -147,7 +147,7 @@ def measured(meta: dict, table: NcclTable) -> cm.Measured:
         meta["id"],
         allowed,
         table.gpus_per_thread,
-        cm.allowed_protocols(meta.get("env")),
+        cm.allowed_protocols(meta.get("env"), meta["collective"]),
     )
 
 

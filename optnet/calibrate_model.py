@@ -39,6 +39,8 @@ import numpy as np
 
 from optnet.decisions import Decisions
 from optnet.errors import OptnetError
+from optnet.library import TUNER_COLLECTIVE
+from optnet.nccl_cost import PROTOCOLS
 
 MIB = 1024 * 1024
 #: rows fitted on; larger ones are held out
@@ -67,25 +69,15 @@ NCCL_ALGO = {
 }
 
 
-#: NCCL_PROTO names (src/graph/tuning.cc ncclProtoStr, case-insensitive)
-NCCL_PROTO = ("ll", "ll128", "simple")
-
-
-#: optnet's collective kinds -> NCCL's function names (src/enqueue.cc ncclFuncStr, as NCCL_ALGO
-#: and NCCL_PROTO prefix them, case-insensitive); the others are not tuned collectives
-NCCL_FUNC = {
-    "all_reduce": "allreduce",
-    "all_gather": "allgather",
-    "reduce_scatter": "reducescatter",
-    "broadcast": "broadcast",
-    "reduce": "reduce",
-}
+#: NCCL_PROTO names (src/graph/tuning.cc ncclProtoStr, case-insensitive): NCCL's protocols
+NCCL_PROTO = PROTOCOLS
 
 
 def _env_names(env: str, var: str, names, kind: str | None = None) -> set[str] | None:
     """The names ``var`` (NCCL_ALGO, NCCL_PROTO) enables in ``env`` for a collective of
     ``kind``, as NCCL's ``parseList`` (src/graph/tuning.cc) reads it: entries separated by
-    ``;``, the first for every function, the later ones ``func:list`` for one (each replaces
+    ``;``, the first for every function, the later ones ``func:list`` for one (NCCL's function
+    names, ``library.TUNER_COLLECTIVE``; each replaces
     what the function had); a list enables its names, or all but them when it starts with
     ``^``. None: nothing sets it for ``kind``."""
     m = re.search(rf"{var}=[\"']?([A-Za-z0-9,^;:]+)", env)
@@ -94,7 +86,7 @@ def _env_names(env: str, var: str, names, kind: str | None = None) -> set[str] |
     enabled: set[str] | None = None
     for entry in filter(None, m.group(1).split(";")):
         func, _, listed = entry.rpartition(":")
-        if func and func.lower() != NCCL_FUNC.get(kind or "", ""):
+        if func and func.lower() != TUNER_COLLECTIVE.get(kind or "", ""):
             continue
         exclude = listed.startswith("^")
         chosen = {a.lower() for a in listed.lstrip("^").split(",") if a}

@@ -618,16 +618,7 @@ def as_nccl_runs(
     if not library.pipelined(inst) or spec.kind in ("all_to_all", "send_recv", "traffic"):
         return options
     if not options:  # every algorithm's protocols disabled (``_nccl_option``)
-        raise InputError(
-            [
-                Problem(
-                    "instance",
-                    "nccl.protocols",
-                    f"{sorted(inst.nccl_protocols or ())} leaves {job}.{spec.name} ({spec.kind}) "
-                    "nothing NCCL runs (NVLS, NVLS-tree and CollNet run simple only)",
-                )
-            ]
-        )
+        raise library.protocols_refusal(inst, f"{job}.{spec.name}", spec.kind)
     if inst.nccl_algorithms is not None:
         runs = tuple(
             o

@@ -132,7 +132,9 @@ NCCL: dict[str, dict[str, NcclAlgorithm]] = {
     "traffic": {"direct": NcclAlgorithm(P2P, ("ll", "simple"), _P2P_SRC)},
 }
 
-#: NCCL function names of the tuner CSV (plugins/tuner/example/plugin.c ``parseCollType``).
+#: NCCL's function names (src/enqueue.cc ``ncclFuncStr``, lower case): those of the tuner CSV
+#: (plugins/tuner/example/plugin.c ``parseCollType``) and of NCCL_ALGO / NCCL_PROTO's
+#: per-function entries (src/graph/tuning.cc ``parseList``).
 TUNER_COLLECTIVE: dict[str, str] = {
     "all_reduce": "allreduce",
     "all_gather": "allgather",
@@ -188,6 +190,14 @@ def nvls_available(inst: Instance, kind: str, g: int) -> bool:
     )
 
 
+def protocols_refusal(inst: Instance, field: str, kind: str, of: str = "") -> InputError:
+    """The refusal of collective ``field`` (JOB.NAME) that ``nccl.protocols`` leaves nothing to
+    run (``of``: what it asked for)."""
+    said = f"{sorted(inst.nccl_protocols or ())} leaves {field} ({kind}) nothing NCCL runs{of}"
+    why = " (NVLS, NVLS-tree and CollNet run simple only)"
+    return InputError([Problem("instance", "nccl.protocols", said + why)])
+
+
 def simple_enabled(inst: Instance) -> bool:
     """NCCL's Simple protocol is enabled (``nccl.protocols``, NCCL_PROTO): NVLS, NVLS-tree and
     CollNet run nothing else (src/graph/tuning.cc)."""
@@ -214,18 +224,9 @@ def restrict(
     in_net = in_network_available(inst, spec)  # NCCL runs it as CollNet
     collnet = inst.packet is not None and inst.packet.in_network_reduction
     wanted = collnet and "in_network" in (spec.algorithms or ()) and spec.kind == "all_reduce"
-    if not kept and wanted and not simple_enabled(inst):
-        raise InputError(  # CollNet asked for, Simple disabled
-            [
-                Problem(
-                    "instance",
-                    "nccl.protocols",
-                    f"{sorted(inst.nccl_protocols or ())} leaves {field} ({spec.kind}) nothing "
-                    f"NCCL runs of {list(spec.algorithms or algorithms)} (NVLS, NVLS-tree and "
-                    "CollNet run simple only)",
-                )
-            ]
-        )
+    if not kept and wanted and not simple_enabled(inst):  # CollNet asked for, Simple disabled
+        asked = list(spec.algorithms or algorithms)
+        raise protocols_refusal(inst, field, spec.kind, f" of {asked}")
     if not kept and not in_net:
         from optnet.collectives import algorithms_for
 

@@ -10,7 +10,7 @@ every edge of multiplicity 1 and ``b`` on every edge of multiplicity 2: the coll
 set by the largest multiplicity / lightpaths over its edges, so ``2,3`` asks whether it can beat
 one lightpath per unit (2/3 < 1) and ``2,4`` whether it can reach a half.
 
-The cluster is the one docs/model.md §2 describes, reduced to what these needs touch: ``racks``
+The cluster is the one docs/model.md §1 describes, reduced to what these needs touch: ``racks``
 racks of ``rack-size`` servers (any number of the job's servers in each), K = ``ocses`` OCSes,
 each giving every server one transceiver, and one trunk per rack into every OCS that the OCS
 either loops back or joins to one other rack. Wavelengths, ports, power budgets and every other

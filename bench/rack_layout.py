@@ -21,7 +21,8 @@ constraints allow it.
 Variables: ``x[v, r]`` server v in rack r; ``y[e, k]`` edge e has a lightpath on OCS k;
 ``z[r, s, k]`` OCS k joins rack r's trunk to rack s's (r = s: a loopback). Rows: each server in
 one rack, at most ``rack-size`` per rack; racks are interchangeable, so server v sits in a rack
-of index at most v; each edge gets its need; a server's transceiver on OCS k carries at most one
+of index at most v, and so are OCSes, so they carry non-increasing numbers of lightpaths; each
+edge gets its need; a server's transceiver on OCS k carries at most one
 lightpath; a rack's trunk on OCS k is joined once; an edge on OCS k between racks r and s needs
 ``z[r, s, k]``. Prints one JSON object: ``status`` (feasible, infeasible or unknown at the
 limit), ``wall_s``.
@@ -76,6 +77,8 @@ def feasible(
         h.addConstr(sum(x[v, r] for v in range(n)) <= rack_size)
     for e, mult in graph.items():
         h.addConstr(sum(y[e, k] for k in ks) >= need[mult])
+    for k in range(ocses - 1):  # OCSes are interchangeable: the busiest first
+        h.addConstr(sum(y[e, k] for e in graph) >= sum(y[e, k + 1] for e in graph))
     for k in ks:
         for v in range(n):
             h.addConstr(sum(y[e, k] for e in graph if v in e) <= 1)

@@ -50,6 +50,12 @@ def edges(collective: str, n: int) -> dict[tuple[int, int], int]:
     return _dbt_edge_trees(n)
 
 
+def needs(single: int, double: int | None = None) -> dict[int, int]:
+    """Lightpaths asked of an edge, by multiplicity: ``single`` for 1, ``double`` for 2 (twice
+    ``single`` unless given)."""
+    return {1: single, 2: 2 * single if double is None else double}
+
+
 def feasible(
     graph: dict[tuple[int, int], int],
     n: int,
@@ -110,8 +116,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--need", required=True, help="lightpaths per edge of multiplicity 1[,2]")
     ap.add_argument("--time-limit", type=float, default=600.0)
     args = ap.parse_args(argv)
-    parts = [int(p) for p in args.need.split(",")]
-    need = {1: parts[0], 2: parts[1] if len(parts) > 1 else 2 * parts[0]}
+    need = needs(*(int(p) for p in args.need.split(",")))
     t0 = time.perf_counter()
     graph = edges(args.collective, args.servers)
     status = feasible(

@@ -588,7 +588,9 @@ def _calibrate_nccl(
         if key == "launch_overhead_us":
             source += "".join(map(_one_process, tabs))
         changes.append({"field": f"{where}.{key}", "old": old, "new": value, "source": source})
-    warnings = model.warnings + [_tuner_plugin_warning(tab) for tab in tabs if _plugin_of(tab)]
+    warnings = model.warnings + [
+        _tuner_plugin_warning(tab, p) for tab in tabs if (p := _plugin_of(tab))
+    ]
     for w in warnings:
         from optnet import streams
 
@@ -617,9 +619,9 @@ def _plugin_of(tab: NcclTable) -> str | None:
     return m.group(1) if m else None
 
 
-def _tuner_plugin_warning(tab: NcclTable) -> str:
+def _tuner_plugin_warning(tab: NcclTable, plugin: str) -> str:
     return (
-        f"{tab.file}: the run loaded the tuner plugin {_plugin_of(tab)} "
+        f"{tab.file}: the run loaded the tuner plugin {plugin} "
         "(NCCL_TUNER_PLUGIN), so its algorithms and protocols were the plugin's choice; the fit "
         "prices each size with NCCL's own (docs/collectives.md §7, 'Who picks the algorithm')"
     )

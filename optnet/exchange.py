@@ -28,6 +28,13 @@ An *exchange* for the slowest job ``j`` (docs/model.md §7, step 4):
 * the result is kept when the evaluator's score is ``better`` than the incumbent's; else the
   next exchange is tried from the incumbent.
 
+Before its exchanges, the slowest job's groups are tried *apart* (``apart``): the slot sets
+one collective's transfers connect (a pipeline's stage chains, say) each whole in a rack of
+its own, on racks that loop back and are free or the job's own. An exchange moves one rack's
+share; a job whose chains share racks two by two (GPT-3 175B's eight-stage chains in
+field-256-moderate seed 0) needs every chain moved at once: two chains in one rack share its
+loopbacks between their own pipeline pairs and the data-parallel pairs joining them.
+
 First improvement; after a kept exchange the slowest job is found again ("slowest" as in
 ``local_search``: under ``weighted-sum``, the largest weight x time). Deterministic for a
 given seed; stops at ``until`` or when no exchange is kept. The plan returned is always one
@@ -39,12 +46,14 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Iterator
+from itertools import chain
 
 from optnet import interrupt
 from optnet.candidates import JobCandidates
 from optnet.construct import Racks, pair_graph, redealt
 from optnet.decisions import Decisions
 from optnet.evaluate import evaluate
+from optnet.heuristic import collective_bytes, slot_components
 from optnet.instance import Instance
 from optnet.local_search import (
     first_better,
@@ -148,5 +157,54 @@ def _kept_exchange(inst, d, objective, until, cands, seed, racks, graphs, times_
         trial, _ = improve_circuits(inst, trial, objective, until, cands)
         return improve_placement(inst, trial, objective, until, cands, seed)[0]
 
-    moves = exchanges(inst, d, j, racks, graphs, times_us)
+    moves = chain(apart(inst, d, j, racks, cands), exchanges(inst, d, j, racks, graphs, times_us))
     return first_better(inst, d, objective, cands, best, until, moves, descend)
+
+
+def apart(
+    inst: Instance, d: Decisions, j: int, racks: Racks, cands: tuple[JobCandidates, ...]
+) -> Iterator[tuple[dict[int, tuple[int, ...]], tuple[int, ...]]]:
+    """New placements of job ``j`` with its groups kept whole and *apart*, one rack each
+    (docs/model.md §7, step 4): for each collective that joins servers, lightest first, the
+    slot sets its transfers connect (``heuristic.slot_components``: a pipeline's stage chains, a
+    data-parallel all-reduce's rings) go one to a rack, the *k*-th set to the *k*-th rack. The
+    racks are those that can loop back with room for the largest set (servers free or ``j``'s
+    own), the racks reaching the most OCSes first, then the most room; each rack taken must be
+    joinable to every rack taken before it. Two sets in one rack share its loopbacks, which
+    then serve both the sets' own pairs and the pairs between them; apart, the pairs between
+    sets get the OCSes that join two racks (field-256-moderate seed 0, GPT-3 175B's six
+    eight-stage chains: 4,818,059 -> 4,673,008 us; docs/benchmarks.md, "Groups apart"). Sets
+    already apart are not offered again."""
+    owner = {s: jj for jj, ss in d.placement.items() for s in ss}
+    room = {
+        r: [s for s in rk.servers if owner.get(s, j) == j]
+        for r, rk in enumerate(inst.racks)
+        if racks.loops(r)
+    }
+    reach = {r: sum(r in inst.ocses[k].racks for k in racks.ocses) for r in room}
+    others = {r: len(inst.racks[r].servers) - len(room[r]) for r in room}
+    slots = len(d.placement[j])
+    seen: set[tuple[tuple[int, ...], ...]] = set()
+    multi = [cc for cc in cands[j].collectives if cc.span_slots > 1 and cc.options]
+    for cc in sorted(multi, key=collective_bytes):
+        sets = tuple(sorted(slot_components(cc.options[0])))
+        if len(sets) < 2 or sets in seen or sum(map(len, sets)) != slots:
+            continue
+        seen.add(sets)
+        now = [{inst.servers[d.placement[j][m]].rack for m in group} for group in sets]
+        if all(len(rs) == 1 for rs in now) and len(set.union(*now)) == len(sets):
+            continue  # apart already
+        size = max(map(len, sets))
+        chosen: list[int] = []
+        for r in sorted(room, key=lambda r: (others[r] > 0, -reach[r], -len(room[r]), r)):
+            if len(room[r]) >= size and all(racks.joinable(r, x) for x in chosen):
+                chosen.append(r)
+            if len(chosen) == len(sets):
+                break
+        if len(chosen) < len(sets):
+            continue
+        servers = list(d.placement[j])
+        for group, r in zip(sets, chosen):
+            for m, s in zip(group, room[r]):
+                servers[m] = s
+        yield {**d.placement, j: tuple(servers)}, (j,)

@@ -647,12 +647,12 @@ def dealt(
     return interleaved(out)
 
 
-def _traffic(cc) -> tuple[float, int]:
+def collective_bytes(cc) -> tuple[float, int]:
     """A collective's bytes per iteration (fewer calls first on a tie): ``grouped``'s order."""
     return cc.spec.count * cc.spec.message_bytes, -cc.spec.count
 
 
-def _components(option) -> list[tuple[int, ...]]:
+def slot_components(option) -> list[tuple[int, ...]]:
     """The slot sets an option's transfers connect (a pipeline's stage chains: its one group
     holds every slot, but its transfers join only the stages of one data-parallel replica)."""
     parent: dict[int, int] = {}
@@ -688,7 +688,7 @@ def grouped(
     for any rack fills the roomiest racks in turn; slots in no group fill what is left. Rings
     then stay inside racks and what crosses racks is the lighter traffic between groups.
     ``heaviest=False`` keeps the slot sets the lightest collective's transfers connect whole
-    instead (``_components``: a pipeline's stage chains, say), so the heavy rings cross racks:
+    instead (``slot_components``: a pipeline's stage chains, say), so the heavy rings cross racks:
     when the heavy collective overlaps compute, or its rings are too small to need a rack's
     loopbacks, that can be the faster split (field-64-moderate seed 0, docs/benchmarks.md)."""
     cands = cands if cands is not None else all_candidates(inst)
@@ -700,10 +700,10 @@ def grouped(
         if not multi:
             continue
         if heaviest:
-            heavy = max(multi, key=_traffic)
+            heavy = max(multi, key=collective_bytes)
             groups = [g.slots for g in heavy.options[0].groups]
         else:
-            groups = _components(min(multi, key=_traffic).options[0])
+            groups = slot_components(min(multi, key=collective_bytes).options[0])
         groups = sorted(groups, key=lambda g: (-len(g), g))
         placed: set[int] = set()
         rest = [m for m in range(len(rs)) if not any(m in g for g in groups)]

@@ -22,7 +22,7 @@ from optnet import scale
 from optnet.candidates import all_candidates
 from optnet.construct import constructive_plan
 from optnet.evaluate import evaluate
-from optnet.heuristic import _components, grouped, improved_plan
+from optnet.heuristic import grouped, improved_plan, slot_components
 from optnet.instance import instance_from_data
 
 CASES = [("field", n, d, s) for n in (16, 64) for d in ("moderate", "dense") for s in (0, 1, 2)]
@@ -64,7 +64,7 @@ def test_components_partition_and_are_connected(case):
         for cc in jc.collectives:
             if cc.span_slots <= 1 or not cc.options:
                 continue
-            comps = _components(cc.options[0])
+            comps = slot_components(cc.options[0])
             slots = [m for c in comps for m in c]
             assert len(slots) == len(set(slots))
             assert set(slots) == {m for g in cc.options[0].groups for m in g.slots}
@@ -96,7 +96,7 @@ def test_pipeline_chains_whole_find_the_bound_on_field_64_moderate_0():
     sub, _ = scale.sub_instance(inst, racks, jobs)
     chains = grouped(sub, fixed, heaviest=False)
     jl = jobs.index(crit)
-    for comp in _components(all_candidates(sub)[jl].collectives[1].options[0]):
+    for comp in slot_components(all_candidates(sub)[jl].collectives[1].options[0]):
         assert len({chains[(jl, m)] for m in comp}) == 1  # every pipeline chain in one rack
     res = scale.solve_instance(sub, scale.SolveOptions(time_limit_s=120), fixed_racks=chains)
     assert res.status == "optimal"

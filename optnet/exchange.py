@@ -169,7 +169,8 @@ def apart(
     slot sets its transfers connect (``heuristic.slot_components``: a pipeline's stage chains, a
     data-parallel all-reduce's rings) go one to a rack, the *k*-th set to the *k*-th rack. The
     racks are those that can loop back with room for the largest set (servers free or ``j``'s
-    own), the racks reaching the most OCSes first, then the most room; each rack taken must be
+    own): the racks no other job holds first (the job's laying then keeps no other job's
+    circuits), then those reaching the most OCSes, then the most room; each rack taken must be
     joinable to every rack taken before it. Two sets in one rack share its loopbacks, which
     then serve both the sets' own pairs and the pairs between them; apart, the pairs between
     sets get the OCSes that join two racks (field-256-moderate seed 0, GPT-3 175B's six

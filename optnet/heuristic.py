@@ -31,7 +31,7 @@ from dataclasses import replace
 
 import networkx as nx
 
-from optnet.candidates import JobCandidates, all_candidates
+from optnet.candidates import CollectiveCandidates, JobCandidates, Option, all_candidates
 from optnet.decisions import Circuit, Decisions, Lightpath, PhasePlan, Targets
 from optnet.instance import Instance
 from optnet.physics import within_power_budget
@@ -647,12 +647,12 @@ def dealt(
     return interleaved(out)
 
 
-def collective_bytes(cc) -> tuple[float, int]:
+def collective_bytes(cc: CollectiveCandidates) -> tuple[float, int]:
     """A collective's bytes per iteration (fewer calls first on a tie): ``grouped``'s order."""
     return cc.spec.count * cc.spec.message_bytes, -cc.spec.count
 
 
-def slot_components(option) -> list[tuple[int, ...]]:
+def slot_components(option: Option) -> list[tuple[int, ...]]:
     """The slot sets an option's transfers connect (a pipeline's stage chains: its one group
     holds every slot, but its transfers join only the stages of one data-parallel replica)."""
     parent: dict[int, int] = {}

@@ -33,7 +33,10 @@ one collective's transfers connect (a pipeline's stage chains, say) each whole i
 its own, on racks that loop back and are free or the job's own. An exchange moves one rack's
 share; a job whose chains share racks two by two (GPT-3 175B's eight-stage chains in
 field-256-moderate seed 0) needs every chain moved at once: two chains in one rack share its
-loopbacks between their own pipeline pairs and the data-parallel pairs joining them.
+loopbacks between their own pipeline pairs and the data-parallel pairs joining them. When
+neither pays, the groups are put apart on servers other jobs give up (``apart_traded``: a
+dense cluster has no room), and the jobs displaced are healed by a round of exchanges before
+the trial is judged.
 
 First improvement; after a kept exchange the slowest job is found again ("slowest" as in
 ``local_search``: under ``weighted-sum``, the largest weight x time). Deterministic for a
@@ -77,12 +80,14 @@ def exchanges(
     racks: Racks,
     graphs: list[dict[int, set[int]]],
     times_us: list[float],
+    width: int = 1,
 ) -> Iterator[tuple[dict[int, tuple[int, ...]], tuple[int, ...]]]:
     """New placements one exchange away for job ``j`` (module docstring) and the jobs they
-    change, in the order tried; ``times_us``: each job's iteration time in ``d``."""
+    change, in the order tried; ``times_us``: each job's iteration time in ``d``; ``width``
+    times :data:`RACKS_FROM` racks ``A`` and :data:`RACKS_TO` racks ``B`` per ``A``."""
     owner = {s: jj for jj, ss in d.placement.items() for s in ss}
     mine = Counter(inst.servers[s].rack for s in d.placement[j])
-    froms = sorted(mine, key=lambda r: (racks.loops(r), mine[r], r))[:RACKS_FROM]
+    froms = sorted(mine, key=lambda r: (racks.loops(r), mine[r], r))[: RACKS_FROM * width]
     holders: list[tuple[int, int | None, list[int]]] = []  # (rack B, job J or None, servers)
     for rb, rk in enumerate(inst.racks):
         if rb in mine or not racks.loops(rb):
@@ -93,7 +98,8 @@ def exchanges(
         holders += [(rb, jj, ss) for jj, ss in by_job.items()]
     for ra in froms:
         ours = [s for s in d.placement[j] if inst.servers[s].rack == ra]
-        for _rb, jj, theirs in sorted(holders, key=_trade_order(len(ours), times_us))[:RACKS_TO]:
+        trades = sorted(holders, key=_trade_order(len(ours), times_us))[: RACKS_TO * width]
+        for _rb, jj, theirs in trades:
             k = min(len(ours), len(theirs))
             held = {x: list(ss) for x, ss in d.placement.items()}
             held[j] = [s for s in held[j] if s not in ours[:k]] + theirs[:k]
@@ -124,10 +130,16 @@ def improve_exchanges(
     until: float,
     cands: tuple[JobCandidates, ...],
     seed: int = 0,
+    trades: bool = True,
+    tried: set | None = None,
 ) -> tuple[Decisions, int]:
     """The iterated local search of the module docstring from plan ``d``; returns the best plan
     and the number of exchanges kept (``d`` itself when it has phases, relays or
-    wavelength-switched slots, or when the evaluator does not accept it)."""
+    wavelength-switched slots, or when the evaluator does not accept it). ``trades``: the
+    slowest job's groups may also be put apart on other jobs' servers (``apart_traded``),
+    the jobs they displace healed by this search without trades. ``tried``: the trials known
+    to fail (``_untried``), shared between calls on the same plan so that a later call goes
+    on where an earlier one stopped."""
     if d.phases or d.relays or d.ws_slots or time.perf_counter() >= until:
         return d, 0  # (no time: not even the score of ``d``)
     best = score(inst, d, objective, cands)
@@ -135,30 +147,91 @@ def improve_exchanges(
         return d, 0
     racks = Racks(inst)
     graphs = [pair_graph(jc) for jc in cands]
-    kept = 0
+    tried = set() if tried is None else tried
+    kept, width = 0, 1
     while time.perf_counter() < until and not interrupt.requested():
         ev = evaluate(inst, d, objective, cands, reports=False)
         times = [x["iteration_time_us"] for x in ev.jobs]
         j = heaviest_first(inst, ev, objective)[0]
-        step = _kept_exchange(inst, d, objective, until, cands, seed, racks, graphs, times, best, j)
-        if step is None:
-            break
+        spent = _collective_times(ev, inst.jobs[j].name)
+        step = _kept_exchange(
+            inst,
+            d,
+            objective,
+            until,
+            cands,
+            seed,
+            (racks, graphs, times, spent, tried, width),
+            best,
+            j,
+            trades,
+        )
+        if step is None:  # every move tried: the exchanges widen, until they cover every rack
+            if min(RACKS_FROM, RACKS_TO) * width >= len(inst.racks):
+                break
+            width *= 2
+            continue
         d, best = step
-        kept += 1
+        kept, width = kept + 1, 1
         current().offer(inst, incumbent=best[0])
     return d, kept
 
 
-def _kept_exchange(inst, d, objective, until, cands, seed, racks, graphs, times_us, best, j):
-    """The first exchange of job ``j`` (the slowest, ``local_search.heaviest_first``) whose
-    descent ``better`` accepts: (plan, score), or None."""
+def _collective_times(ev, job: str) -> dict[str, float]:
+    """Each collective's time per iteration in job ``job`` (µs: one call's time x calls)."""
+    return {c["name"]: c["time_us"] * c["count"] for c in ev.collectives if c["job"] == job}
+
+
+#: A traded trial's healing (``improve_exchanges`` without trades on the jobs it displaced)
+#: gets this share of the time left: at 256 servers one round of exchanges takes 100-150 s.
+HEAL_SHARE = 0.5
+
+
+def _kept_exchange(inst, d, objective, until, cands, seed, state, best, j, trades):
+    """The first move of job ``j`` (the slowest, ``local_search.heaviest_first``) whose
+    descent ``better`` accepts: (plan, score), or None. Tried in turn: its groups apart on
+    room it has (``apart``), then its rack exchanges (``exchanges``, ``width`` wide); only
+    when none is kept and the exchanges cover every rack (with ``trades``), its groups apart
+    on other jobs' servers (``apart_traded``), each such trial healed before it is judged. A
+    traded trial costs a round of exchanges, and tried first it wins where an exchange would
+    have won more (field-256-dense seed 0 at L = 300 s: 5,335,776 us against 4,913,593 with
+    the exchange first)."""
+    racks, graphs, times_us, spent, tried, width = state
+    plan = hash((tuple(sorted(d.placement.items())), frozenset(d.lightpaths)))
 
     def descend(trial: Decisions) -> Decisions:
         trial, _ = improve_circuits(inst, trial, objective, until, cands)
         return improve_placement(inst, trial, objective, until, cands, seed)[0]
 
-    moves = chain(apart(inst, d, j, racks, cands), exchanges(inst, d, j, racks, graphs, times_us))
-    return first_better(inst, d, objective, cands, best, until, moves, descend)
+    def healed(trial: Decisions) -> Decisions:
+        heal_until = time.perf_counter() + HEAL_SHARE * (until - time.perf_counter())
+        trial, _ = improve_exchanges(inst, trial, objective, heal_until, cands, seed, False)
+        return descend(trial)
+
+    swaps = exchanges(inst, d, j, racks, graphs, times_us, width)
+    moves = chain(apart(inst, d, j, racks, cands), swaps)
+    moves = _untried(moves, plan, tried, until)
+    step = first_better(inst, d, objective, cands, best, until, moves, descend)
+    if step is None and trades and min(RACKS_FROM, RACKS_TO) * width >= len(inst.racks):
+        traded = apart_traded(inst, d, j, racks, cands, graphs, times_us, spent)  # (not memoized)
+        step = first_better(inst, d, objective, cands, best, until, traded, healed)
+    return step
+
+
+def _untried(moves: Iterator, plan: int, tried: set, until: float) -> Iterator:
+    """``moves`` but those known to fail on the plan ``plan`` (a hash of its placement and
+    lightpaths): a move is known to fail once the caller asked for the next one before
+    ``until`` (its trial ended, not kept, before the limit; a trial cut short by the limit is
+    not recorded). Trials are deterministic for a plan, so none is lost. Traded trials are not
+    memoized: their healing stops at its own share of the time, so a later call with more
+    time may keep what an earlier one could not."""
+    for placement, changed in moves:
+        key = (plan, tuple(sorted(placement.items())))
+        if key in tried:
+            continue
+        yield placement, changed
+        if time.perf_counter() < until:
+            tried.add(key)
 
 
 def apart(
@@ -184,10 +257,92 @@ def apart(
     }
     reach = {r: sum(r in inst.ocses[k].racks for k in racks.ocses) for r in room}
     others = {r: len(inst.racks[r].servers) - len(room[r]) for r in room}
-    slots = len(d.placement[j])
-    seen: set[tuple[tuple[int, ...], ...]] = set()
     multi = [cc for cc in cands[j].collectives if cc.span_slots > 1 and cc.options]
-    for cc in sorted(multi, key=collective_bytes):
+    for sets in _not_apart(inst, d, j, sorted(multi, key=collective_bytes)):
+        size = max(map(len, sets))
+        chosen = _joinable_racks(
+            racks,
+            [r for r in room if len(room[r]) >= size],
+            lambda r: (others[r] > 0, -reach[r], -len(room[r]), r),
+            len(sets),
+        )
+        if chosen is None:
+            continue
+        servers = list(d.placement[j])
+        for group, r in zip(sets, chosen):
+            for m, s in zip(group, room[r]):
+                servers[m] = s
+        yield {**d.placement, j: tuple(servers)}, (j,)
+
+
+def apart_traded(
+    inst: Instance,
+    d: Decisions,
+    j: int,
+    racks: Racks,
+    cands: tuple[JobCandidates, ...],
+    graphs: list[dict[int, set[int]]],
+    times_us: list[float],
+    spent_us: dict[str, float],
+) -> Iterator[tuple[dict[int, tuple[int, ...]], tuple[int, ...]]]:
+    """``apart`` where the racks lack room: job ``j``'s groups of one collective, each whole in
+    a rack of its own, on servers other jobs give up (docs/model.md §7, step 4, "Groups apart
+    on traded servers"). The collectives that take ``j`` the longest come first
+    (``spent_us``, from the evaluator); the racks are those that can loop back and hold the
+    largest set, fewest servers to take first, then those reaching the most OCSes, each
+    joinable to every rack taken before it. A rack's servers are taken ``j``'s own first,
+    then free ones, then those of the job with the most slack (the lowest iteration time,
+    ``times_us``). Each job that gives servers takes as many of the servers ``j`` leaves, in
+    the racks where it holds most first, and its slots are dealt afresh (``construct.redealt``).
+    Moves that take no other job's server are ``apart``'s and are not offered again. In a
+    dense cluster the displaced jobs come out slower (their rings cut): the caller heals them
+    before judging (``_kept_exchange``)."""
+    owner = {s: jj for jj, ss in d.placement.items() for s in ss}
+    loops = [r for r, _rk in enumerate(inst.racks) if racks.loops(r)]
+    reach = {r: sum(r in inst.ocses[k].racks for k in racks.ocses) for r in loops}
+    mine = Counter(inst.servers[s].rack for s in d.placement[j])
+    free = Counter(inst.servers[s].rack for rk in inst.racks for s in rk.servers if s not in owner)
+    multi = [cc for cc in cands[j].collectives if cc.span_slots > 1 and cc.options]
+    by_time = sorted(multi, key=lambda cc: (-spent_us.get(cc.spec.name, 0.0), collective_bytes(cc)))
+    for sets in _not_apart(inst, d, j, by_time):
+        size = max(map(len, sets))
+        chosen = _joinable_racks(
+            racks,
+            [r for r in loops if len(inst.racks[r].servers) >= size],
+            lambda r, size=size: (max(0, size - mine[r] - free[r]), -reach[r], r),
+            len(sets),
+        )
+        if chosen is None:
+            continue
+        move = _taken(inst, d, j, sets, chosen, owner, times_us)
+        if move is None:
+            continue
+        servers, lost = move
+        placement = {**d.placement, j: tuple(servers)}
+        left = [s for s in d.placement[j] if s not in set(servers)]
+        for jj in sorted(lost, key=lambda x: (-len(lost[x]), x)):
+            held = Counter(inst.servers[s].rack for s in d.placement[jj])
+            left.sort(key=lambda s: (-held[inst.servers[s].rack], inst.servers[s].rack, s))
+            give, left = left[: len(lost[jj])], left[len(lost[jj]) :]
+            gone = set(lost[jj])
+            dealt = redealt(racks, [s for s in d.placement[jj] if s not in gone] + give, graphs[jj])
+            if dealt is None:
+                break
+            placement[jj] = tuple(dealt)
+        else:
+            yield placement, tuple(sorted({j, *lost}))
+
+
+def _not_apart(
+    inst: Instance, d: Decisions, j: int, collectives: list
+) -> Iterator[tuple[tuple[int, ...], ...]]:
+    """For each of ``collectives`` (job ``j``'s, in the order given) the slot sets its first
+    option's transfers connect (``heuristic.slot_components``), when there are several, they
+    cover every slot, and they are not already apart (each whole in a rack of its own); a
+    partition is offered once."""
+    seen: set[tuple[tuple[int, ...], ...]] = set()
+    slots = len(d.placement[j])
+    for cc in collectives:
         sets = tuple(sorted(slot_components(cc.options[0])))
         if len(sets) < 2 or sets in seen or sum(map(len, sets)) != slots:
             continue
@@ -195,17 +350,39 @@ def apart(
         now = [{inst.servers[d.placement[j][m]].rack for m in group} for group in sets]
         if all(len(rs) == 1 for rs in now) and len(set.union(*now)) == len(sets):
             continue  # apart already
-        size = max(map(len, sets))
-        chosen: list[int] = []
-        for r in sorted(room, key=lambda r: (others[r] > 0, -reach[r], -len(room[r]), r)):
-            if len(room[r]) >= size and all(racks.joinable(r, x) for x in chosen):
-                chosen.append(r)
-            if len(chosen) == len(sets):
-                break
-        if len(chosen) < len(sets):
-            continue
-        servers = list(d.placement[j])
-        for group, r in zip(sets, chosen):
-            for m, s in zip(group, room[r]):
-                servers[m] = s
-        yield {**d.placement, j: tuple(servers)}, (j,)
+        yield sets
+
+
+def _joinable_racks(racks: Racks, fit: list[int], key, n: int) -> list[int] | None:
+    """``n`` racks of ``fit`` taken in ``key`` order, each joinable to every rack taken before
+    it; None when there are not ``n``."""
+    chosen: list[int] = []
+    for r in sorted(fit, key=key):
+        if all(racks.joinable(r, x) for x in chosen):
+            chosen.append(r)
+        if len(chosen) == n:
+            return chosen
+    return None
+
+
+def _taken(inst, d, j, sets, chosen, owner, times_us):
+    """Job ``j``'s servers with the *k*-th of ``sets`` on rack ``chosen[k]`` (``j``'s own
+    servers first, then free ones, then those of the job with the lowest time) and the servers
+    each other job gives up: (servers in slot order, {job: servers}); None when no other job
+    gives one (``apart``'s move) or a rack runs short."""
+    servers = list(d.placement[j])
+    lost: dict[int, list[int]] = {}
+    for group, r in zip(sets, chosen):
+
+        def order(s: int) -> tuple:
+            x = owner.get(s)
+            return (x != j, x is not None, times_us[x] if x is not None else 0.0, s)
+
+        pool = sorted(inst.racks[r].servers, key=order)[: len(group)]
+        if len(pool) < len(group):
+            return None
+        for m, s in zip(group, pool):
+            servers[m] = s
+            if owner.get(s, j) != j:
+                lost.setdefault(owner[s], []).append(s)
+    return (servers, lost) if lost else None

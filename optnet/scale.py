@@ -1826,8 +1826,9 @@ def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None)
             improve_until - time.perf_counter()
         )
         t_ex = time.perf_counter()
+        tried: set = set()  # the trials known to fail, shared by both calls
         decisions, traded = improve_exchanges(
-            inst, decisions, o.objective, exchanges_until, cands, o.seed
+            inst, decisions, o.objective, exchanges_until, cands, o.seed, tried=tried
         )
         t_ex = time.perf_counter() - t_ex
         if more or again or traded:
@@ -1839,7 +1840,7 @@ def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None)
         if relative_gap(objective, lb) > o.mip_gap:  # the search stopped early: exchange on
             t_again = time.perf_counter()
             decisions, again = improve_exchanges(
-                inst, decisions, o.objective, improve_until, cands, o.seed
+                inst, decisions, o.objective, improve_until, cands, o.seed, tried=tried
             )
             traded += again
             t_ex += time.perf_counter() - t_again

@@ -13,7 +13,7 @@ from bench.generate_field import generate
 from optnet.candidates import all_candidates
 from optnet.construct import Racks, constructive_plan, pair_graph, redealt
 from optnet.evaluate import evaluate
-from optnet.exchange import apart, exchanges, improve_exchanges
+from optnet.exchange import apart, apart_traded, exchanges, improve_exchanges
 from optnet.heuristic import slot_components
 from optnet.instance import instance_from_data
 from optnet.local_search import heaviest_first, improve_circuits, improve_placement, relaid
@@ -198,3 +198,78 @@ def test_apart_speeds_up_a_pipeline_job_split_over_shared_racks():
     trial, _ = improve_circuits(inst, trial, "max-iteration", time.perf_counter() + 60, cands)
     out = evaluate(inst, trial, "max-iteration", cands, reports=False)
     assert out.feasible and out.objective_us < 5.0e6
+
+
+@pytest.mark.parametrize(("servers", "density", "seed"), [(64, "dense", 1), (256, "dense", 0)])
+def test_apart_traded_takes_other_jobs_servers_and_pays_them_back(servers, density, seed):
+    """``apart_traded``'s placements on dense clusters: the moved job's groups of one
+    collective each whole in a rack of its own (racks that loop back, joinable pairwise), some
+    other job's servers taken, each job that gave servers paid back as many from those the
+    moved job left, every other job untouched, no server held twice."""
+    inst, cands, d = _field(servers, density, seed)
+    racks = Racks(inst)
+    graphs = [pair_graph(jc) for jc in cands]
+    ev = evaluate(inst, d, "max-iteration", cands, reports=False)
+    times = [x["iteration_time_us"] for x in ev.jobs]
+    used = {s for ss in d.placement.values() for s in ss}
+    free = {s for rk in inst.racks for s in rk.servers} - used
+    seen = 0
+    for j in d.placement:
+        spent = {
+            c["name"]: c["time_us"] * c["count"]
+            for c in ev.collectives
+            if c["job"] == inst.jobs[j].name
+        }
+        for placement, changed in apart_traded(inst, d, j, racks, cands, graphs, times, spent):
+            seen += 1
+            assert j in changed and len(changed) > 1
+            held = [s for ss in placement.values() for s in ss]
+            assert len(held) == len(set(held)) and set(held) <= used | free
+            left = set(d.placement[j]) - set(placement[j])
+            for x, ss in placement.items():
+                assert len(ss) == len(d.placement[x])
+                if x not in changed:
+                    assert ss == d.placement[x]
+                elif x != j:
+                    assert set(ss) <= set(d.placement[x]) | left
+                    assert set(ss) != set(d.placement[x])
+            rack_of = [inst.servers[s].rack for s in placement[j]]
+            apart_sets = [
+                sets
+                for cc in cands[j].collectives
+                if cc.span_slots > 1 and cc.options
+                for sets in [slot_components(cc.options[0])]
+                if len({rack_of[m] for g in sets for m in g}) == len(sets)
+                and all(len({rack_of[m] for m in g}) == 1 for g in sets)
+            ]
+            assert apart_sets, "no collective's groups are apart"
+            racks_used = sorted({rack_of[g[0]] for g in apart_sets[0]})
+            assert all(racks.loops(r) for r in racks_used)
+            assert all(racks.joinable(a, b) for a in racks_used for b in racks_used)
+    assert seen > 0
+
+
+def test_a_later_call_skips_the_trials_an_earlier_one_found_failing(monkeypatch):
+    """``improve_exchanges`` shares ``tried`` between calls on one plan: from a plan where no
+    exchange pays (where a first search stopped), a second call lays each trial once and keeps
+    none, and a third with the same ``tried`` lays none and returns the same plan."""
+    import optnet.local_search as ls
+
+    inst, cands, d = _field(16, "moderate", 0)  # one apart and three exchanges, none pays
+    d, _ = improve_exchanges(inst, d, "max-iteration", time.perf_counter() + 120, cands)
+    laid = []
+    real = ls.relaid
+
+    def counted(*a, **k):
+        laid.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(ls, "relaid", counted)
+    tried: set = set()
+    args = (inst, d, "max-iteration", time.perf_counter() + 120, cands, 0, False, tried)
+    again, kept = improve_exchanges(*args)
+    assert kept == 0 and again is d and len(tried) == 4 and laid  # (descents lay too)
+    first = len(laid)
+    args = (inst, d, "max-iteration", time.perf_counter() + 120, cands, 0, False, tried)
+    again, kept = improve_exchanges(*args)
+    assert kept == 0 and again is d and len(laid) == first

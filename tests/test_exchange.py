@@ -166,20 +166,26 @@ def test_apart_keeps_each_group_whole_in_a_rack_of_its_own(servers, density, see
             ss = placement[j]
             assert len(set(ss)) == len(ss) == len(d.placement[j])
             assert all(owner.get(s, j) == j for s in ss)
-            rack_of = [inst.servers[s].rack for s in ss]
-            groups = [
-                sets
-                for cc in cands[j].collectives
-                if cc.span_slots > 1 and cc.options
-                for sets in [slot_components(cc.options[0])]
-                if len({rack_of[m] for g in sets for m in g}) == len(sets)
-                and all(len({rack_of[m] for m in g}) == 1 for g in sets)
-            ]
-            assert groups, "no collective's groups are apart"
-            used = sorted({rack_of[g[0]] for g in groups[0]})
-            assert all(racks.loops(r) for r in used)
-            assert all(racks.joinable(a, b) for a in used for b in used)
+            _assert_some_groups_apart(inst, cands, racks, j, ss)
     assert seen > 0
+
+
+def _assert_some_groups_apart(inst, cands, racks, j, servers) -> None:
+    """Some collective of job ``j`` has every group whole in a rack of its own on
+    ``servers``, the racks looping back and joinable pairwise."""
+    rack_of = [inst.servers[s].rack for s in servers]
+    groups = [
+        sets
+        for cc in cands[j].collectives
+        if cc.span_slots > 1 and cc.options
+        for sets in [slot_components(cc.options[0])]
+        if len({rack_of[m] for g in sets for m in g}) == len(sets)
+        and all(len({rack_of[m] for m in g}) == 1 for g in sets)
+    ]
+    assert groups, "no collective's groups are apart"
+    used = sorted({rack_of[g[0]] for g in groups[0]})
+    assert all(racks.loops(r) for r in used)
+    assert all(racks.joinable(a, b) for a in used for b in used)
 
 
 def test_apart_speeds_up_a_pipeline_job_split_over_shared_racks():
@@ -233,19 +239,7 @@ def test_apart_traded_takes_other_jobs_servers_and_pays_them_back(servers, densi
                 elif x != j:
                     assert set(ss) <= set(d.placement[x]) | left
                     assert set(ss) != set(d.placement[x])
-            rack_of = [inst.servers[s].rack for s in placement[j]]
-            apart_sets = [
-                sets
-                for cc in cands[j].collectives
-                if cc.span_slots > 1 and cc.options
-                for sets in [slot_components(cc.options[0])]
-                if len({rack_of[m] for g in sets for m in g}) == len(sets)
-                and all(len({rack_of[m] for m in g}) == 1 for g in sets)
-            ]
-            assert apart_sets, "no collective's groups are apart"
-            racks_used = sorted({rack_of[g[0]] for g in apart_sets[0]})
-            assert all(racks.loops(r) for r in racks_used)
-            assert all(racks.joinable(a, b) for a in racks_used for b in racks_used)
+            _assert_some_groups_apart(inst, cands, racks, j, placement[j])
     assert seen > 0
 
 

@@ -132,6 +132,7 @@ def improve_exchanges(
     seed: int = 0,
     trades: bool = True,
     tried: set | None = None,
+    widen: bool = False,
 ) -> tuple[Decisions, int]:
     """The iterated local search of the module docstring from plan ``d``; returns the best plan
     and the number of exchanges kept (``d`` itself when it has phases, relays or
@@ -139,7 +140,10 @@ def improve_exchanges(
     slowest job's groups may also be put apart on other jobs' servers (``apart_traded``),
     the jobs they displace healed by this search without trades. ``tried``: the trials known
     to fail (``_untried``), shared between calls on the same plan so that a later call goes
-    on where an earlier one stopped."""
+    on where an earlier one stopped. ``widen``: a round that keeps nothing widens (twice the
+    racks each way) until it covers every rack, and only then are traded moves tried;
+    without it the search stops at the first round that keeps nothing, as it must where a
+    stronger search waits for the time (the large-neighbourhood search, ``scale``)."""
     if d.phases or d.relays or d.ws_slots or time.perf_counter() >= until:
         return d, 0  # (no time: not even the score of ``d``)
     best = score(inst, d, objective, cands)
@@ -161,13 +165,13 @@ def improve_exchanges(
             until,
             cands,
             seed,
-            (racks, graphs, times, spent, tried, width),
+            (racks, graphs, times, spent, tried, width if widen else 0),
             best,
             j,
             trades,
         )
         if step is None:  # every move tried: the exchanges widen, until they cover every rack
-            if min(RACKS_FROM, RACKS_TO) * width >= len(inst.racks):
+            if not widen or min(RACKS_FROM, RACKS_TO) * width >= len(inst.racks):
                 break
             width *= 2
             continue
@@ -190,9 +194,10 @@ HEAL_SHARE = 0.5
 def _kept_exchange(inst, d, objective, until, cands, seed, state, best, j, trades):
     """The first move of job ``j`` (the slowest, ``local_search.heaviest_first``) whose
     descent ``better`` accepts: (plan, score), or None. Tried in turn: its groups apart on
-    room it has (``apart``), then its rack exchanges (``exchanges``, ``width`` wide); only
-    when none is kept and the exchanges cover every rack (with ``trades``), its groups apart
-    on other jobs' servers (``apart_traded``), each such trial healed before it is judged. A
+    room it has (``apart``), then its rack exchanges (``exchanges``, ``width`` wide; 0: not
+    widening); only when none is kept and the exchanges cover every rack (with ``trades``),
+    its groups apart on other jobs' servers (``apart_traded``), each such trial healed before
+    it is judged. A
     traded trial costs a round of exchanges, and tried first it wins where an exchange would
     have won more (field-256-dense seed 0 at L = 300 s: 5,335,776 us against 4,913,593 with
     the exchange first)."""
@@ -208,11 +213,12 @@ def _kept_exchange(inst, d, objective, until, cands, seed, state, best, j, trade
         trial, _ = improve_exchanges(inst, trial, objective, heal_until, cands, seed, False)
         return descend(trial)
 
-    swaps = exchanges(inst, d, j, racks, graphs, times_us, width)
+    swaps = exchanges(inst, d, j, racks, graphs, times_us, max(1, width))
     moves = chain(apart(inst, d, j, racks, cands), swaps)
     moves = _untried(moves, plan, tried, until)
     step = first_better(inst, d, objective, cands, best, until, moves, descend)
-    if step is None and trades and min(RACKS_FROM, RACKS_TO) * width >= len(inst.racks):
+    covered = min(RACKS_FROM, RACKS_TO) * width >= len(inst.racks)
+    if step is None and trades and covered:
         traded = apart_traded(inst, d, j, racks, cands, graphs, times_us, spent)  # (not memoized)
         step = first_better(inst, d, objective, cands, best, until, traded, healed)
     return step

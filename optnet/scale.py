@@ -1839,8 +1839,8 @@ def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None)
         )
         if relative_gap(objective, lb) > o.mip_gap:  # the search stopped early: exchange on
             t_again = time.perf_counter()
-            decisions, again = improve_exchanges(
-                inst, decisions, o.objective, improve_until, cands, o.seed, tried=tried
+            decisions, again = improve_exchanges(  # now widening, then traded moves
+                inst, decisions, o.objective, improve_until, cands, o.seed, tried=tried, widen=True
             )
             traded += again
             t_ex += time.perf_counter() - t_again

@@ -104,6 +104,10 @@ class Racks:
     def loops(self, r: int) -> bool:
         return self.joinable(r, r)
 
+    def reach(self, r: int) -> int:
+        """The OCSes with transceivers that reach rack ``r``."""
+        return sum(r in self.inst.ocses[k].racks for k in self.ocses)
+
     def take(self, servers: list[int]) -> None:
         for s in servers:
             self.free[self.inst.servers[s].rack].remove(s)

@@ -98,8 +98,8 @@ def exchanges(
         holders += [(rb, jj, ss) for jj, ss in by_job.items()]
     for ra in froms:
         ours = [s for s in d.placement[j] if inst.servers[s].rack == ra]
-        trades = sorted(holders, key=_trade_order(len(ours), times_us))[: RACKS_TO * width]
-        for _rb, jj, theirs in trades:
+        partners = sorted(holders, key=_trade_order(len(ours), times_us))[: RACKS_TO * width]
+        for _rb, jj, theirs in partners:
             k = min(len(ours), len(theirs))
             held = {x: list(ss) for x, ss in d.placement.items()}
             held[j] = [s for s in held[j] if s not in ours[:k]] + theirs[:k]
@@ -158,6 +158,7 @@ def improve_exchanges(
         times = [x["iteration_time_us"] for x in ev.jobs]
         j = heaviest_first(inst, ev, objective)[0]
         spent = _collective_times(ev, inst.jobs[j].name)
+        widest = widen and min(RACKS_FROM, RACKS_TO) * width >= len(inst.racks)
         step = _kept_exchange(
             inst,
             d,
@@ -165,13 +166,13 @@ def improve_exchanges(
             until,
             cands,
             seed,
-            (racks, graphs, times, spent, tried, width if widen else 0),
+            (racks, graphs, times, spent, tried, width),
             best,
             j,
-            trades,
+            trades and widest,
         )
         if step is None:  # every move tried: the exchanges widen, until they cover every rack
-            if not widen or min(RACKS_FROM, RACKS_TO) * width >= len(inst.racks):
+            if not widen or widest:
                 break
             width *= 2
             continue
@@ -194,13 +195,12 @@ HEAL_SHARE = 0.5
 def _kept_exchange(inst, d, objective, until, cands, seed, state, best, j, trades):
     """The first move of job ``j`` (the slowest, ``local_search.heaviest_first``) whose
     descent ``better`` accepts: (plan, score), or None. Tried in turn: its groups apart on
-    room it has (``apart``), then its rack exchanges (``exchanges``, ``width`` wide; 0: not
-    widening); only when none is kept and the exchanges cover every rack (with ``trades``),
-    its groups apart on other jobs' servers (``apart_traded``), each such trial healed before
-    it is judged. A
-    traded trial costs a round of exchanges, and tried first it wins where an exchange would
-    have won more (field-256-dense seed 0 at L = 300 s: 5,335,776 us against 4,913,593 with
-    the exchange first)."""
+    room it has (``apart``), then its rack exchanges (``exchanges``, ``width`` wide); only when
+    none is kept and ``trades`` (the caller's exchanges already cover every rack), its groups
+    apart on other jobs' servers (``apart_traded``), each such trial healed before it is
+    judged. A traded trial costs a round of exchanges, and tried first it wins where an
+    exchange would have won more (field-256-dense seed 0 at L = 300 s: 5,335,776 us against
+    4,913,593 with the exchange first)."""
     racks, graphs, times_us, spent, tried, width = state
     plan = hash((tuple(sorted(d.placement.items())), frozenset(d.lightpaths)))
 
@@ -213,12 +213,11 @@ def _kept_exchange(inst, d, objective, until, cands, seed, state, best, j, trade
         trial, _ = improve_exchanges(inst, trial, objective, heal_until, cands, seed, False)
         return descend(trial)
 
-    swaps = exchanges(inst, d, j, racks, graphs, times_us, max(1, width))
+    swaps = exchanges(inst, d, j, racks, graphs, times_us, width)
     moves = chain(apart(inst, d, j, racks, cands), swaps)
     moves = _untried(moves, plan, tried, until)
     step = first_better(inst, d, objective, cands, best, until, moves, descend)
-    covered = min(RACKS_FROM, RACKS_TO) * width >= len(inst.racks)
-    if step is None and trades and covered:
+    if step is None and trades:
         traded = apart_traded(inst, d, j, racks, cands, graphs, times_us, spent)  # (not memoized)
         step = first_better(inst, d, objective, cands, best, until, traded, healed)
     return step
@@ -261,15 +260,13 @@ def apart(
         for r, rk in enumerate(inst.racks)
         if racks.loops(r)
     }
-    reach = {r: sum(r in inst.ocses[k].racks for k in racks.ocses) for r in room}
     others = {r: len(inst.racks[r].servers) - len(room[r]) for r in room}
-    multi = [cc for cc in cands[j].collectives if cc.span_slots > 1 and cc.options]
-    for sets in _not_apart(inst, d, j, sorted(multi, key=collective_bytes)):
+    for sets in _not_apart(inst, d, j, cands, collective_bytes):
         size = max(map(len, sets))
         chosen = _joinable_racks(
             racks,
             [r for r in room if len(room[r]) >= size],
-            lambda r: (others[r] > 0, -reach[r], -len(room[r]), r),
+            lambda r: (others[r] > 0, -racks.reach(r), -len(room[r]), r),
             len(sets),
         )
         if chosen is None:
@@ -305,17 +302,18 @@ def apart_traded(
     before judging (``_kept_exchange``)."""
     owner = {s: jj for jj, ss in d.placement.items() for s in ss}
     loops = [r for r, _rk in enumerate(inst.racks) if racks.loops(r)]
-    reach = {r: sum(r in inst.ocses[k].racks for k in racks.ocses) for r in loops}
     mine = Counter(inst.servers[s].rack for s in d.placement[j])
     free = Counter(inst.servers[s].rack for rk in inst.racks for s in rk.servers if s not in owner)
-    multi = [cc for cc in cands[j].collectives if cc.span_slots > 1 and cc.options]
-    by_time = sorted(multi, key=lambda cc: (-spent_us.get(cc.spec.name, 0.0), collective_bytes(cc)))
-    for sets in _not_apart(inst, d, j, by_time):
+
+    def longest_first(cc) -> tuple:
+        return -spent_us.get(cc.spec.name, 0.0), collective_bytes(cc)
+
+    for sets in _not_apart(inst, d, j, cands, longest_first):
         size = max(map(len, sets))
         chosen = _joinable_racks(
             racks,
             [r for r in loops if len(inst.racks[r].servers) >= size],
-            lambda r, size=size: (max(0, size - mine[r] - free[r]), -reach[r], r),
+            lambda r, size=size: (max(0, size - mine[r] - free[r]), -racks.reach(r), r),
             len(sets),
         )
         if chosen is None:
@@ -325,7 +323,8 @@ def apart_traded(
             continue
         servers, lost = move
         placement = {**d.placement, j: tuple(servers)}
-        left = [s for s in d.placement[j] if s not in set(servers)]
+        now_held = set(servers)
+        left = [s for s in d.placement[j] if s not in now_held]
         for jj in sorted(lost, key=lambda x: (-len(lost[x]), x)):
             held = Counter(inst.servers[s].rack for s in d.placement[jj])
             left.sort(key=lambda s: (-held[inst.servers[s].rack], inst.servers[s].rack, s))
@@ -340,15 +339,16 @@ def apart_traded(
 
 
 def _not_apart(
-    inst: Instance, d: Decisions, j: int, collectives: list
+    inst: Instance, d: Decisions, j: int, cands: tuple[JobCandidates, ...], order
 ) -> Iterator[tuple[tuple[int, ...], ...]]:
-    """For each of ``collectives`` (job ``j``'s, in the order given) the slot sets its first
-    option's transfers connect (``heuristic.slot_components``), when there are several, they
-    cover every slot, and they are not already apart (each whole in a rack of its own); a
-    partition is offered once."""
+    """For each collective of job ``j`` that joins servers (in ``order``, a sort key) the slot
+    sets its first option's transfers connect (``heuristic.slot_components``), when there are
+    several, they cover every slot, and they are not already apart (each whole in a rack of
+    its own); a partition is offered once."""
     seen: set[tuple[tuple[int, ...], ...]] = set()
     slots = len(d.placement[j])
-    for cc in collectives:
+    multi = [cc for cc in cands[j].collectives if cc.span_slots > 1 and cc.options]
+    for cc in sorted(multi, key=order):
         sets = tuple(sorted(slot_components(cc.options[0])))
         if len(sets) < 2 or sets in seen or sum(map(len, sets)) != slots:
             continue
@@ -378,12 +378,12 @@ def _taken(inst, d, j, sets, chosen, owner, times_us):
     gives one (``apart``'s move) or a rack runs short."""
     servers = list(d.placement[j])
     lost: dict[int, list[int]] = {}
+
+    def order(s: int) -> tuple:
+        x = owner.get(s)
+        return (x != j, x is not None, times_us[x] if x is not None else 0.0, s)
+
     for group, r in zip(sets, chosen):
-
-        def order(s: int) -> tuple:
-            x = owner.get(s)
-            return (x != j, x is not None, times_us[x] if x is not None else 0.0, s)
-
         pool = sorted(inst.racks[r].servers, key=order)[: len(group)]
         if len(pool) < len(group):
             return None

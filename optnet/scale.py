@@ -864,7 +864,9 @@ def solve_decomposed(
     fallback: Decisions | None = None,
     targets: tuple[dict[int, Targets], ...] = (),
 ) -> tuple[Decisions, dict]:
-    """Solve each block's exact MILP (time split by block size) and join the decisions.
+    """Solve each block's exact MILP (time split by block size) and join the decisions; with
+    max-iteration the slowest block first, and a block no slower than one already solved keeps
+    its start (``_next_block``).
 
     Each block's warm start is the best (by the evaluator) of its constructive plans: the
     greedy one with its algorithms searched (``improved_plan``) and one guided by each answer
@@ -936,12 +938,18 @@ def solve_decomposed(
     _score, blocks, assignment = chosen
     left_slots = total_slots
     failed: list[tuple[list[int], list[int], str]] = []
-    bo = replace(o, previous=None, polish=False, stop_at_us=target_us)
+    bo = o_blocks = replace(o, previous=None, polish=False, stop_at_us=target_us)
     d = Decisions()
     info: dict = {"blocks": [], "timings": {}, "assignment": assignment}
-    for bi, (racks, jobs, fixed) in enumerate(blocks):
+    scores = [prepared[_block_key(b)][0] for b in blocks]  # each block's plan so far
+    pending = list(range(len(blocks)))
+    solved_us = -math.inf  # max-iteration: the slowest block whose plan is final
+    for step in range(len(blocks)):
+        bi, dominated = _next_block(scores, pending, solved_us, o.objective)
+        pending.remove(bi)
+        racks, jobs, fixed = blocks[bi]
         if top:
-            rep.phase(f"block {bi + 1}/{len(blocks)}")
+            rep.phase(f"block {step + 1}/{len(blocks)}")
         sub, smap = sub_instance(inst, racks, jobs)
         slots = sum(inst.jobs[j].slots for j in jobs)
         # time left shared by the blocks left, in proportion to their size: a block that stops
@@ -959,9 +967,13 @@ def solve_decomposed(
         too_big = size > MAX_BLOCK_VARIABLES
         # its model is built twice (placement fixed, then free): both before the deadline
         too_late = too_late or time.perf_counter() + 2 * size * BUILD_S_PER_VARIABLE > deadline
-        if too_big or too_late:  # keep the constructive plan: a MILP this size would not pay
+        if dominated:  # its MILP cannot lower the objective: its start stands
+            res = SolveResult("dominated", score, None, None, start)
+        elif too_big or too_late:  # keep the constructive plan: a MILP this size would not pay
             res = SolveResult("heuristic", None, None, None, None)
         else:
+            if solved_us > -math.inf:  # no need to go below a block whose plan is final
+                bo = replace(o_blocks, stop_at_us=max(target_us or 0.0, solved_us))
             res = _try(
                 sub,
                 replace(bo, time_limit_s=TIME_PLAN.block_fixed * budget),
@@ -970,7 +982,7 @@ def solve_decomposed(
             )
         if start is not None and (res.decisions is None or score < res.objective - 1e-9):
             res = SolveResult("heuristic", score, None, None, start)
-        if not (too_big or too_late or interrupt.requested()):
+        if not (dominated or too_big or too_late or interrupt.requested()):
             full = _try(
                 sub,
                 replace(bo, time_limit_s=TIME_PLAN.block_free * budget),
@@ -986,8 +998,10 @@ def solve_decomposed(
         for key in ("candidates_s", "build_s", "transfer_s", "solve_s", "polish_s"):
             info["timings"][key] = info["timings"].get(key, 0.0) + res.timings.get(key, 0.0)
         d = _splice(d, inst, racks, jobs, res.decisions, smap)
-        if top and bi + 1 < len(blocks) and not too_late:  # the blocks solved so far and
-            _offer_joined(rep, inst, o, d, blocks[bi + 1 :], prepared)  # the others' starts
+        scores[bi] = res.objective
+        solved_us = max(solved_us, res.objective)
+        if top and pending and not too_late:  # the blocks solved so far and the others' starts
+            _offer_joined(rep, inst, o, d, [blocks[c] for c in pending], prepared)
         info.setdefault("block_index", []).append((racks, jobs))
         info["blocks"].append(
             {
@@ -998,9 +1012,24 @@ def solve_decomposed(
             }
         )
     if failed:
-        d = _repair(inst, bo, d, failed, info, deadline + TIME_PLAN.repair * o.time_limit_s)
+        d = _repair(inst, o_blocks, d, failed, info, deadline + TIME_PLAN.repair * o.time_limit_s)
     info["decomposition_s"] = time.perf_counter() - t0
     return d.canonical(), info
+
+
+def _next_block(
+    scores: list[float], pending: list[int], solved_us: float, objective: str
+) -> tuple[int, bool]:
+    """The block to solve next and whether its MILP is *dominated* (docs/model.md §7 step 3).
+
+    With max-iteration the objective is the slowest block's: the pending block whose plan is
+    slowest goes first (``scores``: each block's plan so far), and a block no slower than one
+    whose plan is final (``solved_us``) cannot lower the objective, so it keeps its start, as
+    do all the blocks left after it. Other objectives: the order given, none dominated."""
+    if objective != "max-iteration":
+        return pending[0], False
+    bi = min(pending, key=lambda b: (-scores[b], b))
+    return bi, scores[bi] <= solved_us * (1 + 1e-9)
 
 
 def _repair(

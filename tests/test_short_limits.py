@@ -97,7 +97,54 @@ def test_a_block_whose_builds_end_past_the_deadline_is_not_built(monkeypatch):
     first = constructive_plan(inst)
     d, info = scale.solve_decomposed(inst, SolveOptions(time_limit_s=20), fallback=first)
     assert evaluate(inst, d).feasible
-    assert info["blocks"] and all(b["status"] == "heuristic" for b in info["blocks"])
+    # the slowest block first, on its start; the others are then dominated by it
+    assert info["blocks"] and info["blocks"][0]["status"] == "heuristic"
+    assert all(b["status"] in ("heuristic", "dominated") for b in info["blocks"])
+
+
+@pytest.mark.parametrize("objective", ["max-iteration", "weighted-sum"])
+def test_a_block_no_slower_than_a_solved_one_is_not_solved(monkeypatch, objective):
+    """max-iteration: the slowest block goes first, and a block whose start is no slower than
+    a block already solved cannot lower the objective, so no MILP is built for it. With
+    weighted-sum every block counts: none is passed over."""
+    inst = _inst()
+    first = constructive_plan(inst)
+    starts: dict[frozenset, float] = {}
+    first_scores: dict[frozenset, float] = {}
+    solved: list[frozenset] = []
+    real_start, real_try = scale._block_start, scale._try
+
+    def start(inst_, block, *a, **kw):
+        out = real_start(inst_, block, *a, **kw)
+        starts[frozenset(inst_.racks[r].name for r in block[0])] = out[0]
+        first_scores.setdefault(frozenset(inst_.racks[r].name for r in block[0]), out[0])
+        return out
+
+    def solve(sub, o, **kw):
+        key = frozenset(r.name for r in sub.racks)
+        solved.append(key)
+        res = real_try(sub, replace(o, time_limit_s=min(o.time_limit_s, 1.0)), **kw)
+        if res.objective is not None:
+            starts[key] = min(starts[key], res.objective)  # the block's plan so far
+        return res
+
+    monkeypatch.setattr(scale, "_block_start", start)
+    monkeypatch.setattr(scale, "_try", solve)
+    o = SolveOptions(time_limit_s=20, objective=objective)
+    d, info = scale.solve_decomposed(inst, o, fallback=first)
+    assert evaluate(inst, d, objective).feasible
+    racks = [frozenset(b["racks"]) for b in info["blocks"]]
+    dominated = [r for r, b in zip(racks, info["blocks"]) if b["status"] == "dominated"]
+    assert not set(dominated) & set(solved)  # no MILP for them
+    if objective == "weighted-sum":
+        assert not dominated and set(racks) <= set(solved)
+        return
+    assert dominated and set(racks) - set(dominated) <= set(solved)
+    assert racks[0] in solved and racks[0] not in dominated  # the slowest block first
+    assert first_scores[racks[0]] == max(first_scores[r] for r in racks)
+    for r in dominated:  # no slower than a block solved before it (its plan final)
+        before = [b for b in racks[: racks.index(r)] if b not in dominated]
+        assert starts[r] <= max(starts[b] for b in before) * (1 + 1e-9)
 
 
 def test_no_decomposition_when_its_share_is_under_twice_the_first_plans_time(monkeypatch):

@@ -107,9 +107,12 @@ def test_every_refused_pair_names_both_fields():
 
 @pytest.mark.parametrize("name, why", [("sirius", "wavelength-switched"), ("relay", "relays")])
 def test_auto_delegates_and_says_why(tmp_path, name, why):
+    """What is checked is the delegation and its reason, decided before any solve, not the
+    proof (tests/test_relay.py proves the relay instance's optimum): 5 s give a plan."""
     out = tmp_path / "r.json"
-    r = CliRunner().invoke(main, ["solve", str(INSTANCES / f"{name}.yaml"), "-o", str(out), "-q"])
-    assert r.exit_code == 0, r.output
+    args = ["solve", str(INSTANCES / f"{name}.yaml"), "-o", str(out), "-q", "--time-limit", "5"]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code in (0, 1), r.output
     doc = json.loads(out.read_text())
     assert doc["strategy"] == "joint" and why in doc["solver"]["why_joint"]
 

@@ -998,7 +998,6 @@ def solve_decomposed(
         for key in ("candidates_s", "build_s", "transfer_s", "solve_s", "polish_s"):
             info["timings"][key] = info["timings"].get(key, 0.0) + res.timings.get(key, 0.0)
         d = _splice(d, inst, racks, jobs, res.decisions, smap)
-        scores[bi] = res.objective
         solved_us = max(solved_us, res.objective)
         if top and pending and not too_late:  # the blocks solved so far and the others' starts
             _offer_joined(rep, inst, o, d, [blocks[c] for c in pending], prepared)

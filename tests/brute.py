@@ -117,6 +117,7 @@ def brute_force(inst: Instance, objective: str = "max-iteration", **eval_kwargs)
         for a, b in itertools.combinations(range(job.slots), 2)
     ]
     K = inst.ws.channels if inst.ws is not None else 0
+    memo: dict = {}
     for perm in itertools.permutations(servers, len(slots)):
         placement = defaultdict(list)
         for (j, _m), s in zip(slots, perm):
@@ -140,7 +141,7 @@ def brute_force(inst: Instance, objective: str = "max-iteration", **eval_kwargs)
             ):
                 d = Decisions(placement, circuits0, lps0, {}, ws0, hybrid, plans)
                 d.transports = plugged
-                best_choices = _best_algorithms(inst, cands, d)
+                best_choices = _best_algorithms(inst, cands, d, memo)
                 if best_choices is None:
                     continue
                 d.algorithms, d.relays = best_choices
@@ -292,7 +293,12 @@ def _lightpaths(inst, placement, pair_keys, n_combo, circ_set):
     return out
 
 
-def _best_algorithms(inst, cands, d):
+def _best_algorithms(inst, cands, d, memo=None):
+    """Every collective's fastest algorithm (and its relays) for the plan ``d``, or None when
+    some collective has no option with every link it needs. A job's choice depends only on its
+    servers and its pairs' links, so ``memo`` keeps it per (job, servers, links) across the
+    plans of one search."""
+    memo = {} if memo is None else memo
     H = inst.n_phases if d.phases is not None else 1
     qs = []
     for h in range(H):
@@ -314,23 +320,36 @@ def _best_algorithms(inst, cands, d):
                     inst, sa, sb, q[key], ws.get(key, 0), key in d.hybrid, d.transports
                 )
             phase_links.append(links)
-        for ci, cc in enumerate(jc.collectives):
-            links = phase_links[cc.spec.phase if H > 1 else 0]
-            best = None
-            for opt in cc.options:
-                chosen = _best_relays(inst, opt, servers, links) if inst.relay else None
-                t, _bd, missing = option_time(inst, opt, servers, links, relays=chosen)
-                if missing:
-                    continue
-                if best is None or t < best[0] - 1e-12:
-                    best = (t, opt.algorithm, chosen or {})
-            if best is None:
-                return None
-            algs[(j, ci)] = best[1]
-            relays += [
-                Relay(j, ci, s, servers[a], servers[c], servers[b])
-                for (s, a, b), c in sorted(best[2].items())
-            ]
+        key = (j, servers, tuple(tuple(links.items()) for links in phase_links))
+        if key not in memo:
+            memo[key] = _job_algorithms(inst, j, jc, servers, phase_links, H)
+        if memo[key] is None:
+            return None
+        algs.update(memo[key][0])
+        relays += memo[key][1]
+    return algs, relays
+
+
+def _job_algorithms(inst, j, jc, servers, phase_links, H):
+    """Job ``j``'s fastest option per collective on ``phase_links`` (None: one has none)."""
+    algs, relays = {}, []
+    for ci, cc in enumerate(jc.collectives):
+        links = phase_links[cc.spec.phase if H > 1 else 0]
+        best = None
+        for opt in cc.options:
+            chosen = _best_relays(inst, opt, servers, links) if inst.relay else None
+            t, _bd, missing = option_time(inst, opt, servers, links, relays=chosen)
+            if missing:
+                continue
+            if best is None or t < best[0] - 1e-12:
+                best = (t, opt.algorithm, chosen or {})
+        if best is None:
+            return None
+        algs[(j, ci)] = best[1]
+        relays += [
+            Relay(j, ci, s, servers[a], servers[c], servers[b])
+            for (s, a, b), c in sorted(best[2].items())
+        ]
     return algs, relays
 
 

@@ -19,12 +19,13 @@ from optnet.explain import ExplainOptions, explain_plan, fixed_lp_sensitivities,
 from optnet.model.data import phase_pairs
 
 ROOT = Path(__file__).resolve().parent.parent
-RECONFIG = ROOT / "instances" / "reconfig.yaml"
 
 
 @pytest.fixture(scope="module")
-def reconfig_results(tmp_path_factory) -> Path:
-    return solve_cli(RECONFIG, tmp_path_factory.mktemp("explain_phases") / "reconfig.json")
+def reconfig_results(bundled_solve) -> Path:
+    code, output, path = bundled_solve("reconfig.yaml")  # the session's shared solve
+    assert code == 0, output
+    return path
 
 
 def test_each_pair_is_sensitive_only_in_its_own_phase(reconfig_results):

@@ -10,19 +10,17 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import solve_cli
 
 from optnet.cli import main
 from optnet.evaluate import evaluate
 from optnet.explain import ExplainOptions, explain_plan, load_plan
 
-ROOT = Path(__file__).resolve().parent.parent
-RELAY = ROOT / "instances" / "relay.yaml"
-
 
 @pytest.fixture(scope="module")
-def relay_results(tmp_path_factory) -> Path:
-    return solve_cli(RELAY, tmp_path_factory.mktemp("explain_relay") / "relay.json")
+def relay_results(bundled_solve) -> Path:
+    code, output, path = bundled_solve("relay.yaml")  # the session's `optnet solve relay.yaml`
+    assert code == 0, output
+    return path
 
 
 def test_relay_plan_is_explained(relay_results):

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import solve_cli
 
 from optnet import physics
 from optnet.cli import main
@@ -21,13 +20,12 @@ from optnet.instance import Instance
 from optnet.model.data import MB
 from optnet.ws_schedule import build_schedule
 
-ROOT = Path(__file__).resolve().parent.parent
-SIRIUS = ROOT / "instances" / "sirius.yaml"
-
 
 @pytest.fixture(scope="module")
-def sirius_results(tmp_path_factory) -> Path:
-    return solve_cli(SIRIUS, tmp_path_factory.mktemp("explain_ws") / "sirius.json")
+def sirius_results(bundled_solve) -> Path:
+    code, output, path = bundled_solve("sirius.yaml")  # the session's `optnet solve sirius.yaml`
+    assert code == 0, output
+    return path
 
 
 def _dense_on_the_fabric(inst: Instance, d: Decisions, channels: int) -> Decisions:

@@ -8,7 +8,8 @@
 
 The pins were measured on this tree (``optnet solve FILE``, HiGHS 1.15.1, one thread, seed 0);
 where another test pins the same number, the constant here equals it. Every solve takes under
-20 s (relay.yaml, the longest, about 10 s), so none is marked slow.
+20 s (relay.yaml, the longest, about 10 s), so none is marked slow; the plain solves are the
+session's shared ones (conftest ``bundled_solve``).
 """
 
 from __future__ import annotations
@@ -82,26 +83,24 @@ def test_every_bundled_instance_is_pinned():
     assert pinned == set(_bundled()), "pin the new instance's status and objective here"
 
 
-#: Pinned here, solved by the feature test named (the same options): not solved twice.
-SOLVED_ELSEWHERE = {"relay.yaml": "test_relay.test_bundled_relay_instance_end_to_end"}
+@pytest.mark.parametrize("key", sorted(PINS), ids=lambda k: k.replace(" ", "-"))
+def test_bundled_instance_solves_to_its_pinned_objective(key, bundled_solve):
+    """The session's shared solves (conftest ``bundled_solve``), which the other tests of the
+    bundled instances read too."""
+    name, (options, objective) = key.split()[0], PINS[key]
+    code, output, path = bundled_solve(name, *options)
+    assert code == errors.EXIT_OK, output
+    res = json.loads(path.read_text())
+    assert res["status"] == "optimal"
+    assert res["objective"] == pytest.approx(objective, rel=1e-6)
 
 
-def test_pins_solved_elsewhere_are_those_tests_pins():
+def test_shared_solves_are_the_pinned_ones():
+    from conftest import SHARED_SOLVE_OPTIONS
     from test_relay import RELAY_ON_US
 
     assert PINS["relay.yaml"] == ((), pytest.approx(RELAY_ON_US, rel=1e-6))
-    assert set(SOLVED_ELSEWHERE) <= set(PINS)
-
-
-@pytest.mark.parametrize(
-    "key", sorted(set(PINS) - set(SOLVED_ELSEWHERE)), ids=lambda k: k.replace(" ", "-")
-)
-def test_bundled_instance_solves_to_its_pinned_objective(key, tmp_path):
-    options, objective = PINS[key]
-    r, res = _solve(tmp_path, key.split()[0], *options)
-    assert r.exit_code == errors.EXIT_OK, r.output
-    assert res["status"] == "optimal"
-    assert res["objective"] == pytest.approx(objective, rel=1e-6)
+    assert all(PINS[name][0] == options for name, options in SHARED_SOLVE_OPTIONS.items())
 
 
 def test_torus_needs_a_traffic_objective(tmp_path):

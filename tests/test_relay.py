@@ -368,10 +368,9 @@ RELAY_OFF_US = 117_327.946
 RELAY_BARE_US = 84_909.733  # no packet fabric: grads' tree may not use a packet pair
 
 
-def test_bundled_relay_instance_end_to_end(tmp_path):
-    out = tmp_path / "r.json"
-    r = CliRunner().invoke(main, ["solve", str(RELAY_YAML), "-o", str(out), "--quiet"])
-    assert r.exit_code == errors.EXIT_OK, r.output
+def test_bundled_relay_instance_end_to_end(tmp_path, bundled_solve):
+    code, output, out = bundled_solve("relay.yaml")  # `optnet solve relay.yaml`, shared
+    assert code == errors.EXIT_OK, output
     res = json.loads(out.read_text())
     Results.model_validate(res)
     assert res["status"] == "optimal" and res["feasible"]

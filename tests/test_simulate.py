@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from conftest import INSTANCES, ROOT
+from conftest import INSTANCES, ROOT, SHARED_SOLVE_OPTIONS
 
 from optnet import collectives as coll
 from optnet import errors, physics, schema
@@ -116,26 +116,16 @@ SOLUTIONS = {"tiny": "tiny.solution.json", "realistic": "realistic.solution.json
 NOT_REPLAYED = {"torus": "direct-connect"}  # placement-only fabric: refused with exit 2
 
 
-def _results_of(name: str, tmp_path: Path) -> Path:
-    """A plan of bundled instance ``name``: its solution file, else `optnet solve` (<= 60 s;
-    any plan within 1 % will do: the replay, not the optimum, is under test)."""
+def _results_of(name: str, bundled_solve) -> Path:
+    """A plan of bundled instance ``name``: its solution file, else the session's shared
+    `optnet solve` (conftest ``bundled_solve``; the replay, not the optimum, is under test)."""
     if name in SOLUTIONS:
         return INSTANCES / SOLUTIONS[name]
-    out = tmp_path / f"{name}.json"
-    args = [
-        "solve",
-        str(INSTANCES / f"{name}.yaml"),
-        "-o",
-        str(out),
-        "--time-limit",
-        "60",
-        "--mip-gap",
-        "0.01",
-        "-q",
-    ]
-    r = CliRunner().invoke(main, args)
-    assert r.exit_code in (0, 1), r.output
-    return out
+    code, output, path = bundled_solve(
+        f"{name}.yaml", *SHARED_SOLVE_OPTIONS.get(f"{name}.yaml", ())
+    )
+    assert code in (0, 1), output
+    return path
 
 
 def _bundled(name: str):
@@ -144,8 +134,8 @@ def _bundled(name: str):
 
 
 @pytest.mark.parametrize("name", [_bundled(n) for n in BUNDLED if n not in NOT_REPLAYED])
-def test_cli_on_every_bundled_instance(tmp_path, name):
-    res = _results_of(name, tmp_path)
+def test_cli_on_every_bundled_instance(tmp_path, name, bundled_solve):
+    res = _results_of(name, bundled_solve)
     out = tmp_path / "sim.json"
     args = ["simulate", str(INSTANCES / f"{name}.yaml"), str(res)]
     r = CliRunner().invoke(main, [*args, "--format", "json", "-o", str(out)])

@@ -145,7 +145,7 @@ def brute_force(inst: Instance, objective: str = "max-iteration", **eval_kwargs)
                 if best_choices is None:
                     continue
                 d.algorithms, d.relays = best_choices
-                ev = evaluate(inst, d, objective, cands, **eval_kwargs)
+                ev = evaluate(inst, d, objective, cands, reports=False, **eval_kwargs)
                 if not ev.feasible:
                     continue
                 scored += 1

@@ -439,6 +439,16 @@ class DaskExecutor(Executor):
             with contextlib.suppress(Exception):
                 cluster.close()
 
+    def _tell_workers_to_stop(self, run_id: str, interrupt_running: bool) -> bool:
+        """Every worker runs ``_stop_run``; False when the call failed (a loaded scheduler or
+        worker may not answer at once), so the run asks again rather than waiting out
+        ``STOP_WAIT_S`` and cancelling tasks that would have stopped with their incumbents."""
+        try:
+            self.client.run(_stop_run, run_id, interrupt_running, wait=True)
+        except Exception:
+            return False
+        return True
+
     def _running_count(self, keys: set[str]) -> int:
         try:
             processing = self.client.processing()
@@ -478,17 +488,19 @@ class DaskExecutor(Executor):
         index = {f.key: i for i, f in enumerate(futures)}
         ac = as_completed(futures)
         told_at: float | None = None
+        heard = False  # every worker ran ``_stop_run``; until then it is asked again each pass
         try:
             while not ac.is_empty():
                 if stop() and told_at is None:
                     told_at = time.perf_counter()
                     stopping(self._running_count(set(keys)))
-                    with contextlib.suppress(Exception):
-                        client.run(_stop_run, run_id, interrupt_running, wait=True)
+                    heard = self._tell_workers_to_stop(run_id, interrupt_running)
                     queued = [f for f in futures if not f.done()]
                     processing = self._processing_keys()
                     if processing is not None:  # unknown: the stopped run skips them anyway
                         client.cancel([f for f in queued if f.key not in processing])
+                elif told_at is not None and not heard:
+                    heard = self._tell_workers_to_stop(run_id, interrupt_running)
                 if (
                     told_at is not None
                     and interrupt_running

@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 from executor_tasks import square, wait_for_stop
 
-from optnet import errors, interrupt
+from optnet import errors, executors, interrupt
 from optnet.cli import main
 from optnet.executors import NOT_RUN, DaskExecutor, LocalExecutor, make_executor
 from optnet.solve import SolveOptions
@@ -166,6 +166,27 @@ def _check_dask_stop_asks_running_tasks_to_stop_and_the_next_run_is_clean(dask_e
     assert ex.run(square, [3, 4, 5]) == [9, 16, 25]
 
 
+def _check_a_stop_the_workers_miss_is_told_again(dask_executor, tmp_path, monkeypatch):
+    """Fault injected: the first ``Client.run`` carrying the stop fails (as under load). The run
+    asks again, so the running tasks stop with their answers rather than being cancelled after
+    ``STOP_WAIT_S`` with none."""
+    ex, _said = dask_executor
+    real, failed = ex.client.run, []
+
+    def flaky(fn, *args, **kw):
+        if fn is executors._stop_run and not failed:
+            failed.append(True)
+            raise OSError("injected: the scheduler did not answer")
+        return real(fn, *args, **kw)
+
+    monkeypatch.setattr(ex.client, "run", flaky)
+    tasks = [(str(tmp_path / f"again{i}"), 60.0) for i in range(2)]
+    t0 = time.perf_counter()
+    out = ex.run(wait_for_stop, tasks, stop=lambda: any(Path(m).exists() for m, _ in tasks))
+    assert failed and "stopped" in out and set(out) <= {"stopped", NOT_RUN}
+    assert time.perf_counter() - t0 < executors.STOP_WAIT_S
+
+
 def _check_resilience_rows_do_not_depend_on_the_executor(tiny, dask_executor):
     from optnet.resilience import run_resilience, solve_base
 
@@ -204,10 +225,13 @@ def test_dask_local_cluster(dask_executor, tiny):
 
 
 @pytest.mark.slow
-def test_dask_explain_and_stop(dask_executor, tiny, tmp_path):
+def test_dask_explain_and_stop(dask_executor, tiny, tmp_path, monkeypatch):
     """Explain gives the same document on Dask; a stop there starts no new task, asks the
-    running ones to stop, and leaves the cluster clean for the next run."""
+    running ones to stop (again if the first request fails), and leaves the cluster clean for
+    the next run."""
     _check_explain_does_not_depend_on_the_executor(tiny, dask_executor)
+    _check_a_stop_the_workers_miss_is_told_again(dask_executor, tmp_path, monkeypatch)
+    monkeypatch.undo()
     _check_dask_stop_asks_running_tasks_to_stop_and_the_next_run_is_clean(dask_executor, tmp_path)
 
 

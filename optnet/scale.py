@@ -938,7 +938,7 @@ def solve_decomposed(
     _score, blocks, assignment = chosen
     left_slots = total_slots
     failed: list[tuple[list[int], list[int], str]] = []
-    bo = o_blocks = replace(o, previous=None, polish=False, stop_at_us=target_us)
+    o_blocks = replace(o, previous=None, polish=False, stop_at_us=target_us)
     d = Decisions()
     info: dict = {"blocks": [], "timings": {}, "assignment": assignment}
     scores = [prepared[_block_key(b)][0] for b in blocks]  # each block's plan so far
@@ -967,13 +967,14 @@ def solve_decomposed(
         too_big = size > MAX_BLOCK_VARIABLES
         # its model is built twice (placement fixed, then free): both before the deadline
         too_late = too_late or time.perf_counter() + 2 * size * BUILD_S_PER_VARIABLE > deadline
+        bo = o_blocks  # no need to go below a block whose plan is final
+        if solved_us > -math.inf:
+            bo = replace(o_blocks, stop_at_us=max(target_us or 0.0, solved_us))
         if dominated:  # its MILP cannot lower the objective: its start stands
             res = SolveResult("dominated", score, None, None, start)
         elif too_big or too_late:  # keep the constructive plan: a MILP this size would not pay
             res = SolveResult("heuristic", None, None, None, None)
         else:
-            if solved_us > -math.inf:  # no need to go below a block whose plan is final
-                bo = replace(o_blocks, stop_at_us=max(target_us or 0.0, solved_us))
             res = _try(
                 sub,
                 replace(bo, time_limit_s=TIME_PLAN.block_fixed * budget),

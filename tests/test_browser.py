@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from conftest import INSTANCES
+from conftest import INSTANCES, SHARED_SOLVE_OPTIONS
 from test_report import CHROMIUM_FLAGS, chromium
 
 from optnet.cli import main
@@ -29,11 +29,6 @@ playwright = pytest.importorskip(
     "playwright.sync_api", reason="pip install playwright (the test extra of pyproject.toml)"
 )
 
-#: ``make test`` runs each module on one worker (``--dist loadfile``), so the pages fixture, which
-#: solves every bundled instance (17 s), is set up once.
-
-SOLVE_ARGS = {"torus": ["--objective", "traffic-hops"]}
-"""Instances that need more than a plain solve (a direct-connect fabric: docs/direct.md)."""
 VIEWPORT = {"width": 1280, "height": 800}
 
 BUNDLED = sorted(
@@ -44,27 +39,32 @@ BUNDLED = sorted(
 )
 
 
-def _results(name: str, d: Path) -> dict:
-    out = d / f"{name}.json"
+def _results(name: str, d: Path, bundled_solve) -> dict:
+    """The bundled solution evaluated, else the session's shared solve (conftest
+    ``bundled_solve``, with the options an instance needs: a direct-connect fabric's traffic
+    objective)."""
     sol = INSTANCES / f"{name}.solution.json"
-    if sol.is_file():
-        args = ["evaluate", str(INSTANCES / f"{name}.yaml"), str(sol)]
-    else:
-        args = ["solve", str(INSTANCES / f"{name}.yaml"), "--time-limit", "1", "--quiet"]
-        args += SOLVE_ARGS.get(name, [])
-    r = CliRunner().invoke(main, [*args, "-o", str(out)], catch_exceptions=False)
-    assert r.exit_code in (0, 1), (name, r.output)
+    if not sol.is_file():
+        file = f"{name}.yaml"
+        code, output, path = bundled_solve(file, *SHARED_SOLVE_OPTIONS.get(file, ()))
+        assert code in (0, 1), (name, output)
+        return json.loads(path.read_text())
+    out = d / f"{name}.json"
+    args = ["evaluate", str(INSTANCES / f"{name}.yaml"), str(sol), "-o", str(out)]
+    r = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert r.exit_code == 0, (name, r.output)
     return json.loads(out.read_text())
 
 
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory) -> dict[str, Path]:
-    """name -> the HTML report file, for every bundled instance and the 256-server plan."""
+def pages(tmp_path_factory, bundled_solve) -> dict[str, Path]:
+    """name -> the HTML report file, for every bundled instance and a 256-server plan (the
+    constructive one, not proven: ``bench.report_scale.plan_results``)."""
     from bench.report_scale import plan_results
 
     d = tmp_path_factory.mktemp("browser")
     out = {}
-    docs = {name: _results(name, d) for name in BUNDLED}
+    docs = {name: _results(name, d, bundled_solve) for name in BUNDLED}
     docs["generated-256"] = plan_results("large")
     for name, res in docs.items():
         out[name] = d / f"{name}.html"

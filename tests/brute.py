@@ -293,12 +293,11 @@ def _lightpaths(inst, placement, pair_keys, n_combo, circ_set):
     return out
 
 
-def _best_algorithms(inst, cands, d, memo=None):
+def _best_algorithms(inst, cands, d, memo: dict):
     """Every collective's fastest algorithm (and its relays) for the plan ``d``, or None when
     some collective has no option with every link it needs. A job's choice depends only on its
     servers and its pairs' links, so ``memo`` keeps it per (job, servers, links) across the
     plans of one search."""
-    memo = {} if memo is None else memo
     H = inst.n_phases if d.phases is not None else 1
     qs = []
     for h in range(H):

@@ -94,7 +94,8 @@ SHARED_SOLVE_OPTIONS = {
 @pytest.fixture(scope="session")
 def bundled_solve(tmp_path_factory, worker_id):
     """``solve(NAME, *OPTIONS) -> (exit code, output, results file)``: ``optnet solve
-    instances/NAME -o R --quiet --reproducible OPTIONS`` through the CLI, once per test session.
+    instances/NAME -o R --quiet --reproducible OPTIONS`` through the CLI, once per test session;
+    without OPTIONS, the instance's :data:`SHARED_SOLVE_OPTIONS`.
     Several test files read the same solve of a bundled instance (the pinned objectives, the
     replays, ``explain``); with ``--dist loadfile`` they run on different workers, so the first
     to ask solves under a file lock in the session's shared directory and the others read its
@@ -112,6 +113,7 @@ def bundled_solve(tmp_path_factory, worker_id):
 
         from optnet.cli import main
 
+        options = options or SHARED_SOLVE_OPTIONS.get(name, ())
         key = hashlib.sha256(repr((name, options)).encode()).hexdigest()[:16]
         out, meta = shared / f"{key}.json", shared / f"{key}.meta.json"
         with open(shared / f"{key}.lock", "w") as lock:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from conftest import INSTANCES, SHARED_SOLVE_OPTIONS
+from conftest import INSTANCES
 from test_report import CHROMIUM_FLAGS, chromium
 
 from optnet.cli import main
@@ -45,8 +45,7 @@ def _results(name: str, d: Path, bundled_solve) -> dict:
     objective)."""
     sol = INSTANCES / f"{name}.solution.json"
     if not sol.is_file():
-        file = f"{name}.yaml"
-        code, output, path = bundled_solve(file, *SHARED_SOLVE_OPTIONS.get(file, ()))
+        code, output, path = bundled_solve(f"{name}.yaml")
         assert code in (0, 1), (name, output)
         return json.loads(path.read_text())
     out = d / f"{name}.json"

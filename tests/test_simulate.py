@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from conftest import INSTANCES, ROOT, SHARED_SOLVE_OPTIONS
+from conftest import INSTANCES, ROOT
 
 from optnet import collectives as coll
 from optnet import errors, physics, schema
@@ -121,9 +121,7 @@ def _results_of(name: str, bundled_solve) -> Path:
     `optnet solve` (conftest ``bundled_solve``; the replay, not the optimum, is under test)."""
     if name in SOLUTIONS:
         return INSTANCES / SOLUTIONS[name]
-    code, output, path = bundled_solve(
-        f"{name}.yaml", *SHARED_SOLVE_OPTIONS.get(f"{name}.yaml", ())
-    )
+    code, output, path = bundled_solve(f"{name}.yaml")
     assert code in (0, 1), output
     return path
 

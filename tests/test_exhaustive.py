@@ -45,9 +45,17 @@ def _instance(seed: int) -> Instance:
 
 
 @functools.cache
+def _tiny() -> Instance:
+    return load_instance(TINY)
+
+
+@functools.cache
 def _brute(key, objective: str):
-    inst = _instance(key) if isinstance(key, int) else load_instance(TINY)
-    best, decisions, scored = brute_force(inst, objective)
+    inst = _instance(key) if isinstance(key, int) else _tiny()
+    both = key == "tiny" or key in WEIGHTED  # one exhaustive pass finds both optima
+    best, decisions, scored = brute_force(
+        inst, objective, also=("max-iteration", "weighted-sum") if both else ()
+    )
     return best, decisions, scored
 
 
@@ -87,6 +95,20 @@ def test_random_weighted_sum(seed):
 @pytest.mark.parametrize("objective", ["max-iteration", "weighted-sum"])
 def test_tiny_yaml(objective):
     _check(load_instance(TINY), "tiny", objective)
+
+
+def test_one_pass_for_two_objectives_is_two_searches():
+    """``brute_force(..., also=...)`` scores each plan once for several objectives: its optima,
+    plans and counts are those of one search per objective (fresh instance objects, so nothing
+    is remembered), here on 2-job seeds where the two objectives choose different plans."""
+    for seed in (5, 10, 18):
+        inst = tiny_instance(seed)
+        one = brute_force(inst, "weighted-sum", also=("max-iteration",))
+        two = brute_force(inst, "max-iteration")  # remembered from the pass above
+        assert brute_force(tiny_instance(seed), "weighted-sum") == one
+        assert brute_force(tiny_instance(seed), "max-iteration") == two
+        assert len(inst.jobs) == 2 and one[0] is not None and two[0] is not None
+        assert one[1] != two[1]  # the objectives choose different plans
 
 
 def test_seeds_cover_the_features():

@@ -355,9 +355,11 @@ def test_auto_decomposes_a_cluster_with_panels():
         ]
     }
     inst = instance_from_data(data, "field-64-patch.yaml")
-    out = pipeline.run(inst, SolveOptions(time_limit_s=15), "auto")
+    out = pipeline.run(inst, SolveOptions(time_limit_s=8), "auto")
     pipeline.check(out)
     assert out.results["strategy"] == "auto" and "why_joint" not in out.results["solver"]
+    blocks = out.results["solver"]["decomposition"]
+    assert any(b["status"] in ("optimal", "time_limit") for b in blocks), blocks  # one solved
     assert out.evaluation.feasible
     assert out.result.bound <= out.result.objective * (1 + 1e-9)
 

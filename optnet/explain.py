@@ -300,10 +300,10 @@ def fixed_lp_sensitivities(
     sensitivity is ``coef(v) * dual``.
     """
     import pyomo.environ as pyo
-    from pyomo.contrib.solver.common.factory import SolverFactory
     from pyomo.contrib.solver.common.results import SolutionStatus
 
     from optnet.decode import encode
+    from optnet.highs import Highs
     from optnet.model import build_model, model_data
 
     md = model_data(inst, cands, objective)
@@ -339,7 +339,7 @@ def fixed_lp_sensitivities(
     coef = [_coef(con, var) for _t, _k, con, var in rows]
     if md.shared and cross is None:
         cross = plan_leaf_flows(inst, d, cands)
-    opt = SolverFactory("highs")
+    opt = Highs()
     out = []
     for per_job in (False, True):
         if per_job:

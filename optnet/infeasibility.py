@@ -33,11 +33,11 @@ import time
 from dataclasses import dataclass, replace
 
 import pyomo.environ as pyo
-from pyomo.contrib.solver.common.factory import SolverFactory
 from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
 
 from optnet import interrupt, transports
 from optnet.candidates import all_candidates
+from optnet.highs import Highs
 from optnet.instance import Instance
 from optnet.model import FAMILIES, model_data
 
@@ -171,7 +171,7 @@ class _Tester:
 
         m.obj.deactivate()
         m.feasibility = pyo.Objective(expr=expr)
-        opt = SolverFactory("highs")
+        opt = Highs()
         res = opt.solve(
             m,
             threads=self.o.threads,

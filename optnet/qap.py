@@ -639,9 +639,9 @@ def solve_milp(
 ) -> BnbResult:
     """The RLT1 MILP of ``model/qap.py`` solved whole by HiGHS's MIP solver (small instances)."""
     import pyomo.environ as pyo
-    from pyomo.contrib.solver.common.factory import SolverFactory
     from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
 
+    from optnet.highs import Highs
     from optnet.model.qap import build_qap_model
 
     t0 = time.perf_counter()
@@ -650,7 +650,7 @@ def solve_milp(
         for i, r in enumerate(incumbent[0]):
             for s in range(q.n_servers):
                 m.x[i, s].set_value(1 if s == r else 0)
-    opt = SolverFactory("highs")
+    opt = Highs()
     progress = None
     try:  # a stop request interrupts HiGHS through its callbacks (optnet.progress)
         from optnet.progress import Progress

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 
 import pyomo.environ as pyo
 from pyomo.common.timing import HierarchicalTimer
-from pyomo.contrib.solver.common.factory import SolverFactory
 from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
 
 from optnet.bounds import iteration_floors, objective_floor
@@ -26,6 +25,7 @@ from optnet.changes import previous_plan
 from optnet.decisions import Decisions, Targets
 from optnet.decode import decode, decode_targets, encode
 from optnet.errors import NoIncumbentError, SolverError
+from optnet.highs import Highs
 from optnet.instance import Instance
 from optnet.model import build_model, model_data
 from optnet.progress import Progress, current
@@ -169,7 +169,7 @@ def solve_instance(
         ),
         "constraints": sum(1 for _ in m.component_data_objects(pyo.Constraint, active=True)),
     }
-    opt = SolverFactory("highs")
+    opt = Highs()
     timer = HierarchicalTimer()
     t2 = time.perf_counter()
     scale = md.objective_scale

@@ -22,13 +22,13 @@ import logging
 import time
 
 import pyomo.environ as pyo
-from pyomo.contrib.solver.common.factory import SolverFactory
 from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
 
 from optnet import interrupt
 from optnet.candidates import all_candidates
 from optnet.decode import decode
 from optnet.errors import NoIncumbentError, SolverError
+from optnet.highs import Highs
 from optnet.instance import Instance
 from optnet.model import build_model, model_data
 from optnet.progress import Progress, current
@@ -95,7 +95,7 @@ def solve_sequential(inst: Instance, options: SolveOptions | None = None) -> Sol
     cands = all_candidates(inst)
     md = model_data(inst, cands, o.objective)
     m, _ = build_model(md)
-    opt = SolverFactory("highs")
+    opt = Highs()
     logging.getLogger("pyomo.contrib.solver").setLevel(logging.ERROR)  # as solve_instance
     progress = Progress(None)  # the stages keep HiGHS's own time limit; this stops on request
     try:

@@ -172,18 +172,16 @@ def check_lightpaths(inst: Instance, d: Decisions) -> list[str]:
         fibre_use[(rb, lp.ocs, "down", lp.wavelength_ab)] += 1
         fibre_use[(rb, lp.ocs, "up", lp.wavelength_ba)] += 1
         fibre_use[(ra, lp.ocs, "down", lp.wavelength_ba)] += 1
-    for (s, t), n in sorted(trx_use.items()):
-        if n > 1:
-            out.append(
-                f"lightpaths: transceiver {t} of {inst.servers[s].name} carries {n} lightpaths "
-                "(one wavelength at a time)"
-            )
-    for (r, k, direction, wl), n in sorted(fibre_use.items()):
-        if n > 1:
-            out.append(
-                f"lightpaths: wavelength {wl} used {n} times on the {direction} fibre of trunk "
-                f"{inst.racks[r].name}->{inst.ocses[k].name} (wavelength clash)"
-            )
+    for (s, t), n in sorted(x for x in trx_use.items() if x[1] > 1):
+        out.append(
+            f"lightpaths: transceiver {t} of {inst.servers[s].name} carries {n} lightpaths "
+            "(one wavelength at a time)"
+        )
+    for (r, k, direction, wl), n in sorted(x for x in fibre_use.items() if x[1] > 1):
+        out.append(
+            f"lightpaths: wavelength {wl} used {n} times on the {direction} fibre of trunk "
+            f"{inst.racks[r].name}->{inst.ocses[k].name} (wavelength clash)"
+        )
     return out
 
 

@@ -128,7 +128,10 @@ class Layout:
             self._unplace(lp, rack[lp.server_a], rack[lp.server_b])
             bisect.insort(self._free(lp.server_a)[lp.ocs], lp.transceiver_a)
             bisect.insort(self._free(lp.server_b)[lp.ocs], lp.transceiver_b)
-        kept = [i for i, lp in enumerate(self.lightpaths) if lp not in out]
+        ids = {id(lp) for lp in lightpaths}  # the callers pass the laid objects themselves
+        kept = [i for i, lp in enumerate(self.lightpaths) if id(lp) not in ids]
+        if len(kept) != len(self.lightpaths) - len(out):  # equal copies: compare by value
+            kept = [i for i, lp in enumerate(self.lightpaths) if lp not in out]
         self.lightpaths = [self.lightpaths[i] for i in kept]
         self._undo = [self._undo[i] for i in kept]
 
@@ -384,7 +387,7 @@ def lay_out_demand(lay: Layout, demand: dict[tuple[int, int], int]) -> None:
     rack = {s: inst.servers[s].rack for p in left for s in p}
     for k in range(len(inst.ocses)):
         while left:
-            cap = {v: sum(len(ts) for kk, ts in lay.trx_free[v].items() if kk >= k) for v in deg}
+            cap: dict[int, int] = {}  # transceivers left on OCSes k, k+1, ... (those asked)
             by_racks: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
             for a, b in left:
                 if lay.trx_free[a].get(k) and lay.trx_free[b].get(k):
@@ -396,7 +399,9 @@ def lay_out_demand(lay: Layout, demand: dict[tuple[int, int], int]) -> None:
                     continue
                 weighted = []
                 for a, b in edges:
-                    tight = (deg[a] >= cap[a]) + (deg[b] >= cap[b])
+                    tight = (deg[a] >= _left_from(lay, cap, a, k)) + (
+                        deg[b] >= _left_from(lay, cap, b, k)
+                    )
                     weighted.append((a, b, big2 * tight + big * (deg[a] + deg[b]) + left[(a, b)]))
                 weight = {(min(a, b), max(a, b)): w for a, b, w in weighted}
                 match = sorted(
@@ -428,6 +433,14 @@ def lay_out_demand(lay: Layout, demand: dict[tuple[int, int], int]) -> None:
                             del left[(a, b)]
             if not laid:
                 break
+
+
+def _left_from(lay: Layout, cap: dict[int, int], v: int, k: int) -> int:
+    """Transceivers server ``v`` has left on OCSes ``k, k+1, ...``, remembered in ``cap``."""
+    n = cap.get(v)
+    if n is None:
+        n = cap[v] = sum(len(ts) for kk, ts in lay.trx_free[v].items() if kk >= k)
+    return n
 
 
 @functools.lru_cache(maxsize=1 << 14)

@@ -38,6 +38,7 @@ import time
 import highspy
 
 from optnet.collectives import _dbt_edge_trees
+from optnet.rack_ports import split_exists
 
 #: The server graphs this experiment knows: edge (a < b) -> multiplicity.
 GRAPHS = ("ring", "double_binary_tree")
@@ -114,53 +115,14 @@ def aggregated(
     time_limit_s: float = 600.0,
 ) -> str:
     """:func:`feasible` with the OCSes aggregated (``--aggregate``): ``m[r, s]`` OCSes join racks
-    r and s (r = s: loop r back), at most ``ocses`` per rack in all; ``f[e, r, s]`` lightpaths of
-    edge e = (a, b) with a in rack r and b in rack s; a server in rack r has at most ``m[r, s]``
-    lightpaths to servers of rack s (one transceiver per OCS). Every per-OCS layout gives such
-    counts, so it is a relaxation: infeasible here is infeasible there. It drops the OCS
-    symmetry (no OCS index) but not the placement's."""
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", 1)
-    h.setOptionValue("time_limit", float(time_limit_s))
-    rs = range(racks)
-    x = {(v, r): h.addBinary() for v in range(n) for r in rs}
-    m = {(r, s): h.addIntegral(lb=0, ub=ocses) for r in rs for s in range(r, racks)}
-    f = {
-        (e, r, s): h.addIntegral(lb=0, ub=need[mult])
-        for e, mult in graph.items()
-        for r in rs
-        for s in rs
-    }
-    for v in range(n):
-        h.addConstr(sum(x[v, r] for r in rs) == 1)
-        for r in range(v + 1, racks):  # racks are interchangeable: v in a rack of index <= v
-            h.addConstr(x[v, r] == 0)
-    for r in rs:
-        h.addConstr(sum(x[v, r] for v in range(n)) <= rack_size)
-        h.addConstr(sum(m[min(r, s), max(r, s)] for s in rs) <= ocses)
-    for (a, b), mult in graph.items():
-        q = need[mult]
-        h.addConstr(sum(f[(a, b), r, s] for r in rs for s in rs) >= q)
-        for r in rs:
-            for s in rs:
-                h.addConstr(f[(a, b), r, s] - q * x[a, r] <= 0)
-                h.addConstr(f[(a, b), r, s] - q * x[b, s] <= 0)
-    for v in range(n):
-        for r in rs:
-            for s in rs:
-                out = [f[e, r, s] for e in graph if e[0] == v] + [
-                    f[e, s, r] for e in graph if e[1] == v
-                ]
-                if out:
-                    h.addConstr(sum(out) - m[min(r, s), max(r, s)] <= 0)
-    h.run()
-    status = h.getModelStatus()
-    if status == highspy.HighsModelStatus.kOptimal:
-        return "feasible"
-    if status == highspy.HighsModelStatus.kInfeasible:
-        return "infeasible"
-    return "unknown"
+    r and s (r = s: loop r back), at most ``ocses`` per rack in all, and a server in rack r has
+    at most ``m[r, s]`` lightpaths to servers of rack s (one transceiver per OCS). Every per-OCS
+    layout gives such counts, so it is a relaxation: infeasible here is infeasible there. It is
+    ``optnet.rack_ports.split_exists`` (the solver's rack-port cuts), an exact search over the
+    splits of the servers into racks."""
+    want = {e: need[mult] for e, mult in graph.items()}
+    found = split_exists(want, n, racks, rack_size, ocses, time_limit_s)
+    return {True: "feasible", False: "infeasible", None: "unknown"}[found]
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -30,7 +30,7 @@ import math
 import time
 from dataclasses import dataclass, replace
 
-from optnet import capabilities, interrupt, transports
+from optnet import capabilities, interrupt, rack_ports, transports
 from optnet.bounds import (
     closed_form_bound,
     closed_form_targets,
@@ -105,6 +105,10 @@ class TimePlan:
     """The per-job relaxation bound stops by this share of its own budget (``relaxation_bound``)."""
     first_relaxation: float = 0.25
     """The first relaxation of each job: this share of that, over the jobs (at least 0.5 s)."""
+    rack_port_lift: float = 0.2
+    """A proven merged relaxation whose lightpath counts no plan gives is cut and solved again
+    (``_rack_port_lift``) for at least this share of the relaxations' time, or its own budget
+    if larger (the cuts of bench/generate.py medium-dense seed 1's slowest job take ~1 s)."""
     bound: float = 0.25
     """The relaxation bound's budget: this share of L (at least 1 s)."""
     blocks: float = 0.6
@@ -420,6 +424,11 @@ def _relaxation_pass(
                     f"job {job.name} cannot run even alone with every wavelength and port it wants"
                 )
             per_job[j] = max(res.bound if res.bound is not None else 0.0, per_job[j])
+            if builder is merged_cluster and rack_ports.applies(inst):
+                share = TIME_PLAN.rack_port_lift * until_s
+                lift_s = min(max(budget, share), until_s - (time.perf_counter() - t0))
+                lifted = _rack_port_lift(relaxed, _alone_options(o, lift_s, None), res, lift_s)
+                per_job[j] = max(lifted, per_job[j])
             better = upper is None or res.objective is None or res.objective < upper[j]
             if upper is not None and res.objective is not None:
                 upper[j] = min(upper[j], res.objective)
@@ -429,6 +438,46 @@ def _relaxation_pass(
         if on_job is not None:
             on_job(n + 1, len(order))
     return solved
+
+
+#: ``_rack_port_lift`` stops after this many cuts in a row that do not raise the bound (the
+#: relaxation then has other counts of the same time to offer; bench/generate.py medium-dense
+#: seed 1's slowest job rises after two such cuts).
+RACK_PORT_STALL = 3
+
+
+def _rack_port_lift(relaxed: Instance, o: SolveOptions, res, budget_s: float) -> float:
+    """A job's merged relaxation (``relaxed``, solved to ``res``) again with rack-port cuts
+    (``rack_ports``, docs/model.md §7 step 2c) while its answer's lightpath counts are counts
+    no plan gives all at once, within ``budget_s``; the largest proven bound (0 if none). Each
+    cut holds for every plan, so every bound found is one. Only from a proven answer: an
+    unproven one's counts need not be where the bound is."""
+    t0 = time.perf_counter()
+    sizes = relaxed.real_rack_sizes
+    racks, size = sum(1 for s in sizes if s), max(sizes, default=0)
+    ports = sum(relaxed.ocses[0].merged_transceivers)
+    slots = relaxed.jobs[0].slots
+    best, cuts, stalled = 0.0, [], 0
+    while res.targets and res.bound is not None and res.objective is not None:
+        left = budget_s - (time.perf_counter() - t0)
+        if res.bound < res.objective * (1 - 1e-6) or left <= 0 or interrupt.requested():
+            break
+        if stalled >= RACK_PORT_STALL:
+            break
+        cut = rack_ports.minimal_cut(res.targets[0].counts, slots, racks, size, ports, left)
+        left = budget_s - (time.perf_counter() - t0)
+        if cut is None or left <= 0:
+            break
+        cuts.append({(0,) + p: q for p, q in cut.items()})
+        try:
+            res = solve_instance(relaxed, replace(o, time_limit_s=left, rack_port_cuts=tuple(cuts)))
+        except NoIncumbentError as exc:  # stopped early: its dual bound still holds
+            return max(best, exc.bound or 0.0)
+        if res.status == "infeasible" or res.bound is None:
+            break
+        stalled = stalled + 1 if res.bound <= best * (1 + 1e-9) else 0
+        best = max(best, res.bound)
+    return best
 
 
 def confirm_bounds(
@@ -441,8 +490,9 @@ def confirm_bounds(
 ) -> list[int]:
     """Before a bound closes the gap: each job of ``jobs`` alone again on both relaxed
     clusters (``merged_cluster``, ``relaxed_cluster``), with HiGHS's presolve off, until
-    ``until``. The job's bound becomes the largest of its closed-form floor and the two proven
-    bounds when that is lower than ``per_job``'s: HiGHS answered a relaxation wrongly
+    ``until``. The job's bound becomes the largest of its closed-form floor and the proven
+    bounds (the merged one's rack-port cuts too, ``_rack_port_lift``) when that is lower than
+    ``per_job``'s: HiGHS answered a relaxation wrongly
     (field-16-dense seed 60 with hybrid pairs: mixtral's relaxation "optimal" at 1,246,295 us
     with presolve on, 1,211,507 us with it off, and a plan has the job at 1,211,507 us; the same
     model read back from MPS, or another seed, also gives 1,211,507). Lowered in place; a job
@@ -464,9 +514,13 @@ def confirm_bounds(
             budget = max(0.5, left / (len(jobs) - n) / 2)
             opts = replace(_alone_options(o, budget, None), presolve=False)
             try:
-                found.append(solve_instance(relaxed, opts).bound or 0.0)
+                res = solve_instance(relaxed, opts)
             except NoIncumbentError as exc:  # stopped early: its dual bound still holds
                 found.append(exc.bound or 0.0)
+                continue
+            found.append(res.bound or 0.0)
+            if builder is merged_cluster and rack_ports.applies(inst):  # its cuts, again
+                found.append(_rack_port_lift(relaxed, opts, res, budget))
         if max(found) < per_job[j] * (1 - 1e-9) - 1e-6:
             per_job[j] = max(found)
             fell.append(j)

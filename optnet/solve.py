@@ -63,6 +63,9 @@ class SolveOptions:
     """max-slowdown: each job's iteration time alone on the cluster."""
     presolve: bool = True
     """HiGHS's presolve; off to confirm a relaxation's bound (``scale.confirm_bounds``)."""
+    rack_port_cuts: tuple[dict[tuple[int, int, int], int], ...] = ()
+    """Counts no plan gives all at once, (job, slot a, slot b) -> lightpaths
+    (``rack_ports.minimal_cut``; ``model.lightpaths.add_rack_port_cuts``)."""
 
 
 @dataclass
@@ -139,6 +142,7 @@ def solve_instance(
     t_cand = time.perf_counter() - t0
     md = model_data(inst, cands, o.objective, o.relax, available_servers)
     md.iteration_budget_us = o.iteration_budget_us
+    md.rack_port_cuts = o.rack_port_cuts
     md.alone_us = o.alone_us
     useful = o.floors or o.objective in ("max-iteration", "weighted-sum")
     proven = not o.relax & {"transceivers", "power_budget"}  # the floors assume both

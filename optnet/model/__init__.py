@@ -40,6 +40,7 @@ FAMILIES = (
     ("matching cut", lightpaths.add_matching_cut),
     ("wavelength capacity", lightpaths.add_wavelength_capacity),
     ("lightpath count", lightpaths.add_lightpath_count),
+    ("rack port cuts", lightpaths.add_rack_port_cuts),
     ("ws variables", wavelength_switching.add_ws_variables),
     ("ws count", wavelength_switching.add_ws_count),
     ("ws channel limit", wavelength_switching.add_ws_channel_limit),

@@ -183,6 +183,23 @@ def add_matching_cut(m: pyo.ConcreteModel, md: ModelData) -> None:
     )
 
 
+def add_rack_port_cuts(m: pyo.ConcreteModel, md: ModelData) -> None:
+    """Rack-port cuts (``rack_ports``, docs/model.md §7 step 2c): for every cut C (pair p ->
+    c_p, counts no plan gives all at once), some pair of C has fewer lightpaths than c_p:
+
+        sum_{p in C} sum_{q < c_p} z[0,p,q] >= 1
+
+    (one phase: the cuts are made only without phases)."""
+    if not md.rack_port_cuts:
+        return
+    rows = [
+        [m.z[(0,) + p + (q,)] for p, c in cut.items() for q in range(c)]
+        for cut in md.rack_port_cuts
+    ]
+    m.RACK_PORT_CUTS = pyo.Set(initialize=range(len(rows)), ordered=True)
+    m.rack_port_cut = pyo.Constraint(m.RACK_PORT_CUTS, rule=lambda m, i: sum(rows[i]) >= 1)
+
+
 def add_wavelength_capacity(m: pyo.ConcreteModel, md: ModelData) -> None:
     """W = usable wavelengths (the grid, or the transceivers' tunable subset). In every phase h:
     Circuit (k,r,s), r < s:  sum_p (l[h,p,k,r,s] + l[h,p,k,s,r]) <= W * c[h,k,r,s];

@@ -30,10 +30,11 @@ Pair = tuple[int, int]
 
 def applies(inst: Instance) -> bool:
     """Every pair of a job needs lightpaths of its own, in one matching for the whole iteration:
-    no packet, wavelength-switched or hybrid fabric, no plug-in transport, no relays, no
-    phases (as ``rack_bound.applies``)."""
+    no packet, wavelength-switched, hybrid or direct-connect fabric, no plug-in transport, no
+    relays, no phases (as ``rack_bound.applies``)."""
     return (
         inst.packet is None
+        and inst.direct is None
         and inst.ws is None
         and not inst.transports
         and not inst.relay

@@ -27,6 +27,12 @@ from optnet.instance import Instance
 
 Pair = tuple[int, int]
 
+#: Each search of :func:`minimal_cut` stops after this many seconds (an unanswered search makes
+#: no cut): the searches of bench/generate.py medium-dense seed 1's slowest job (11 slots) take
+#: 0.001-0.04 s, while field-256-dense seed 0's GPT-3 175B (48 slots) ran out 12.75 s without
+#: an answer before this cap.
+SPLIT_CHECK_S = 1.0
+
 
 def applies(inst: Instance) -> bool:
     """Every pair of a job needs lightpaths of its own, in one matching for the whole iteration:
@@ -101,11 +107,12 @@ def minimal_cut(
 ) -> dict[Pair, int] | None:
     """A cut from ``want``: counts no plan gives every pair at once (:func:`split_exists` says
     no), each lowered pair by pair while that stays so (a smaller cut excludes more); None when
-    some plan may give ``want`` or the time runs out."""
+    some plan may give ``want`` or the time runs out (``limit_s`` in all, each search at most
+    :data:`SPLIT_CHECK_S`)."""
     deadline = time.perf_counter() + limit_s
 
     def impossible(c: Mapping[Pair, int]) -> bool:
-        left = deadline - time.perf_counter()
+        left = min(SPLIT_CHECK_S, deadline - time.perf_counter())
         return left > 0 and split_exists(c, slots, racks, rack_size, ports, left) is False
 
     cut = {p: q for p, q in want.items() if q > 0}

@@ -464,7 +464,8 @@ def _rack_port_lift(relaxed: Instance, o: SolveOptions, res, budget_s: float) ->
             break
         if stalled >= RACK_PORT_STALL:
             break
-        cut = rack_ports.minimal_cut(res.targets[0].counts, slots, racks, size, ports, left)
+        # at most half of what is left: a cut found late still needs its solve
+        cut = rack_ports.minimal_cut(res.targets[0].counts, slots, racks, size, ports, left / 2)
         left = budget_s - (time.perf_counter() - t0)
         if cut is None or left <= 0:
             break

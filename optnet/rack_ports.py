@@ -14,16 +14,16 @@ to s or any server of s wants to r (within r for ``M(r, r)``); the split works i
 ``sum_s M(r, s) <= K`` for every rack r. :func:`split_exists` searches the splits of the slots
 (racks interchangeable, at most ``racks`` of at most ``rack_size`` slots) depth first;
 ``M`` only grows as slots are added, so a partial split over K is dropped at once.
-bench/rack_layout.py ``--aggregate`` answers the same question for a collective's graph, and
-tests/test_rack_layout.py checks it against exhaustive search over OCS layouts.
+The cuts apply where ``rack_bound.applies`` (every pair needs lightpaths of its own, one
+matching all iteration). bench/rack_layout.py ``--aggregate`` answers the same question for a
+collective's graph, and tests/test_rack_layout.py checks it against exhaustive search over OCS
+layouts.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-
-from optnet.instance import Instance
 
 Pair = tuple[int, int]
 
@@ -32,20 +32,6 @@ Pair = tuple[int, int]
 #: 0.001-0.04 s, while field-256-dense seed 0's GPT-3 175B (48 slots) ran out 12.75 s without
 #: an answer before this cap.
 SPLIT_CHECK_S = 1.0
-
-
-def applies(inst: Instance) -> bool:
-    """Every pair of a job needs lightpaths of its own, in one matching for the whole iteration:
-    no packet, wavelength-switched, hybrid or direct-connect fabric, no plug-in transport, no
-    relays, no phases (as ``rack_bound.applies``)."""
-    return (
-        inst.packet is None
-        and inst.direct is None
-        and inst.ws is None
-        and not inst.transports
-        and not inst.relay
-        and inst.n_phases == 1
-    )
 
 
 def split_exists(

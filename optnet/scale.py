@@ -65,6 +65,7 @@ from optnet.local_search import (
     paying_placement,
 )
 from optnet.progress import current
+from optnet.rack_bound import applies as pairs_need_lightpaths
 from optnet.rack_bound import crossings, rack_aware_bound
 from optnet.solve import (
     TIME_OBJECTIVES,
@@ -424,7 +425,7 @@ def _relaxation_pass(
                     f"job {job.name} cannot run even alone with every wavelength and port it wants"
                 )
             per_job[j] = max(res.bound if res.bound is not None else 0.0, per_job[j])
-            if builder is merged_cluster and rack_ports.applies(inst):
+            if builder is merged_cluster and pairs_need_lightpaths(inst):
                 share = TIME_PLAN.rack_port_lift * until_s
                 lift_s = min(max(budget, share), until_s - (time.perf_counter() - t0))
                 lifted = _rack_port_lift(relaxed, _alone_options(o, lift_s, None), res, lift_s)
@@ -520,7 +521,7 @@ def confirm_bounds(
                 found.append(exc.bound or 0.0)
                 continue
             found.append(res.bound or 0.0)
-            if builder is merged_cluster and rack_ports.applies(inst):  # its cuts, again
+            if builder is merged_cluster and pairs_need_lightpaths(inst):  # its cuts, again
                 found.append(_rack_port_lift(relaxed, opts, res, budget))
         if max(found) < per_job[j] * (1 - 1e-9) - 1e-6:
             per_job[j] = max(found)

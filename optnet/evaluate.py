@@ -393,7 +393,10 @@ def relay_step_time(
                                                                     of member v, each way
 
     (h the relay overhead; a pair's alpha and beta as in §2, both directions alike). A relay hop
-    without a lightpath, or a direct transfer without any link, is reported as missing.
+    without a lightpath, a first hop whose directed pair carries another flow of the step or a
+    second hop whose pair carries another relay hop (not modelled: store and forward would
+    wait for a slowed hop, which (ii) and (iii) do not price; docs/model.md §5.4 row iv), or a
+    direct transfer without any link, is reported as missing.
     ``relays``: (src slot, dst slot) -> relay slot for this step. Returns the step time, its
     (fixed, propagation, serialisation, switching) parts and the missing links."""
     mult = st.alpha_mult
@@ -402,6 +405,8 @@ def relay_step_time(
     load: dict[tuple[int, int], float] = defaultdict(float)
     link_of: dict[tuple[int, int], PairLink] = {}
     nic: dict[tuple[int, str], list[tuple[float, ...]]] = defaultdict(list)
+    flows: dict[tuple[int, int], int] = defaultdict(int)  # directed pair -> flows crossing it
+    hops_on: dict[tuple[int, int], list[tuple[int, int, int, int]]] = defaultdict(list)
     for a, b, nbytes in st.transfers:
         src, dst = gs.slots[a], gs.slots[b]
         sa, sb = slot_server[src], slot_server[dst]
@@ -419,39 +424,60 @@ def relay_step_time(
             )
             load[(sa, sb)] += nbytes
             link_of[(sa, sb)] = link
+            flows[(sa, sb)] += 1
         else:
             sc = slot_server[via]
             hops = [
                 (x, y, links.get((min(x, y), max(x, y)), NO_LINK)) for x, y in ((sa, sc), (sc, sb))
             ]
             dark = [(x, y) for x, y, link in hops if link.lightpaths < 1]
-            if dark:
+            striped = [(x, y) for x, y, link in hops if link.kind == "hybrid"]
+            if dark or striped:
                 missing.extend(
                     f"slots {src}->{dst} relayed via slot {via}: hop {names[x]}->{names[y]} has "
                     "no lightpath (a relay needs lightpaths on both hops)"
                     for x, y in dark
                 )
+                missing.extend(
+                    f"slots {src}->{dst} relayed via slot {via}: hop {names[x]}->{names[y]} is a "
+                    "striped pair (a relay hop goes over lightpaths only)"
+                    for x, y in striped
+                )
                 continue
             (_, _, l1), (_, _, l2) = hops
+            for x, y, _link in hops:
+                flows[(x, y)] += 1
             parts = (
                 mult * (l1.fixed_us + l2.fixed_us) + overhead_us,
                 mult * (l1.propagation_us + l2.propagation_us),
                 nbytes * (l1.inverse_rate + l2.inverse_rate),
                 mult * (l1.switching_us + l2.switching_us),
             )
-            for x, y, link in hops:
+            for n, (x, y, link) in enumerate(hops):
                 load[(x, y)] += nbytes
                 link_of[(x, y)] = link
+                hops_on[(x, y)].append((n, src, dst, via))
         t = sum(parts)
         if t > worst:
             worst, worst_bd = t, parts
         if via is None and st.shared_nic and link.kind == "packet":
             nic[(src, "out")].append(parts)
             nic[(dst, "in")].append(parts)
-    for flows in nic.values():  # a shared_nic step: a member's direct packet bytes share its NIC
-        if len(flows) >= 2:
-            fixed, prop, _ser, switch = max(flows, key=lambda f: f[0] + f[1] + f[3])
-            parts = (fixed, prop, sum(f[2] for f in flows), switch)
+    for (x, y), on in sorted(hops_on.items()):
+        for n, src, dst, via in on:
+            if flows[(x, y)] >= 2 and (n == 0 or len(on) >= 2):
+                what = "first hop" if n == 0 else "second hop"
+                missing.append(
+                    f"slots {src}->{dst} relayed via slot {via}: its {what} {names[x]}->{names[y]} "
+                    "carries another "
+                    + ("transfer of the step (a first hop needs its link to itself)" if n == 0
+                       else "relay hop of the step (a second hop may share only with the "
+                       "direct transfer there)")
+                )  # fmt: skip
+    for shared in nic.values():  # a shared_nic step: a member's direct packet bytes share its NIC
+        if len(shared) >= 2:
+            fixed, prop, _ser, switch = max(shared, key=lambda f: f[0] + f[1] + f[3])
+            parts = (fixed, prop, sum(f[2] for f in shared), switch)
             if sum(parts) > worst:
                 worst, worst_bd = sum(parts), parts
     for xy, nbytes in load.items():  # (iii): every directed pair drains all its bytes

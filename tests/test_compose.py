@@ -61,10 +61,14 @@ def test_milp_equals_exhaustive_search(kind, seed):
     assert_milp_equals_brute(inst, res, best, brute_d)
 
 
-#: kind -> (what some optima must use, at least how many of the seeds' optima)
+#: kind -> (what some optima must use, at least how many of the seeds' optima). Relays beside
+#: parameter servers and hybrid pairs are rarer than they were: a relay's first hop now has its
+#: link to itself and no hop is a striped pair (docs/model.md §5.4), and the optima that relayed
+#: otherwise (relay+ps seeds 16 and 17, relay+hybrid seeds 0 and 18) replayed in SimGrid 3-25 %
+#: slower than priced; relays and striping in one optimum: the hand-built case below.
 COVERAGE = {
-    "relay+ps": ("relayed push/pull", 3),
-    "relay+hybrid": ("relays and striping in one plan", 2),
+    "relay+ps": ("relayed push/pull", 1),
+    "relay+hybrid": ("relays (relays and striping together: the hand-built case)", 1),
     "relay+ws": ("slot-channels on some racks' pairs (relays with them: the hand-built case)", 5),
     "ws+hybrid": ("striping and slot-channels", 2),
     "ws+congestion": ("slot-channels under a congestion model", 3),
@@ -86,7 +90,7 @@ def _covers(kind: str, seed: int) -> bool:
     if kind == "relay+ps":
         return ps and any(r.collective == 0 for r in d.relays)
     if kind == "relay+hybrid":
-        return bool(d.relays) and bool(d.hybrid)
+        return bool(d.relays)
     if kind == "relay+ws":
         return bool(d.ws_slots)
     if kind == "ws+hybrid":
@@ -176,6 +180,50 @@ def test_relays_beside_slot_channels_by_hand():
     ev = evaluate(inst, res.decisions)
     assert ev.feasible and ev.objective_us == pytest.approx(res.objective, rel=1e-6)
     assert res.decisions.relays and res.decisions.ws_slots, res.decisions
+
+
+def test_relays_beside_striped_pairs_by_hand():
+    """Six single-server racks, one transceiver on each of two OCSes, a 4:1 hybrid packet
+    fabric: an all-to-all over four servers (a 4-cycle of lightpaths, its diagonals relayed over
+    unstriped hops) and a two-server all-reduce whose pair stripes over its two lightpaths and
+    the fabric. Under ``weighted-sum`` both pay, so the optimum has relays and a striped pair,
+    and the evaluator prices it as the MILP does."""
+    racks = [schema.Rack(name=f"r{i}", servers=1, trunk_length_km=0.1) for i in range(6)]
+    cluster = schema.Cluster(
+        gpus_per_server=1,
+        transceivers=schema.Transceivers(attach=["ocs0", "ocs1"], rate_gbps=100.0),
+        racks=racks,
+        wavelengths_per_fibre=1,
+        ocs=[schema.Ocs(name=f"ocs{k}", ports=6, loopback=False) for k in range(2)],
+        packet_fabric=schema.PacketFabric(rate_gbps=100.0, oversubscription=4.0, hybrid=True),
+        relay=schema.Relay(overhead_us=1.0),
+    )
+    jobs = [
+        schema.Job(
+            name="a2a", gpus=4, parallelism=schema.Parallelism(tp=1, dp=4), compute_time_us=0.0,
+            collectives=[schema.Collective(name="x", kind="all_to_all", group="world",
+                                           message_bytes=4e7, algorithms=["pairwise"])],
+        ),
+        schema.Job(
+            name="dense", gpus=2, parallelism=schema.Parallelism(tp=1, dp=2), compute_time_us=0.0,
+            collectives=[schema.Collective(name="g", kind="all_reduce", group="dp",
+                                           message_bytes=2e8, algorithms=["ring"])],
+        ),
+    ]  # fmt: skip
+    cluster = schema.Cluster.model_validate(cluster.model_dump())
+    workload = schema.Workload.model_validate(schema.Workload(jobs=jobs).model_dump())
+    f = schema.InstanceFile(library="ideal", name="relay-hyb", topology=cluster, workload=workload)
+    inst = build_instance(f, cluster, workload)
+    o = SolveOptions(mip_gap=1e-9, time_limit_s=60, objective="weighted-sum")
+    res = solve_instance(inst, o)
+    assert res.status == "optimal"
+    d = res.decisions
+    assert d.relays and d.hybrid, d
+    hops = {frozenset(p) for r in d.relays for p in ((r.src, r.via), (r.via, r.dst))}
+    assert len(hops) == 4  # the 4-cycle's server pairs, none of them striped
+    assert not hops & {frozenset(p) for p in d.hybrid}
+    ev = evaluate(inst, d, objective="weighted-sum")
+    assert ev.feasible and ev.objective_us == pytest.approx(res.objective, rel=1e-6)
 
 
 def test_all_features_end_to_end(tmp_path):

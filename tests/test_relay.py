@@ -145,39 +145,32 @@ def test_ring_with_one_relayed_transfer_closed_form():
     assert any("neither a lightpath nor a packet fabric" in v for v in ev.violations)
 
 
-def test_link_sharing_closed_form():
-    """All pairs exchange bytes in one step (a traffic matrix); 0 -> 2 and 2 -> 0 relay through
-    1, so the hop 0 -> 1 carries B01 + B02 and 1 -> 2 carries B12 + B02 (and back). With B01
-    large the shared hop, not the relayed transfer, sets the step (row iii)."""
+def test_a_first_hop_on_a_shared_link_is_refused():
+    """All pairs exchange bytes in one step (a traffic matrix); 0 -> 2 and 2 -> 0 relayed through
+    1 would share their first hops 0 -> 1 and 2 -> 1 with the direct transfers there. Store and
+    forward would then start the second hop only when the slowed first hop ends, which rows (ii)
+    and (iii) do not price (a flow-level replay of instances/relay.yaml found it 6 % slower than
+    priced), so the evaluator refuses such a relay, naming the hop, and the MILP never chooses
+    one (row iv). The second hops 1 -> 2 and 1 -> 0 share only with the direct transfer there,
+    which rows (ii) and (iii) time exactly: not refused."""
     B = [[0, 8e6, 1e6], [2e6, 0, 3e6], [1.5e6, 0.5e6, 0]]
     h = 1.0
     inst = _three(relay=h, job=_traffic_job(B))
     relays = [Relay(0, 0, 0, 0, 1, 2), Relay(0, 0, 0, 2, 1, 0)]
-    d = _path_plan(inst, relays)
-    ev = evaluate(inst, d)
-    assert ev.feasible, ev.violations
-    a01 = pair_link(inst, 0, 1, 1).alpha_us
-    a12 = pair_link(inst, 1, 2, 1).alpha_us
-    beta = 1 / (100 * 125)
-    candidates = [
-        a01 + (B[0][1] + B[0][2]) * beta,  # hop 0->1: own bytes and 0->2's
-        a12 + (B[1][2] + B[0][2]) * beta,  # hop 1->2
-        a12 + (B[2][1] + B[2][0]) * beta,  # hop 2->1: own bytes and 2->0's
-        a01 + (B[1][0] + B[2][0]) * beta,  # hop 1->0
-        a01 + a12 + h + 2 * B[0][2] * beta,  # relayed 0->2
-        a01 + a12 + h + 2 * B[2][0] * beta,  # relayed 2->0
-    ]
-    assert max(candidates) == candidates[0]
-    assert ev.collectives[0]["time_us"] == pytest.approx(max(candidates), rel=1e-12)
+    ev = evaluate(inst, _path_plan(inst, relays))
+    assert not ev.feasible
+    shared = [v for v in ev.violations if "carries another transfer of the step" in v]
+    assert len(shared) == 2 and len(ev.violations) == 2, ev.violations  # the two first hops
+    assert any("slots 0->2 relayed via slot 1: its first hop r0-s0->r1-s0" in v for v in shared)
+    assert any("slots 2->0 relayed via slot 1: its first hop r2-s0->r1-s0" in v for v in shared)
     # the same through the step function directly
     cands = all_candidates(inst)
     gs = cands[0].collectives[0].options[0].groups[0]
     links = {(0, 1): pair_link(inst, 0, 1, 1), (1, 2): pair_link(inst, 1, 2, 1)}
     names = [sv.name for sv in inst.servers]
-    t, parts, missing = relay_step_time(gs.steps[0], gs, (0, 1, 2), links, {(0, 2): 1, (2, 0): 1},
-                                        h, names)  # fmt: skip
-    assert not missing and t == pytest.approx(max(candidates), rel=1e-12)
-    assert sum(parts) == pytest.approx(t)
+    _t, _parts, missing = relay_step_time(gs.steps[0], gs, (0, 1, 2), links, {(0, 2): 1, (2, 0): 1},
+                                          h, names)  # fmt: skip
+    assert len(missing) == 2
 
 
 def test_without_relays_the_step_is_the_old_step():
@@ -363,9 +356,9 @@ def test_warm_start_encodes_the_relays():
 # --------------------------------------------------------------------------- the bundled instance
 
 #: Measured (docs/case-studies.md, "Relays"): relay on / off, the same instance otherwise.
-RELAY_ON_US = 84_903.933
+RELAY_ON_US = 90_030.080
 RELAY_OFF_US = 117_327.946
-RELAY_BARE_US = 84_909.733  # no packet fabric: grads' tree may not use a packet pair
+RELAY_BARE_US = 90_030.080  # no packet fabric: the same plan (no transfer takes a packet pair)
 
 
 def test_bundled_relay_instance_end_to_end(tmp_path, bundled_solve):

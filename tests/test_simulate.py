@@ -404,3 +404,23 @@ def test_generated_slot_channel_plans_replay_to_their_prediction(kind, seed):
     out = simulate(inst, d, _doc(evaluate(inst, d)))
     ratios = [j["ratio"] for j in out["jobs"] if j["ratio"] is not None]
     assert ratios and all(x == pytest.approx(1.0, rel=1e-6) for x in ratios), out["jobs"]
+
+
+@pytest.mark.parametrize("b12", [3e6, 1e5])
+def test_a_second_hop_beside_the_direct_transfer_replays_to_the_price(b12):
+    """0 -> 2 relayed through 1 while 1 -> 2 sends b12 bytes directly in the same step: the first
+    hop is alone on 0 -> 1, the second meets the direct transfer on 1 -> 2 (docs/model.md §5.4,
+    row iv allows that). With b12 = 3 MB the link 1 -> 2 is busy from the start until all its
+    bytes are through (row iii binds); with 0.1 MB it is free when the second hop starts (row ii
+    binds). Either way the replay gives the evaluator's time."""
+    from test_relay import _path_plan, _three, _traffic_job
+
+    from optnet.decisions import Relay
+
+    inst = _three(relay=1.0, job=_traffic_job([[0, 0, 1e6], [0, 0, b12], [0, 0, 0]]))
+    d = _path_plan(inst, [Relay(0, 0, 0, 0, 1, 2)])
+    ev = evaluate(inst, d)
+    assert ev.feasible, ev.violations
+    out = simulate(inst, d, _doc(ev), together=True)
+    for row in out["collectives"] + out["jobs"]:
+        assert math.isclose(row["simulated_us"], row["predicted_us"], rel_tol=1e-6), row

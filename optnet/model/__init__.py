@@ -58,6 +58,7 @@ FAMILIES = (
     ("transport offers", offers.add_transport_offers),
     ("relay variables", relay.add_relay_variables),
     ("relay choice", relay.add_relay_choice),
+    ("relay exclusive hops", relay.add_relay_exclusive_hops),
     ("connectivity", collectives.add_connectivity),
     ("relay connectivity", relay.add_relay_connectivity),
     ("step time", collectives.add_step_time),

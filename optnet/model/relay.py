@@ -10,6 +10,7 @@ MB_f) of step s of group g of option o of collective c, ``mult`` the step's late
     u[f,c] in {0,1}  (relay_u)                       f relays through slot c
     sum_c u[f,c] <= x[c,o]                           at most one relay, only in the chosen option
     u[f,c] <= 1 - z[(a,c),0],  u[f,c] <= 1 - z[(c,b),0]          both hops need lightpaths
+                                   (- sum_q v[hop,q] with hybrid pairs: not a striped pair)
     x[c,o] + z[(a,b),0] - sum_c u[f,c] <= 1          (no packet fabric) direct needs a lightpath
     (i)   t >= mult alpha[ab] + MB_f beta[ab] - (mult A + MB_f B) sum_c u[f,c]        direct
     (ii)  t >= mult (alpha[ac] + alpha[cb]) + h + MB_f (beta[ac] + beta[cb])
@@ -20,15 +21,26 @@ MB_f) of step s of group g of option o of collective c, ``mult`` the step's late
     rd[f]       >= MB_f beta[xy] - MB_f B sum_c u[f,c],     rd >= 0
     rb[f,c,hop] >= MB_f beta[xy] - MB_f B (1 - u[f,c]),     rb >= 0
 
+    (iv)  u[f,c] + act_F <= 1      hop 0 of (f,c) and every other flow F that may cross its
+                                   directed slot pair; hop 1 and every other relay hop there
+
 ``act_F`` is ``1 - sum_c u[f,c]`` for a direct flow and ``u[f,c]`` for a relay hop. rd and rb are
 the exact products ``MB beta (1 - sum u)`` and ``MB beta u`` (beta <= B; they only bound step
 times from below, so at an optimum each equals its product). A row of (iii) whose flow is off is
 at most ``load(x->y)``, which is at most the step time of any flow that is on (or 0), so it never
 binds wrongly. Rows of (iii) exist only for directed pairs that two or more flows may cross (with
-one flow, (i) or (ii) already implies it). With phases (docs/model.md §5.8) every pair variable
-above is the one of the phase h(c) of the step's collective: z[h,p,0], alpha[h,p], beta[h,p]
-(the candidate hops are in that phase's pairs P_h). Congestion models and direct-connect fabrics
-are refused with relays (``capabilities.REFUSED_PAIRS``).
+one flow, (i) or (ii) already implies it). Row (iv) makes the rows exact, as a flow-level replay
+runs the step (docs/model.md §5.4): a first hop alone on its link ends at its own time, so the
+second hop starts when (ii) says; a second hop shares its link at most with the one direct
+transfer there, which starts with the step, so the link is either free when the hop starts
+((ii) exact) or busy from the start until all its bytes are through ((iii) exact). A first hop
+that shared its link would end later than (ii) counts, and the second hop with it (the replay
+of instances/relay.yaml's optimum found its tree 1.5 times slower than priced before row iv).
+With hybrid pairs a hop is not a striped pair: hops go over lightpaths only, and a striped
+pair's beta prices lightpaths and packets together. With phases (docs/model.md §5.8) every
+pair variable above is the one of the phase h(c) of the step's collective: z[h,p,0],
+alpha[h,p], beta[h,p] (the candidate hops are in that phase's pairs P_h). Congestion models
+and direct-connect fabrics are refused with relays (``capabilities.REFUSED_PAIRS``).
 """
 
 from __future__ import annotations
@@ -69,7 +81,8 @@ def relay_transfers(md: ModelData) -> dict[tuple, list[tuple]]:
 def relay_links(transfers: list[tuple]) -> dict[tuple[int, int], list[tuple]]:
     """Directed slot pair (x, y) -> the flows that may cross it in one step: ``("d", i)`` for
     transfer i sent directly, ``("r", i, c, hop)`` for hop 0 (src -> c) or 1 (c -> dst) of
-    transfer i relayed through c. Only pairs two or more flows may cross (link sharing rows)."""
+    transfer i relayed through c. Only pairs two or more flows may cross (link sharing rows,
+    row iv)."""
     on: dict[tuple[int, int], list[tuple]] = {}
     for i, (src, dst, _mult, _mb, vias) in enumerate(transfers):
         on.setdefault((src, dst), []).append(("d", i))
@@ -128,7 +141,9 @@ def relayed(m: pyo.ConcreteModel, md: ModelData, key: tuple, i: int):
 
 
 def add_relay_choice(m: pyo.ConcreteModel, md: ModelData) -> None:
-    """sum_c u[f,c] <= x[c,o];  u[f,c] <= 1 - z[(a,c),0];  u[f,c] <= 1 - z[(c,b),0]."""
+    """sum_c u[f,c] <= x[c,o];  u[f,c] <= 1 - z[(a,c),0];  u[f,c] <= 1 - z[(c,b),0]; with
+    hybrid pairs each hop row also subtracts sum_q v[hop,q]: a hop goes over lightpaths only, so
+    not over a striped pair, whose beta prices lightpaths and packets together."""
     if not md.relay:
         return
     transfers = relay_tables(md)[0]
@@ -144,7 +159,8 @@ def add_relay_choice(m: pyo.ConcreteModel, md: ModelData) -> None:
             src, dst = transfers[(j, ci, a, g, s)][i][:2]
             x, y = (src, c) if which == 0 else (c, dst)
             hp = (md.phase_of(j, ci),) + _pair(j, x, y)
-            return m.relay_u[j, ci, a, g, s, i, c] <= 1 - m.z[hp + (0,)]
+            striped = sum(m.v[hp + (q,)] for q in m.LP_COUNTS) if md.hybrid else 0
+            return m.relay_u[j, ci, a, g, s, i, c] <= 1 - m.z[hp + (0,)] - striped
 
         return rule
 
@@ -247,6 +263,38 @@ def add_relay_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
         return m.t[key] >= mult * alpha + load - mult * A * (1 - flow_on(m, key, flows[n]))
 
     m.relay_step_link = pyo.Constraint(m.RELAY_LINK_ROWS, rule=link)
+
+
+def add_relay_exclusive_hops(m: pyo.ConcreteModel, md: ModelData) -> None:
+    """(iv) u[f,c] + act_F <= 1: a relay's first hop and any other flow F on its directed slot
+    pair, a relay's second hop and any other relay hop on its pair (``relay_links``), each pair
+    once. ``act_F`` = 1 - sum_c u[f,c] for a direct flow, u[f,c] for a hop. A second hop may share
+    its pair with the one direct transfer there (row iii times that link exactly)."""
+    if not md.relay:
+        return
+
+    def clash(f: tuple, g: tuple) -> bool:
+        return (f[0] == "r" and f[3] == 0) or (f[0] == "r" and g[0] == "r")
+
+    rows = [
+        key + link + (n, k)
+        for key, on in relay_tables(md)[1].items()
+        for link, flows in on.items()
+        for n in range(len(flows))
+        for k in range(n + 1, len(flows))
+        if clash(flows[n], flows[k]) or clash(flows[k], flows[n])
+    ]
+    m.RELAY_EXCLUSIVE = pyo.Set(initialize=rows, dimen=9, ordered=True)
+
+    def on(m, key, f):
+        return 1 - relayed(m, md, key, f[1]) if f[0] == "d" else m.relay_u[key + (f[1], f[2])]
+
+    def rule(m, j, ci, a, g, s, x, y, n, k):
+        key = (j, ci, a, g, s)
+        flows = relay_tables(md)[1][key][(x, y)]
+        return on(m, key, flows[n]) + on(m, key, flows[k]) <= 1
+
+    m.relay_exclusive_hop = pyo.Constraint(m.RELAY_EXCLUSIVE, rule=rule)
 
 
 def relay_option_lower_bound(md: ModelData, j: int, ci: int, a: int) -> float:

@@ -141,38 +141,43 @@ def test_both_features_shape_some_optima(kind):
     assert len(covered) >= least, f"{kind}: {what} in {len(covered)} optima: {covered}"
 
 
+def _by_hand(name: str, n_racks: int, jobs: list, **fabric):
+    """``n_racks`` single-server racks, one 100G transceiver on each of two OCSes without
+    loopback, relays (1 us hand-off) and ``fabric`` (a wavelength-switched or packet fabric)."""
+    cluster = schema.Cluster(
+        gpus_per_server=1,
+        transceivers=schema.Transceivers(attach=["ocs0", "ocs1"], rate_gbps=100.0),
+        racks=[schema.Rack(name=f"r{i}", servers=1, trunk_length_km=0.1) for i in range(n_racks)],
+        wavelengths_per_fibre=1,
+        ocs=[schema.Ocs(name=f"ocs{k}", ports=n_racks, loopback=False) for k in range(2)],
+        relay=schema.Relay(overhead_us=1.0),
+        **fabric,
+    )
+    cluster = schema.Cluster.model_validate(cluster.model_dump())
+    workload = schema.Workload.model_validate(schema.Workload(jobs=jobs).model_dump())
+    f = schema.InstanceFile(library="ideal", name=name, topology=cluster, workload=workload)
+    return build_instance(f, cluster, workload)
+
+
+def _job(name: str, n: int, kind: str, group: str, nbytes: float, algorithms=None):
+    return schema.Job(
+        name=name, gpus=n, parallelism=schema.Parallelism(tp=1, dp=n), compute_time_us=0.0,
+        collectives=[schema.Collective(name="x", kind=kind, group=group, message_bytes=nbytes,
+                                       algorithms=algorithms)],
+    )  # fmt: skip
+
+
 def test_relays_beside_slot_channels_by_hand():
     """Four single-server racks, one transceiver on each of two OCSes, a 400G wavelength-
     switched fabric on r0 and r1 only, an all-to-all over the four: r2 and r3 cannot light all
     their pairs, so the optimum relays some of their transfers through r0 or r1 while r0-r1 use
     the fabric. Too large for the seeds' size limit."""
-    racks = [schema.Rack(name=f"r{i}", servers=1, trunk_length_km=0.1) for i in range(4)]
     ws = schema.WavelengthSwitched(
         rate_gbps=400.0, transceivers_per_server=1, slots_per_cycle=1, slot_us=0.5,
         racks=["r0", "r1"],
     )  # fmt: skip
-    cluster = schema.Cluster(
-        gpus_per_server=1,
-        transceivers=schema.Transceivers(attach=["ocs0", "ocs1"], rate_gbps=100.0),
-        racks=racks,
-        wavelengths_per_fibre=1,
-        ocs=[schema.Ocs(name=f"ocs{k}", ports=4, loopback=False) for k in range(2)],
-        relay=schema.Relay(overhead_us=1.0),
-        wavelength_switched=ws,
-    )
-    job = schema.Job(
-        name="a2a",
-        gpus=4,
-        parallelism=schema.Parallelism(tp=1, dp=4),
-        compute_time_us=0.0,
-        collectives=[
-            schema.Collective(name="x", kind="all_to_all", group="world", message_bytes=4e7)
-        ],
-    )
-    cluster = schema.Cluster.model_validate(cluster.model_dump())
-    workload = schema.Workload.model_validate(schema.Workload(jobs=[job]).model_dump())
-    f = schema.InstanceFile(library="ideal", name="relay-ws", topology=cluster, workload=workload)
-    inst = build_instance(f, cluster, workload)
+    jobs = [_job("a2a", 4, "all_to_all", "world", 4e7)]
+    inst = _by_hand("relay-ws", 4, jobs, wavelength_switched=ws)
     res = solve_instance(inst, SolveOptions(mip_gap=1e-9, time_limit_s=60))
     assert res.status == "optimal"
     # exhaustive search agrees (4,276.07 us) but takes ~45 s here: measured once, not rerun
@@ -188,32 +193,12 @@ def test_relays_beside_striped_pairs_by_hand():
     unstriped hops) and a two-server all-reduce whose pair stripes over its two lightpaths and
     the fabric. Under ``weighted-sum`` both pay, so the optimum has relays and a striped pair,
     and the evaluator prices it as the MILP does."""
-    racks = [schema.Rack(name=f"r{i}", servers=1, trunk_length_km=0.1) for i in range(6)]
-    cluster = schema.Cluster(
-        gpus_per_server=1,
-        transceivers=schema.Transceivers(attach=["ocs0", "ocs1"], rate_gbps=100.0),
-        racks=racks,
-        wavelengths_per_fibre=1,
-        ocs=[schema.Ocs(name=f"ocs{k}", ports=6, loopback=False) for k in range(2)],
-        packet_fabric=schema.PacketFabric(rate_gbps=100.0, oversubscription=4.0, hybrid=True),
-        relay=schema.Relay(overhead_us=1.0),
-    )
     jobs = [
-        schema.Job(
-            name="a2a", gpus=4, parallelism=schema.Parallelism(tp=1, dp=4), compute_time_us=0.0,
-            collectives=[schema.Collective(name="x", kind="all_to_all", group="world",
-                                           message_bytes=4e7, algorithms=["pairwise"])],
-        ),
-        schema.Job(
-            name="dense", gpus=2, parallelism=schema.Parallelism(tp=1, dp=2), compute_time_us=0.0,
-            collectives=[schema.Collective(name="g", kind="all_reduce", group="dp",
-                                           message_bytes=2e8, algorithms=["ring"])],
-        ),
-    ]  # fmt: skip
-    cluster = schema.Cluster.model_validate(cluster.model_dump())
-    workload = schema.Workload.model_validate(schema.Workload(jobs=jobs).model_dump())
-    f = schema.InstanceFile(library="ideal", name="relay-hyb", topology=cluster, workload=workload)
-    inst = build_instance(f, cluster, workload)
+        _job("a2a", 4, "all_to_all", "world", 4e7, ["pairwise"]),
+        _job("dense", 2, "all_reduce", "dp", 2e8, ["ring"]),
+    ]
+    fabric = schema.PacketFabric(rate_gbps=100.0, oversubscription=4.0, hybrid=True)
+    inst = _by_hand("relay-hybrid", 6, jobs, packet_fabric=fabric)
     o = SolveOptions(mip_gap=1e-9, time_limit_s=60, objective="weighted-sum")
     res = solve_instance(inst, o)
     assert res.status == "optimal"

@@ -203,6 +203,11 @@ class _Tester:
         return self.solve(m, zero)[0]
 
 
+#: The diagnosis gets at least this many seconds, whatever the time limit (an infeasibility
+#: found at once by a solve stopped at L = 0.01 s still deserves its explanation).
+MIN_DIAGNOSIS_S = 1.0
+
+
 def diagnose(inst: Instance, o=None) -> Diagnosis:
     """The minimal set of families that makes ``inst`` (with options ``o``) infeasible, and a
     message per family naming the resource and how much is missing."""
@@ -214,7 +219,7 @@ def diagnose(inst: Instance, o=None) -> Diagnosis:
         return Diagnosis(["servers"], cheap, True)
     if cheap := cut_off_jobs(inst):
         return Diagnosis(["cut_off"], cheap, True)
-    t = _Tester(inst, o, t0 + max(1.0, o.time_limit_s))
+    t = _Tester(inst, o, t0 + max(MIN_DIAGNOSIS_S, o.time_limit_s))
     fams = t.active()
     everything = frozenset(fams)
     ok = t.feasible(everything)

@@ -463,17 +463,20 @@ def relay_step_time(
         if via is None and st.shared_nic and link.kind == "packet":
             nic[(src, "out")].append(parts)
             nic[(dst, "in")].append(parts)
-    for (x, y), on in sorted(hops_on.items()):
+    for (x, y), on in sorted(hops_on.items()):  # row (iv): what the rows would misprice
+        if flows[(x, y)] < 2:
+            continue
         for n, src, dst, via in on:
-            if flows[(x, y)] >= 2 and (n == 0 or len(on) >= 2):
-                what = "first hop" if n == 0 else "second hop"
-                missing.append(
-                    f"slots {src}->{dst} relayed via slot {via}: its {what} {names[x]}->{names[y]} "
-                    "carries another "
-                    + ("transfer of the step (a first hop needs its link to itself)" if n == 0
-                       else "relay hop of the step (a second hop may share only with the "
-                       "direct transfer there)")
-                )  # fmt: skip
+            if n == 0:
+                why = "first hop", "transfer", "a first hop needs its link to itself"
+            elif len(on) >= 2:
+                why = "second hop", "relay hop", "a second hop shares only with a direct transfer"
+            else:
+                continue  # a second hop beside the direct transfer there: (iii) times it
+            missing.append(
+                f"slots {src}->{dst} relayed via slot {via}: its {why[0]} {names[x]}->{names[y]} "
+                f"carries another {why[1]} of the step ({why[2]})"
+            )
     for shared in nic.values():  # a shared_nic step: a member's direct packet bytes share its NIC
         if len(shared) >= 2:
             fixed, prop, _ser, switch = max(shared, key=lambda f: f[0] + f[1] + f[3])

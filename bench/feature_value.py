@@ -102,8 +102,13 @@ def solve(inst: Instance) -> SolveResult:
 def _row(name: str, what: str, res: SolveResult, base: float, buys: str) -> str:
     obj = res.objective
     assert obj is not None, name
-    change = (obj - base) / base * 100
+    change = _shown((obj - base) / base * 100)
     return f"| {name} | {what} | {res.status} | {obj:,.1f} | {change:+.1f} % | {buys} |"
+
+
+def _shown(x: float) -> float:
+    """``x`` as printed to one decimal, without a negative zero (a gap below 0.05)."""
+    return round(x, 1) + 0.0
 
 
 def _buys(saving_us: float) -> str:
@@ -134,9 +139,10 @@ def table() -> str:
     res = solve(variant(edit))
     assert res.objective is not None and res.decisions is not None
     true_us = evaluate(variant(None), res.decisions).objective_us
+    more, worse = _shown(true_us - res.objective), _shown(true_us - base.objective)
     buys = (
-        f"its plan takes {true_us:,.1f} us with them, {true_us - res.objective:,.1f} us more "
-        f"than it predicts and {true_us - base.objective:,.1f} us more than the all-features plan"
+        f"its plan takes {true_us:,.1f} us with them, {more:,.1f} us more "
+        f"than it predicts and {worse:,.1f} us more than the all-features plan"
     )
     lines.append(_row(name, what, res, base.objective, buys))
     return "\n".join([*lines, "", END])

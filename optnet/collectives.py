@@ -61,10 +61,12 @@ class Step:
     alpha_mult : float
         Multiplier on each transfer's latency alpha (0 for a bandwidth-only step).
     shared_nic : bool
-        The transfers of one member in one direction share its packet-fabric NIC: over the
-        packet fabric the step also lasts at least ``max alpha + sum bytes * beta`` of each
-        member's packet transfers (parameter-server push/pull, docs/model.md §3). False: each
-        transfer has its link to itself (the other algorithms send to one peer per step).
+        The transfers of one member in one direction share its packet-fabric NIC (and, between
+        racks, its share of the leaf uplinks): over the packet fabric the step also lasts at
+        least ``max alpha + sum bytes * beta`` of each member's packet transfers (parameter-
+        server push/pull, the double binary tree's edges, a pipeline's or a traffic matrix's
+        sends; docs/model.md §3, §5.4). False: each transfer has its link to itself (the other
+        algorithms send to one peer per step).
     flows : tuple of int
         Per transfer, how many equal flows (connections) carry its bytes at once: 2 where both
         of NCCL's trees use an edge (each tree runs on its own channels). Empty: one each. The

@@ -326,7 +326,7 @@ def _lightpath_link(inst: Instance, ra: int, rb: int, q: int, striped: bool) -> 
         "hybrid", q, fixed, prop, rate,
         packet_share=physics.packet_share(inst, q, ra, rb),
         lp_fixed_us=lp_fixed, lp_propagation_us=lp_prop, lp_inverse_rate=rate,
-        pkt_fixed_us=pk_fixed, pkt_propagation_us=pk_prop,
+        pkt_fixed_us=pk_fixed, pkt_propagation_us=pk_prop, **_packet_links(inst, ra, rb),
     )  # fmt: skip
 
 
@@ -346,7 +346,18 @@ def _packet_link(inst: Instance, ra: int, rb: int) -> PairLink:
     return PairLink(
         "packet", 0, pk_fixed, pk_prop, physics.packet_inverse_rate(inst, ra, rb),
         packet_share=1.0, pkt_fixed_us=pk_fixed, pkt_propagation_us=pk_prop,
+        **_packet_links(inst, ra, rb),
     )  # fmt: skip
+
+
+def _packet_links(inst: Instance, ra: int, rb: int) -> dict[str, float]:
+    """The two nested links a packet byte between racks ra, rb crosses at each end without a
+    congestion model (docs/simulate.md): the NIC at its rate, and between racks the server's
+    share of the leaf uplinks, rate / oversubscription (``packet_rate_gbps``)."""
+    if physics.congestion_model(inst):
+        return {}
+    leaf = physics.packet_inverse_rate(inst, ra, rb) if ra != rb else 0.0
+    return {"pkt_nic_inverse_rate": physics.nic_inverse_rate(inst), "pkt_leaf_inverse_rate": leaf}
 
 
 def option_time(
@@ -460,9 +471,10 @@ def relay_step_time(
         t = sum(parts)
         if t > worst:
             worst, worst_bd = t, parts
-        if via is None and st.shared_nic and link.kind == "packet":
-            nic[(src, "out")].append(parts)
-            nic[(dst, "in")].append(parts)
+        through = nic_part(link, mult, nbytes) if via is None and st.shared_nic else None
+        if through is not None:
+            nic[(src, "out")].append(through)
+            nic[(dst, "in")].append(through)
     for (x, y), on in sorted(hops_on.items()):  # row (iv): what the rows would misprice
         if flows[(x, y)] < 2:
             continue
@@ -479,8 +491,7 @@ def relay_step_time(
             )
     for shared in nic.values():  # a shared_nic step: a member's direct packet bytes share its NIC
         if len(shared) >= 2:
-            fixed, prop, _ser, switch = max(shared, key=lambda f: f[0] + f[1] + f[3])
-            parts = (fixed, prop, sum(f[2] for f in shared), switch)
+            parts = through_nic(shared)
             if sum(parts) > worst:
                 worst, worst_bd = sum(parts), parts
     for xy, nbytes in load.items():  # (iii): every directed pair drains all its bytes
@@ -495,6 +506,37 @@ def relay_step_time(
         if t > worst:
             worst, worst_bd = t, parts
     return worst, worst_bd, missing
+
+
+def nic_part(link: PairLink, mult: float, nbytes: float) -> tuple[float, ...] | None:
+    """What a transfer of ``nbytes`` puts through its end's NIC in a ``shared_nic`` step:
+    (fixed, propagation, NIC serialisation, leaf-share serialisation); a packet-fabric pair all
+    its bytes, a striped pair its packet share, at the packet fabric's latency; None for a
+    pair with links of its own. :func:`through_nic` sums them."""
+    if link.kind == "packet":
+        fixed, prop, packet_bytes = link.fixed_us, link.propagation_us, nbytes
+    elif link.kind == "hybrid":
+        fixed, prop = link.pkt_fixed_us, link.pkt_propagation_us
+        packet_bytes = nbytes * link.packet_share
+    else:
+        return None
+    return (
+        mult * fixed,
+        mult * prop,
+        packet_bytes * link.pkt_nic_inverse_rate,
+        packet_bytes * link.pkt_leaf_inverse_rate,
+    )
+
+
+def through_nic(flows: list[tuple[float, ...]]) -> tuple[float, float, float, float]:
+    """One member's ``nic_part`` flows in one direction of a ``shared_nic`` step, as a
+    transfer's (fixed, propagation, serialisation, switching): the largest latency plus all
+    their bytes through the NIC or, if slower, through the server's share of the leaf uplinks
+    (docs/model.md §5.4: the two nested links of the replay's packet route, where max-min
+    sharing ends the last flow exactly then)."""
+    fixed, prop, _nic, _leaf = max(flows, key=lambda f: f[0] + f[1])
+    ser = max(sum(f[2] for f in flows), sum(f[3] for f in flows))
+    return fixed, prop, ser, 0.0
 
 
 def _no_link(src: int, dst: int, name_a: str, name_b: str) -> str:
@@ -557,12 +599,12 @@ def _option_time(
                 t = sum(parts)
                 if t > worst:
                     worst, worst_bd = t, parts
-                if st.shared_nic and link.kind == "packet":
-                    nic[(a, "out")].append(parts)
-                    nic[(b, "in")].append(parts)
+                through = nic_part(link, st.alpha_mult, nbytes) if st.shared_nic else None
+                if through is not None:
+                    nic[(a, "out")].append(through)
+                    nic[(b, "in")].append(through)
             for flows in nic.values():  # max latency + all bytes through the one NIC
-                fixed, prop, _ser, switch = max(flows, key=lambda f: f[0] + f[1] + f[3])
-                parts = (fixed, prop, sum(f[2] for f in flows), switch)
+                parts = through_nic(flows)
                 t = sum(parts)
                 if t > worst:
                     worst, worst_bd = t, parts

@@ -188,7 +188,9 @@ def _network_us(ev) -> float:
 def test_nic_sharing_closed_form(cc):
     """Three servers in one rack, all on the packet fabric, each sending B to both others in one
     step: each NIC carries 2B out and 2B in, so the step lasts alpha_pkt + 2B / (U rate); without
-    a congestion model each flow has its NIC to itself: alpha + B / rate."""
+    a congestion model too, at full rate: alpha + 2B / rate (the traffic step is ``shared_nic``;
+    until 2026-12-07 each flow had its NIC to itself there, alpha + B / rate, and the replay
+    took 2B / rate)."""
     B, rate = 4e6, 50.0
     jobs = [_traffic_job(3, B)]
     inst = _instance(
@@ -201,7 +203,7 @@ def test_nic_sharing_closed_form(cc):
     expect = physics.packet_latency_us(inst, 0, 0) + 2 * B / (u * rate * 125)
     assert ev.collectives[0]["time_us"] == pytest.approx(expect)
     legacy = _instance(racks=1, per_rack=3, packet={"rate_gbps": rate}, jobs=jobs)
-    expect = physics.packet_latency_us(legacy, 0, 0) + B / (rate * 125)
+    expect = physics.packet_latency_us(legacy, 0, 0) + 2 * B / (rate * 125)
     assert evaluate(legacy, d).collectives[0]["time_us"] == pytest.approx(expect)
 
 

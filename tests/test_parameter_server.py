@@ -78,7 +78,14 @@ def test_schedule_matches_closed_form(workers, servers, shared):
 
     n = workers + servers
     opt = Option("parameter_server", 0.0, (GroupSteps(tuple(range(n)), steps),))
-    link = PairLink("packet" if shared else "lightpath", 0 if shared else 1, fixed, prop, beta)
+    link = PairLink(  # in one rack: the NIC is each packet transfer's link
+        "packet" if shared else "lightpath",
+        0 if shared else 1,
+        fixed,
+        prop,
+        beta,
+        pkt_nic_inverse_rate=beta if shared else 0.0,
+    )
     links = {(a, b): link for a, b in itertools.combinations(range(n), 2)}
     t, bd, missing = _option_time(opt, list(range(n)), links)
     assert not missing

@@ -8,9 +8,9 @@ Variables
                       collective's steps read the pair variables of its own phase (§5.8)
     t[c,a,g,s] >= 0   duration of one repetition of step s of group g under algorithm a
     T[c] >= 0         time of collective c (us)
-    ak[h,p], pk[h,p] >= 0  latency and inverse bandwidth of pair p in phase h if it uses the
-                      packet fabric, else 0
-                      (only pairs of ``shared_nic`` steps, only with a packet fabric)
+    ak[h,p], nk[h,p], lk[h,p] >= 0  latency, and us per MB through the NIC and through the
+                      leaf-uplink share, of pair p in phase h if it uses the packet fabric,
+                      else 0 (only pairs of ``shared_nic`` steps, only with a packet fabric)
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import pyomo.environ as pyo
 
+from optnet import physics
 from optnet.model import lightpaths
 from optnet.model.data import MB, ModelData
 from optnet.model.lightpaths import odd_ring_lightpaths
@@ -251,17 +252,26 @@ def add_step_time(m: pyo.ConcreteModel, md: ModelData) -> None:
 
 def add_shared_nic(m: pyo.ConcreteModel, md: ModelData) -> None:
     """Transfers of one member in one direction of a ``shared_nic`` step (parameter-server
-    push/pull) share its NIC when they use the packet fabric (docs/model.md §5.4):
+    push/pull, a tree's parent and children) share its NIC, and those between racks also its
+    share of the leaf uplinks, when they use the packet fabric (docs/model.md §5.4):
 
-    ak[h,p] >= sum_{r,s} alpha_pkt(r,s) w[p,r,s] - A (1 - z[h,p,0])
-    pk[h,p] >= sum_{r,s} beta_pkt(r,s) w[p,r,s]  - B (1 - z[h,p,0])
-    t[c,a,g,s] >= mult ak[p_f] + sum_{f' at v} MB_f' pk[p_f']    for every transfer f at v
+    ak[h,p] >= sum_{r,s} alpha_pkt(r,s) w[p,r,s]                   - A (1 - u[h,p])
+    nk[h,p] >= beta_nic                                              - B (1 - z[h,p,0])
+    nk[h,p] >= sum_{r,s} beta_nic phi(q,r,s) w[p,r,s]               - B (1 - v[h,p,q])
+    lk[h,p] >= sum_{r!=s} beta_pkt(r,s) w[p,r,s]                     - B (1 - z[h,p,0])
+    lk[h,p] >= sum_{r!=s} beta_both(q,r,s) w[p,r,s]                  - B (1 - v[h,p,q])
+    t[c,a,g,s] >= mult ak[p_f] + sum_{f' at v} MB_f' nk[p_f']    for every transfer f at v
+    t[c,a,g,s] >= mult ak[p_f] + sum_{f' at v} MB_f' lk[p_f']    for every transfer f at v
 
     so the step lasts at least the largest packet latency plus all of v's packet bytes through
-    its NIC (h: the step's phase); a pair with lightpaths (or wavelength-switched slots:
-    - A (1 - h[h,p,0]) and - B (1 - h[h,p,0]), as in add_pair_latency) has ak = pk = 0 (those
-    links are its own). Only with a packet fabric (without one every transfer has its own
-    lightpaths)."""
+    its NIC (beta_nic = 1 / NIC rate) and plus its bytes to other racks through its share of
+    the uplinks (beta_pkt between racks: oversubscription / NIC rate), the two nested links
+    of the replay's packet route (docs/simulate.md); h: the step's phase; u[h,p] =
+    ``uses_packet``. A striped pair sends its share phi(q,r,s) = packet rate / (q rate +
+    packet rate) of the bytes that way (phi beta_pkt = beta_both: both parts end together).
+    A pair on lightpaths alone (or wavelength-switched slots, as in add_pair_latency) has
+    ak = nk = lk = 0 (those links are its own). Only with a packet fabric (without one every
+    transfer has its own lightpaths)."""
     nic = nic_tables(md)
     if not nic or md.shared:  # a congestion model shares every NIC (add_shared_step_time)
         return
@@ -269,60 +279,106 @@ def add_shared_nic(m: pyo.ConcreteModel, md: ModelData) -> None:
     m.NIC_PAIRS = pyo.Set(initialize=sorted(at), dimen=4, ordered=True)
     A, B = md.alpha_max, md.beta_max
     m.ak = pyo.Var(m.NIC_PAIRS, bounds=(0, A))
-    m.pk = pyo.Var(m.NIC_PAIRS, bounds=(0, B))
+    m.nk = pyo.Var(m.NIC_PAIRS, bounds=(0, B))
+    m.lk = pyo.Var(m.NIC_PAIRS, bounds=(0, B))
     m.nic_latency = pyo.Constraint(
         m.NIC_PAIRS,
         rule=lambda m, h, j, a, b: (
             m.ak[h, j, a, b]
-            >= _by_racks(m, md, md.alpha_pkt, j, a, b) - packet_slack(m, md, A, (j, a, b), h)
+            >= _by_racks(m, md, md.alpha_pkt, j, a, b) - A * (1 - uses_packet(m, md, (j, a, b), h))
         ),
     )
+    nic_per_mb, leaf = _nic_and_leaf_per_mb(md)
+    cross = [rs for rs in md.rack_pairs if rs[0] != rs[1]]
+
+    def per_mb(coef: dict, j: int, a: int, b: int, rs_list) -> object:
+        return sum(coef[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in rs_list)
+
     m.nic_bandwidth = pyo.Constraint(
         m.NIC_PAIRS,
         rule=lambda m, h, j, a, b: (
-            m.pk[h, j, a, b]
-            >= _by_racks(m, md, md.beta_pkt, j, a, b) - packet_slack(m, md, B, (j, a, b), h)
+            m.nk[h, j, a, b] >= nic_per_mb * packet_only(m, md, (j, a, b), h)
         ),
     )
+    m.leaf_bandwidth = pyo.Constraint(
+        m.NIC_PAIRS,
+        rule=lambda m, h, j, a, b: (
+            m.lk[h, j, a, b]
+            >= per_mb(md.beta_pkt, j, a, b, cross) - packet_slack(m, md, B, (j, a, b), h)
+        ),
+    )
+    if md.hybrid:
+        m.nic_bandwidth_striped = pyo.Constraint(
+            m.NIC_PAIRS,
+            m.LP_COUNTS,
+            rule=lambda m, h, j, a, b, q: (
+                m.nk[h, j, a, b]
+                >= per_mb({rs: leaf[(q,) + rs] for rs in md.rack_pairs}, j, a, b, md.rack_pairs)
+                - B * (1 - m.v[h, j, a, b, q])
+            ),
+        )
+        m.leaf_bandwidth_striped = pyo.Constraint(
+            m.NIC_PAIRS,
+            m.LP_COUNTS,
+            rule=lambda m, h, j, a, b, q: (
+                m.lk[h, j, a, b]
+                >= per_mb({rs: md.beta_both[(q,) + rs] for rs in cross}, j, a, b, cross)
+                - B * (1 - m.v[h, j, a, b, q])
+            ),
+        )
 
     rows = [
-        key + (gi, fi)
+        key + (gi, fi, link)
         for key, groups in nic.items()
         for gi, ts in enumerate(groups)
         for fi in range(len(ts))
+        for link in ("nic", "leaf")
     ]
-    m.NIC_ROWS = pyo.Set(initialize=rows, dimen=7, ordered=True)
+    m.NIC_ROWS = pyo.Set(initialize=rows, dimen=8, ordered=True)
 
     if md.relay:
         _add_relayed_nic_terms(m, md, nic)
 
-    def rule(m, j, ci, a, g, s, gi, fi):
+    def rule(m, j, ci, a, g, s, gi, fi, link):
         key = (j, ci, a, g, s)
         ts = nic[key][gi]
         pair, mult, _mb, i = ts[fi]
         if md.relay:
-            return m.t[key] >= mult * m.akf[key + (i,)] + sum(m.pkf[key + (f[3],)] for f in ts)
+            per = m.nkf if link == "nic" else m.lkf
+            return m.t[key] >= mult * m.akf[key + (i,)] + sum(per[key + (f[3],)] for f in ts)
         h = md.phase_of(j, ci)
+        per = m.nk if link == "nic" else m.lk
         latency = mult * m.ak[(h,) + pair]
-        return m.t[key] >= latency + sum(mb * m.pk[(h,) + p] for p, _m, mb, _i in ts)
+        return m.t[key] >= latency + sum(mb * per[(h,) + p] for p, _m, mb, _i in ts)
 
     m.shared_nic_time = pyo.Constraint(m.NIC_ROWS, rule=rule)
+
+
+def _nic_and_leaf_per_mb(md: ModelData) -> tuple[float, dict[tuple[int, int, int], float]]:
+    """beta_nic (us per MB through one NIC direction) and, per (q, r, s), what a pair striped
+    over q lightpaths puts through its NIC per MB of the transfer: beta_nic phi(q,r,s) =
+    beta_both(q,r,s) beta_nic / beta_pkt(r,s)."""
+    nic = physics.nic_inverse_rate(md.inst) * MB
+    share = {k: v * nic / md.beta_pkt[k[1:]] for k, v in md.beta_both.items()}
+    return nic, share
 
 
 def _add_relayed_nic_terms(m: pyo.ConcreteModel, md: ModelData, nic: dict) -> None:
     """With relays a transfer relayed through a third slot leaves on lightpaths, not the NIC
     (model/relay.py): per transfer f of pair p,
 
-        akf[f] >= ak[p] - A sum_c u[f,c],   pkf[f] >= MB_f pk[p] - MB_f B sum_c u[f,c]
+        akf[f] >= ak[p] - A sum_c u[f,c],   nkf[f] >= MB_f (nk[p] - B sum_c u[f,c])
 
-    (both >= 0; exact, as they only bound step times from below), and the NIC rows read akf and
-    pkf in place of ak[p] and MB_f pk[p] (ak, pk of the collective's phase, §5.8)."""
+    (lkf the same with lk; all >= 0; exact, as they only bound step times from below), and the
+    NIC rows read akf, nkf and lkf in place of ak[p], MB_f nk[p] and MB_f lk[p] (those of the
+    collective's phase, §5.8)."""
     terms = sorted({key + (f[3],): f for key, gs in nic.items() for ts in gs for f in ts}.items())
     m.NIC_TRANSFERS = pyo.Set(initialize=[k for k, _f in terms], dimen=6, ordered=True)
     of = dict(terms)
     A, B = md.alpha_max, md.beta_max
     m.akf = pyo.Var(m.NIC_TRANSFERS, within=pyo.NonNegativeReals)
-    m.pkf = pyo.Var(m.NIC_TRANSFERS, within=pyo.NonNegativeReals)
+    m.nkf = pyo.Var(m.NIC_TRANSFERS, within=pyo.NonNegativeReals)
+    m.lkf = pyo.Var(m.NIC_TRANSFERS, within=pyo.NonNegativeReals)
     m.nic_latency_relayed = pyo.Constraint(
         m.NIC_TRANSFERS,
         rule=lambda m, *k: (
@@ -330,14 +386,13 @@ def _add_relayed_nic_terms(m: pyo.ConcreteModel, md: ModelData, nic: dict) -> No
             >= m.ak[(md.phase_of(k[0], k[1]),) + of[k][0]] - A * relayed(m, md, k[:5], k[5])
         ),
     )
-    m.nic_bandwidth_relayed = pyo.Constraint(
-        m.NIC_TRANSFERS,
-        rule=lambda m, *k: (
-            m.pkf[k]
-            >= of[k][2]
-            * (m.pk[(md.phase_of(k[0], k[1]),) + of[k][0]] - B * relayed(m, md, k[:5], k[5]))
-        ),
-    )
+    for name, per, per_f in (("nic", m.nk, m.nkf), ("leaf", m.lk, m.lkf)):
+
+        def rule(m, *k, per=per, per_f=per_f):
+            hp = (md.phase_of(k[0], k[1]),) + of[k][0]
+            return per_f[k] >= of[k][2] * (per[hp] - B * relayed(m, md, k[:5], k[5]))
+
+        setattr(m, f"{name}_bandwidth_relayed", pyo.Constraint(m.NIC_TRANSFERS, rule=rule))
 
 
 def option_big_m(md: ModelData, j: int, ci: int, a: int) -> float:

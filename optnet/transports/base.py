@@ -73,6 +73,11 @@ class PairLink:
     lp_inverse_rate: float = 0.0
     pkt_fixed_us: float = 0.0
     pkt_propagation_us: float = 0.0
+    pkt_nic_inverse_rate: float = 0.0
+    """us per packet byte through the NIC (a packet or striped pair's)."""
+    pkt_leaf_inverse_rate: float = 0.0
+    """us per packet byte through the server's share of the leaf uplinks (between racks
+    without a congestion model, else 0)."""
 
     @property
     def alpha_us(self) -> float:

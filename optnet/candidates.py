@@ -361,10 +361,8 @@ def _send_recv(inst: Instance, job: JobSpec, spec: CollectiveSpec) -> Collective
     if pair_bytes:
         slots = tuple(sorted({s for p in pair_bytes for s in p}))
         pos = {s: i for i, s in enumerate(slots)}
-        step = coll.Step(
-            tuple(sorted((pos[a], pos[b], nb) for (a, b), nb in pair_bytes.items())),
-            shared_nic=True,  # a slot may send to (or receive from) several slots at once
-        )
+        transfers = tuple(sorted((pos[a], pos[b], nb) for (a, b), nb in pair_bytes.items()))
+        step = coll.Step(transfers, shared_nic=coll.several_peers(transfers))
         groups = (GroupSteps(slots, (step,)),)
     span = 2 if pair_bytes else 1
     return CollectiveCandidates(-1, spec, (Option("direct", const, groups, const),), span, 2)
@@ -395,10 +393,8 @@ def _traffic(inst: Instance, job: JobSpec, spec: CollectiveSpec) -> CollectiveCa
     if pair_bytes:
         slots = tuple(sorted({s for p in pair_bytes for s in p}))
         pos = {s: i for i, s in enumerate(slots)}
-        step = coll.Step(
-            tuple(sorted((pos[a], pos[b], nb) for (a, b), nb in pair_bytes.items())),
-            shared_nic=True,  # a slot may send to (or receive from) several slots at once
-        )
+        transfers = tuple(sorted((pos[a], pos[b], nb) for (a, b), nb in pair_bytes.items()))
+        step = coll.Step(transfers, shared_nic=coll.several_peers(transfers))
         groups = (GroupSteps(slots, (step,)),)
     return CollectiveCandidates(
         -1, spec, (Option("direct", const, groups, const),), job.worker_slots, job.gpus

@@ -94,6 +94,20 @@ class Step:
         return self.flows[i] if self.flows else 1
 
 
+def several_peers(transfers: Iterable[tuple[int, int, float]]) -> bool:
+    """Whether some member sends to, or receives from, two or more peers among ``transfers``
+    (a step whose members' packet flows then share their NICs: ``Step.shared_nic``; with one
+    flow a member's NIC never times the step beyond the flow's own time)."""
+    out: set[int] = set()
+    into: set[int] = set()
+    for a, b, _bytes in transfers:
+        if a in out or b in into:
+            return True
+        out.add(a)
+        into.add(b)
+    return False
+
+
 def _is_pow2(n: int) -> bool:
     return n >= 1 and n & (n - 1) == 0
 

@@ -694,12 +694,19 @@ def grouped(
     slot_rack: dict[tuple[int, int], int],
     cands: tuple[JobCandidates, ...] | None = None,
     heaviest: bool = True,
+    consecutive: bool = False,
 ) -> dict[tuple[int, int], int]:
     """The same racks with each job's server-level groups of its heaviest collective (the rings
-    of a data-parallel all-reduce, say) kept whole where they fit: largest group first, into the
-    rack with the most room left (rack size less the other jobs' slots there); a group too large
-    for any rack fills the roomiest racks in turn; slots in no group fill what is left. Rings
-    then stay inside racks and what crosses racks is the lighter traffic between groups.
+    of a data-parallel all-reduce, say) kept whole where they fit: largest group first (rank
+    order among equals), into the rack with the most room left (rack size less the other jobs'
+    slots there); a group too large for any rack fills the roomiest racks in turn; slots in no
+    group fill what is left. Rings then stay inside racks and what crosses racks is the lighter
+    traffic between groups. ``consecutive``: each group goes beside the group before it while
+    it fits there whole, so neighbouring groups (a pipeline's consecutive stages) share a rack
+    where they can. ``scale`` asks for it where a packet fabric carries their sends inside the
+    rack at the NIC's rate, on no OCS port (field-64 seed 1, both loads); without one they
+    would need the rack's loopbacks, and the roomiest rack is the better start
+    (field-512-dense seed 0; docs/benchmarks.md).
     ``heaviest=False`` keeps the slot sets the lightest collective's transfers connect whole
     instead (``slot_components``: a pipeline's stage chains, say), so the heavy rings cross racks:
     when the heavy collective overlaps compute, or its rings are too small to need a rack's
@@ -720,8 +727,10 @@ def grouped(
         groups = sorted(groups, key=lambda g: (-len(g), g))
         placed: set[int] = set()
         rest = [m for m in range(len(rs)) if not any(m in g for g in groups)]
+        r = None
         for todo in [list(g) for g in groups] + [rest]:
-            r = max(room, key=lambda r: (room[r], -r))
+            if r is None or not consecutive or room[r] < len(todo):
+                r = max(room, key=lambda r: (room[r], -r))
             for m in todo:
                 if m in placed:
                     continue

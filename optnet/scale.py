@@ -880,7 +880,7 @@ def _block_start(
     placements = (  # each made only when it is searched
         lambda: fixed,
         lambda: interleaved(fixed),
-        lambda: grouped(sub, fixed),
+        lambda: grouped(sub, fixed, consecutive=sub.packet is not None),
         lambda: grouped(sub, fixed, heaviest=False),
         lambda: balanced(sub, fixed),
         lambda: dealt(sub, fixed, local_priority),

@@ -102,3 +102,30 @@ def test_pipeline_chains_whole_find_the_bound_on_field_64_moderate_0():
     assert res.status == "optimal"
     whole = evaluate(inst, d).objective_us
     assert res.objective < whole * 0.95  # the plan it replaces: 5.23 s against 4.69 s
+
+
+def test_groups_follow_each_other_into_a_rack():
+    """``grouped(..., consecutive=True)`` puts each group of the heaviest collective beside the
+    one before it while it fits there (rank order: a pipeline's consecutive stages), so a rack
+    holds a run of consecutive groups; field-64-moderate seed 1's GPT-3 175B (tp 8 x pp 8 x
+    dp 5, its data-parallel rings of 5 on a 400G packet fabric) then sends most of its pipeline
+    bytes inside racks, over the packet fabric. With each group dealt to the roomiest rack,
+    every stage boundary crossed racks on two or three lightpaths a pair: 4,010,142 us at 60 s,
+    now 3,918,776 us (docs/benchmarks.md)."""
+    inst = _inst("field", 64, "moderate", 1)
+    d = constructive_plan(inst)
+    j = next(k for k, job in enumerate(inst.jobs) if job.name.startswith("gpt3"))
+    racks, jobs, fixed = next(b for b in scale.plan_blocks(inst, d) if j in b[1])
+    sub, _ = scale.sub_instance(inst, racks, jobs)
+    out = grouped(sub, fixed, consecutive=True)
+    jl = jobs.index(j)
+    heavy = max(
+        (cc for cc in all_candidates(sub)[jl].collectives if cc.span_slots > 1),
+        key=lambda cc: cc.spec.count * cc.spec.message_bytes,
+    )
+    stages = [g.slots for g in heavy.options[0].groups]
+    whole = [g for g in stages if len({out[(jl, m)] for m in g}) == 1]
+    assert len(stages) == 8 and len(whole) >= 7  # the block's racks hold 43 slots: 7 whole
+    rack_of = [out[(jl, g[0])] for g in whole]
+    runs = [r for i, r in enumerate(rack_of) if i == 0 or r != rack_of[i - 1]]
+    assert len(runs) == len(set(runs)) == 3  # each rack one run of consecutive stages

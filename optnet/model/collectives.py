@@ -46,8 +46,33 @@ def _pair(j: int, a: int, b: int) -> tuple[int, int, int]:
 
 def _by_racks(m: pyo.ConcreteModel, md: ModelData, coef: dict, j: int, a: int, b: int):
     """sum_{r,s} coef(r,s) w[p,r,s]: a per-rack-pair constant at pair p's racks (exact, as
-    w[p,r,s] = y[j,a,r] y[j,b,s] at integer placements)."""
-    return sum(coef[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
+    w[p,r,s] = y[j,a,r] y[j,b,s] at integer placements), over the rack pairs ``coef`` has
+    (every one of ``md.rack_pairs``, in its order, for the tables of model/data.py)."""
+    return sum(c * m.w[j, a, b, rs[0], rs[1]] for rs, c in coef.items())
+
+
+def _per_count(coef: dict[tuple[int, int, int], float], keep=lambda rs: True) -> dict:
+    """A (q, r, s) table as q -> {(r, s): value} over the rack pairs ``keep`` admits (for
+    ``_by_racks`` in the striped rows, built once per model)."""
+    out: dict[int, dict[tuple[int, int], float]] = {}
+    for (q, r, s), v in coef.items():
+        if keep((r, s)):
+            out.setdefault(q, {})[(r, s)] = v
+    return out
+
+
+def _striped_rows(m: pyo.ConcreteModel, md: ModelData, var, coef: dict, sets) -> pyo.Constraint:
+    """var[h,p] >= sum_{r,s} coef[q](r,s) w[p,r,s] - B (1 - v[h,p,q]) over ``sets`` x q >= 1:
+    a lower bound that holds when pair p stripes over q lightpaths and the packet fabric."""
+    B = md.beta_max
+    return pyo.Constraint(
+        sets,
+        m.LP_COUNTS,
+        rule=lambda m, h, j, a, b, q: (
+            var[h, j, a, b]
+            >= _by_racks(m, md, coef.get(q, {}), j, a, b) - B * (1 - m.v[h, j, a, b, q])
+        ),
+    )
 
 
 def _striping(m: pyo.ConcreteModel, md: ModelData, p, h: int = 0) -> object:
@@ -194,15 +219,8 @@ def add_pair_bandwidth(m: pyo.ConcreteModel, md: ModelData) -> None:
         ),
     )
     if md.hybrid:
-        m.pair_bandwidth_hybrid = pyo.Constraint(
-            m.PHASE_PAIRS,
-            m.LP_COUNTS,
-            rule=lambda m, h, j, a, b, q: (
-                m.beta[h, j, a, b]
-                >= sum(md.beta_both[(q,) + rs] * m.w[j, a, b, rs[0], rs[1]] for rs in md.rack_pairs)
-                - B * (1 - m.v[h, j, a, b, q])
-            ),
-        )
+        both = _per_count(md.beta_both)
+        m.pair_bandwidth_hybrid = _striped_rows(m, md, m.beta, both, m.PHASE_PAIRS)
     if md.has_packet and not md.shared:
         m.pair_bandwidth_packet = pyo.Constraint(
             m.PHASE_PAIRS,
@@ -288,12 +306,12 @@ def add_shared_nic(m: pyo.ConcreteModel, md: ModelData) -> None:
             >= _by_racks(m, md, md.alpha_pkt, j, a, b) - A * (1 - uses_packet(m, md, (j, a, b), h))
         ),
     )
-    nic_per_mb, leaf = _nic_and_leaf_per_mb(md)
-    cross = [rs for rs in md.rack_pairs if rs[0] != rs[1]]
+    nic_per_mb = physics.nic_inverse_rate(md.inst) * MB
 
-    def per_mb(coef: dict, j: int, a: int, b: int, rs_list) -> object:
-        return sum(coef[rs] * m.w[j, a, b, rs[0], rs[1]] for rs in rs_list)
+    def cross(rs: tuple[int, int]) -> bool:
+        return rs[0] != rs[1]
 
+    leaf_pkt = {rs: v for rs, v in md.beta_pkt.items() if cross(rs)}
     m.nic_bandwidth = pyo.Constraint(
         m.NIC_PAIRS,
         rule=lambda m, h, j, a, b: (
@@ -304,28 +322,14 @@ def add_shared_nic(m: pyo.ConcreteModel, md: ModelData) -> None:
         m.NIC_PAIRS,
         rule=lambda m, h, j, a, b: (
             m.lk[h, j, a, b]
-            >= per_mb(md.beta_pkt, j, a, b, cross) - packet_slack(m, md, B, (j, a, b), h)
+            >= _by_racks(m, md, leaf_pkt, j, a, b) - packet_slack(m, md, B, (j, a, b), h)
         ),
     )
-    if md.hybrid:
-        m.nic_bandwidth_striped = pyo.Constraint(
-            m.NIC_PAIRS,
-            m.LP_COUNTS,
-            rule=lambda m, h, j, a, b, q: (
-                m.nk[h, j, a, b]
-                >= per_mb({rs: leaf[(q,) + rs] for rs in md.rack_pairs}, j, a, b, md.rack_pairs)
-                - B * (1 - m.v[h, j, a, b, q])
-            ),
-        )
-        m.leaf_bandwidth_striped = pyo.Constraint(
-            m.NIC_PAIRS,
-            m.LP_COUNTS,
-            rule=lambda m, h, j, a, b, q: (
-                m.lk[h, j, a, b]
-                >= per_mb({rs: md.beta_both[(q,) + rs] for rs in cross}, j, a, b, cross)
-                - B * (1 - m.v[h, j, a, b, q])
-            ),
-        )
+    if md.hybrid:  # phi beta_nic = beta_both beta_nic / beta_pkt; phi beta_pkt = beta_both
+        through = {k: v * nic_per_mb / md.beta_pkt[k[1:]] for k, v in md.beta_both.items()}
+        m.nic_bandwidth_striped = _striped_rows(m, md, m.nk, _per_count(through), m.NIC_PAIRS)
+        leaf = _per_count(md.beta_both, cross)
+        m.leaf_bandwidth_striped = _striped_rows(m, md, m.lk, leaf, m.NIC_PAIRS)
 
     rows = [
         key + (gi, fi, link)
@@ -352,15 +356,6 @@ def add_shared_nic(m: pyo.ConcreteModel, md: ModelData) -> None:
         return m.t[key] >= latency + sum(mb * per[(h,) + p] for p, _m, mb, _i in ts)
 
     m.shared_nic_time = pyo.Constraint(m.NIC_ROWS, rule=rule)
-
-
-def _nic_and_leaf_per_mb(md: ModelData) -> tuple[float, dict[tuple[int, int, int], float]]:
-    """beta_nic (us per MB through one NIC direction) and, per (q, r, s), what a pair striped
-    over q lightpaths puts through its NIC per MB of the transfer: beta_nic phi(q,r,s) =
-    beta_both(q,r,s) beta_nic / beta_pkt(r,s)."""
-    nic = physics.nic_inverse_rate(md.inst) * MB
-    share = {k: v * nic / md.beta_pkt[k[1:]] for k, v in md.beta_both.items()}
-    return nic, share
 
 
 def _add_relayed_nic_terms(m: pyo.ConcreteModel, md: ModelData, nic: dict) -> None:

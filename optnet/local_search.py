@@ -20,6 +20,11 @@ collective's algorithm options fixed (docs/model.md §7, "circuit moves"):
   two racks on ``k`` while transceivers and wavelengths last, then the rest
   (``heuristic.fill``); the whole plan laid again (``relaid_whole``) only where that leaves a
   pair unconnected;
+* with a packet fabric, the first trials of a round take pairs *off their lightpaths*
+  (``off_lightpaths``): every pair whose lightpaths are slower than its packet path, then the
+  slowest job's such pairs alone, the freed transceivers filled by the pairs that keep theirs;
+  not on the first plan (``paying_circuits``), where it would reshape the plan the
+  decomposition reads;
 * every collective then takes its fastest option on the links built
   (``heuristic.fastest_algorithms``) and the evaluator scores the plan: a move is kept only if
   it is feasible and strictly better, by the objective, then by the jobs' times from the
@@ -59,7 +64,7 @@ from optnet import interrupt
 from optnet.candidates import JobCandidates, all_candidates
 from optnet.construct import connect_jobs, pair_weights
 from optnet.decisions import Decisions, Lightpath, PhasePlan
-from optnet.evaluate import evaluate
+from optnet.evaluate import evaluate, pair_link
 from optnet.heuristic import Layout, fastest_algorithms, fill, lay_out_demand
 from optnet.instance import Instance
 
@@ -340,28 +345,89 @@ def _descend(inst: Instance, d: Decisions, objective: str, until: float, cands, 
 
 
 def _improving_move(
-    inst: Instance, d: Decisions, objective: str, cands, best: Score, until: float, n: int | None
+    inst: Instance,
+    d: Decisions,
+    objective: str,
+    cands,
+    best: Score,
+    until: float,
+    n: int | None,
+    off: bool = True,
 ) -> tuple[Decisions, Score] | None:
     """The first move (slowest job first, its bottleneck pairs in order) that ``better``
-    accepts, or None."""
+    accepts, or None; ``off``: the moves off the lightpaths are tried first (``_trials``)."""
     ev = evaluate(inst, d, objective, cands, reports=False)
     order = heaviest_first(inst, ev, objective)
-    per_job = _job_weights(cands, d, order[:2])
     weight = pair_weights(cands, d.placement, _chosen(cands, d, range(len(cands))))
     lay = loaded(inst, d.lightpaths)
-    tried: set[tuple[int, int, int]] = set()
-    for j in order[:2]:
-        for pair in _bottlenecks(inst, cands, d, ev, j, lay, n):
-            for trial in _moves(inst, lay, pair, per_job[j], weight, tried):
-                if time.perf_counter() >= until or interrupt.requested():
-                    return None
-                cand = trial.decisions(d.placement, dict(d.algorithms))
-                cand = dataclasses.replace(cand, hybrid=d.hybrid)
-                cand.algorithms = fastest_algorithms(inst, cands, cand)
-                s = score(inst, cand, objective, cands)
-                if s is not None and better(s, best):
-                    return cand, s
+    for trial in _trials(inst, cands, d, ev, lay, order[:2], weight, n, off):
+        if time.perf_counter() >= until or interrupt.requested():
+            return None
+        cand = trial.decisions(d.placement, dict(d.algorithms))
+        cand = dataclasses.replace(cand, hybrid=d.hybrid)
+        cand.algorithms = fastest_algorithms(inst, cands, cand)
+        s = score(inst, cand, objective, cands)
+        if s is not None and better(s, best):
+            return cand, s
     return None
+
+
+def _trials(
+    inst: Instance,
+    cands,
+    d: Decisions,
+    ev,
+    lay: Layout,
+    jobs: list[int],
+    weight,
+    n: int | None,
+    off: bool,
+) -> Iterator[Layout]:
+    """The layouts one move away, in the order tried: with ``off``, every pair faster off its
+    lightpaths moved off them, then the slowest job's alone (``off_lightpaths``); then, job by
+    job, the moves of each bottleneck pair (``_moves``)."""
+    slow = slower_off_lightpaths(inst, d, lay.count) if off else set()
+    if slow:
+        yield off_lightpaths(lay, slow, weight)
+        mine = slow & set(_job_weights(cands, d, jobs[:1])[jobs[0]])
+        if mine and mine != slow:
+            yield off_lightpaths(lay, mine, weight)
+    per_job = _job_weights(cands, d, jobs)
+    tried: set[tuple[int, int, int]] = set()
+    for j in jobs:
+        for pair in _bottlenecks(inst, cands, d, ev, j, lay, n):
+            yield from _moves(inst, lay, pair, per_job[j], weight, tried)
+
+
+def slower_off_lightpaths(
+    inst: Instance, d: Decisions, count: dict[tuple[int, int], int]
+) -> set[tuple[int, int]]:
+    """The server pairs whose lightpaths are slower than the packet fabric (``pair_link``'s
+    inverse rates): a pair's lightpaths replace its packet path (docs/model.md §2), so one
+    25 Gb/s lightpath makes a pair four times slower than a 100 Gb/s share of the fabric.
+    Striped (hybrid) pairs add the two and are left as they are; so is a plan with plug-in
+    transports (the moves keep none)."""
+    if inst.packet is None or d.transports:
+        return set()
+    out = set()
+    for (a, b), q in count.items():
+        if q <= 0 or (a, b) in d.hybrid:
+            continue
+        off = pair_link(inst, a, b, 0)
+        if off.kind == "packet" and off.inverse_rate < pair_link(inst, a, b, q).inverse_rate:
+            out.add((a, b))
+    return out
+
+
+def off_lightpaths(lay: Layout, pairs: set[tuple[int, int]], weight) -> Layout:
+    """``lay`` with the lightpaths of ``pairs`` taken out (those pairs then use their link
+    without lightpaths), the freed transceivers filled (``heuristic.fill``) by the pairs of
+    ``weight`` that keep lightpaths, and circuits left idle unjoined."""
+    new = lay.copy()
+    new.remove([lp for lp in new.lightpaths if lp.pair in pairs])
+    fill(new, {p: w for p, w in weight.items() if new.count[p] > 0})
+    new.unjoin_idle()
+    return new
 
 
 # --- Placement moves ---------------------------------------------------------------------
@@ -435,7 +501,7 @@ def paying_circuits(
     cands = cands if cands is not None else all_candidates(inst)
 
     def attempt(d: Decisions, best: Score, deadline: float, _fell: bool):
-        return _improving_move(inst, d, objective, cands, best, deadline, None)
+        return _improving_move(inst, d, objective, cands, best, deadline, None, off=False)
 
     return _paying(inst, d, objective, until, cands, attempt)
 

@@ -87,12 +87,14 @@ def test_exchanges_are_placements_that_trade_servers_between_two_jobs(servers, d
     assert seen > 0
 
 
-@pytest.mark.parametrize(("density", "seed"), [("dense", 1), ("dense", 2), ("moderate", 1)])
+@pytest.mark.parametrize(("density", "seed"), [("dense", 2), ("moderate", 0)])
 def test_an_exchange_finds_what_circuit_and_placement_moves_cannot(density, seed):
     """At 16 servers of the field generator, from a plan where neither circuit nor placement
     moves improve, exchanges lower the slowest job's time by more than a tenth (measured:
-    1.35 -> 0.86 s, 3.72 -> 2.26 s, 2.15 -> 1.78 s), and the plan stays one the evaluator
-    accepts."""
+    3.72 -> 2.26 s, 6.76 -> 4.03 s), and the plan stays one the evaluator accepts. (Seeds 1,
+    dense and moderate, were cases too, 1.35 -> 0.86 s and 2.15 -> 1.78 s; since the circuit
+    moves take pairs off their lightpaths onto the packet fabric they reach 0.80 and 1.60 s
+    alone: ``test_local_search``.)"""
     inst, cands, d = _field(16, density, seed)
     until = time.perf_counter() + 60
     d, _ = improve_circuits(inst, d, "max-iteration", until, cands)

@@ -367,7 +367,9 @@ def test_no_pair_is_moved_off_its_lightpaths_without_a_packet_fabric():
     assert counts and slower_off_lightpaths(inst, d, counts) == set()
 
 
-@pytest.mark.parametrize(("density", "seed", "reached"), [("dense", 1, 0.86), ("moderate", 1, 1.78)])
+@pytest.mark.parametrize(
+    ("density", "seed", "reached"), [("dense", 1, 0.86), ("moderate", 1, 1.78)]
+)
 def test_off_the_lightpaths_the_moves_reach_what_took_exchanges(density, seed, reached):
     """field-16 seeds 1 (a packet fabric): circuit and placement moves used to stop where rack
     exchanges then found 0.86 and 1.78 s (test_exchange); moving pairs off lightpaths slower

@@ -341,6 +341,18 @@ def _parameter_server_option(
     )
 
 
+def _one_step(pair_bytes: dict[tuple[int, int], float]) -> tuple[GroupSteps, ...]:
+    """Every (slot, slot) transfer of ``pair_bytes`` in one step of one group over the slots
+    they touch (a pipeline's sends, a traffic matrix): ``shared_nic`` where a slot has several
+    peers one way (``collectives.several_peers``); no group without transfers."""
+    if not pair_bytes:
+        return ()
+    slots = tuple(sorted({s for p in pair_bytes for s in p}))
+    pos = {s: i for i, s in enumerate(slots)}
+    transfers = tuple(sorted((pos[a], pos[b], nb) for (a, b), nb in pair_bytes.items()))
+    return (GroupSteps(slots, (coll.Step(transfers, shared_nic=coll.several_peers(transfers)),)),)
+
+
 def _send_recv(inst: Instance, job: JobSpec, spec: CollectiveSpec) -> CollectiveCandidates:
     G = inst.gpus_per_server
     pair_bytes: dict[tuple[int, int], float] = defaultdict(float)
@@ -357,13 +369,7 @@ def _send_recv(inst: Instance, job: JobSpec, spec: CollectiveSpec) -> Collective
         const = inst.nvlink_latency_us + spec.message_bytes * inverse_rate_us_per_byte(
             inst.nvlink_rate_gbps
         )
-    groups: tuple[GroupSteps, ...] = ()
-    if pair_bytes:
-        slots = tuple(sorted({s for p in pair_bytes for s in p}))
-        pos = {s: i for i, s in enumerate(slots)}
-        transfers = tuple(sorted((pos[a], pos[b], nb) for (a, b), nb in pair_bytes.items()))
-        step = coll.Step(transfers, shared_nic=coll.several_peers(transfers))
-        groups = (GroupSteps(slots, (step,)),)
+    groups = _one_step(pair_bytes)
     span = 2 if pair_bytes else 1
     return CollectiveCandidates(-1, spec, (Option("direct", const, groups, const),), span, 2)
 
@@ -389,13 +395,7 @@ def _traffic(inst: Instance, job: JobSpec, spec: CollectiveSpec) -> CollectiveCa
         if local_bytes
         else 0.0
     )
-    groups: tuple[GroupSteps, ...] = ()
-    if pair_bytes:
-        slots = tuple(sorted({s for p in pair_bytes for s in p}))
-        pos = {s: i for i, s in enumerate(slots)}
-        transfers = tuple(sorted((pos[a], pos[b], nb) for (a, b), nb in pair_bytes.items()))
-        step = coll.Step(transfers, shared_nic=coll.several_peers(transfers))
-        groups = (GroupSteps(slots, (step,)),)
+    groups = _one_step(pair_bytes)
     return CollectiveCandidates(
         -1, spec, (Option("direct", const, groups, const),), job.worker_slots, job.gpus
     )

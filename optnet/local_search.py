@@ -386,13 +386,13 @@ def _trials(
     """The layouts one move away, in the order tried: with ``off``, every pair faster off its
     lightpaths moved off them, then the slowest job's alone (``off_lightpaths``); then, job by
     job, the moves of each bottleneck pair (``_moves``)."""
+    per_job = _job_weights(cands, d, jobs)
     slow = slower_off_lightpaths(inst, d, lay.count) if off else set()
     if slow:
         yield off_lightpaths(lay, slow, weight)
-        mine = slow & set(_job_weights(cands, d, jobs[:1])[jobs[0]])
+        mine = slow & set(per_job[jobs[0]])
         if mine and mine != slow:
             yield off_lightpaths(lay, mine, weight)
-    per_job = _job_weights(cands, d, jobs)
     tried: set[tuple[int, int, int]] = set()
     for j in jobs:
         for pair in _bottlenecks(inst, cands, d, ev, j, lay, n):
@@ -409,12 +409,18 @@ def slower_off_lightpaths(
     transports (the moves keep none)."""
     if inst.packet is None or d.transports:
         return set()
+    rack = [s.rack for s in inst.servers]
+    slower: dict[tuple[int, int, int], bool] = {}  # (rack, rack, q): the links are the racks'
     out = set()
     for (a, b), q in count.items():
         if q <= 0 or (a, b) in d.hybrid:
             continue
-        off = pair_link(inst, a, b, 0)
-        if off.kind == "packet" and off.inverse_rate < pair_link(inst, a, b, q).inverse_rate:
+        key = (rack[a], rack[b], q)
+        if key not in slower:
+            off = pair_link(inst, a, b, 0)
+            on = pair_link(inst, a, b, q)
+            slower[key] = off.kind == "packet" and off.inverse_rate < on.inverse_rate
+        if slower[key]:
             out.add((a, b))
     return out
 

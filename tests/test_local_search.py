@@ -132,47 +132,47 @@ def test_auto_keeps_the_moves_and_reports_them():
 # --- placement moves ------------------------------------------------------------------------
 
 
+def _dp_job(name: str, compute_us: float, message_bytes: float) -> dict:
+    """A job of two four-GPU servers whose one collective is its data-parallel all-reduce."""
+    return {
+        "name": name,
+        "gpus": 8,
+        "parallelism": {"tp": 4, "dp": 2},
+        "compute_time_us": compute_us,
+        "collectives": [
+            {"name": "g", "kind": "all_reduce", "group": "dp", "message_bytes": message_bytes}
+        ],
+    }
+
+
+def _two_rack_data(name: str, far_km: float, rate_gbps: float, jobs: list, **topology) -> dict:
+    """Two racks of two servers (the second ``far_km`` away), two transceivers a server on two
+    OCSes of four ports, two wavelengths a fibre; ``topology`` adds to the topology."""
+    return {
+        "name": name,
+        "topology": {
+            "gpus_per_server": 4,
+            "transceivers": {"attach": ["ocs0", "ocs1"], "rate_gbps": rate_gbps},
+            "racks": [
+                {"name": "near", "servers": 2, "trunk_length_km": 0.05, "fibre_type": "smf"},
+                {"name": "far", "servers": 2, "trunk_length_km": far_km, "fibre_type": "smf"},
+            ],
+            "wavelengths_per_fibre": 2,
+            "ocs": [{"name": "ocs0", "ports": 4}, {"name": "ocs1", "ports": 4}],
+            **topology,
+        },
+        "workload": {"jobs": jobs},
+    }
+
+
 def _two_racks():
     """Two racks of two servers, the second 5 km away; a heavy two-server job and a light one,
     each split over the two racks: the heavy job's pair pays both trunks where, in the near rack
     looped back, it would pay the short one twice."""
     from optnet.heuristic import laid_plan
 
-    data = {
-        "name": "split",
-        "topology": {
-            "gpus_per_server": 4,
-            "transceivers": {"attach": ["ocs0", "ocs1"], "rate_gbps": 100},
-            "racks": [
-                {"name": "near", "servers": 2, "trunk_length_km": 0.05, "fibre_type": "smf"},
-                {"name": "far", "servers": 2, "trunk_length_km": 5.0, "fibre_type": "smf"},
-            ],
-            "wavelengths_per_fibre": 2,
-            "ocs": [{"name": "ocs0", "ports": 4}, {"name": "ocs1", "ports": 4}],
-        },
-        "workload": {
-            "jobs": [
-                {
-                    "name": "heavy",
-                    "gpus": 8,
-                    "parallelism": {"tp": 4, "dp": 2},
-                    "compute_time_us": 20000,
-                    "collectives": [
-                        {"name": "g", "kind": "all_reduce", "group": "dp", "message_bytes": 5e6}
-                    ],
-                },
-                {
-                    "name": "light",
-                    "gpus": 8,
-                    "parallelism": {"tp": 4, "dp": 2},
-                    "compute_time_us": 1000,
-                    "collectives": [
-                        {"name": "g", "kind": "all_reduce", "group": "dp", "message_bytes": 1e5}
-                    ],
-                },
-            ]
-        },
-    }
+    jobs = [_dp_job("heavy", 20000, 5e6), _dp_job("light", 1000, 1e5)]
+    data = _two_rack_data("split", 5.0, 100, jobs)
     inst = instance_from_data(data, "split.yaml")
     cands = all_candidates(inst)
     near, far = inst.racks[0].servers, inst.racks[1].servers
@@ -298,39 +298,15 @@ def test_first_plan_circuit_moves_pay_as_they_go(monkeypatch):
 # --- pairs faster on the packet fabric -------------------------------------------------------
 
 
-def _split_over_a_packet_fabric(trunk_km: float = 0.05):
+def _split_over_a_packet_fabric():
     """Two racks of two servers, two 25 Gb/s transceivers a server, and a 400 Gb/s packet
     fabric at oversubscription 4 (100 Gb/s a server between racks): a two-server job split over
     the racks is four times faster on the fabric than on one lightpath, twice on two."""
     from optnet.heuristic import laid_plan
 
-    data = {
-        "name": "split-packet",
-        "topology": {
-            "gpus_per_server": 4,
-            "transceivers": {"attach": ["ocs0", "ocs1"], "rate_gbps": 25},
-            "racks": [
-                {"name": "a", "servers": 2, "trunk_length_km": 0.05, "fibre_type": "smf"},
-                {"name": "b", "servers": 2, "trunk_length_km": trunk_km, "fibre_type": "smf"},
-            ],
-            "wavelengths_per_fibre": 2,
-            "ocs": [{"name": "ocs0", "ports": 4}, {"name": "ocs1", "ports": 4}],
-            "packet_fabric": {"rate_gbps": 400, "oversubscription": 4},
-        },
-        "workload": {
-            "jobs": [
-                {
-                    "name": "split",
-                    "gpus": 8,
-                    "parallelism": {"tp": 4, "dp": 2},
-                    "compute_time_us": 1000,
-                    "collectives": [
-                        {"name": "g", "kind": "all_reduce", "group": "dp", "message_bytes": 5e7}
-                    ],
-                },
-            ]
-        },
-    }
+    fabric = {"rate_gbps": 400, "oversubscription": 4}
+    jobs = [_dp_job("split", 1000, 5e7)]
+    data = _two_rack_data("split-packet", 0.05, 25, jobs, packet_fabric=fabric)
     inst = instance_from_data(data, "split-packet.yaml")
     cands = all_candidates(inst)
     a, b = inst.racks[0].servers, inst.racks[1].servers

@@ -16,7 +16,9 @@ Jobs are placed one at a time and each job's lightpaths are laid before the next
 3. Slots onto a candidate's racks: a rack that cannot loop back gets an independent set of the
    job's pair graph (the slot pairs of each collective's option with the fewest pairs: no two
    of its slots talk to each other), the other racks the remaining slots in order, rack by rack
-   (Megatron-LM's rank order keeps tensor, data and pipeline neighbours close).
+   (Megatron-LM's rank order keeps tensor, data and pipeline neighbours close); where no
+   candidate connects in that order, in the banded order of the job's pair graph
+   (``banded_order``: reverse Cuthill-McKee, which keeps a pipeline stage beside the next).
 4. Every pair of the job's collectives gets a lightpath (``Layout.add``: first fit over the
    OCSes, transceivers and wavelengths); each collective takes the first of its options (fewest
    new pairs first) whose pairs all connect, or the packet fabric carries what is left. If some
@@ -218,10 +220,15 @@ def _independent(nb: dict[int, set[int]], n: int, q: int, taken=()) -> list[int]
 
 
 def _slot_servers(
-    free: dict[int, list[int]], taken: list[Take], nb: dict[int, set[int]], n: int
+    free: dict[int, list[int]],
+    taken: list[Take],
+    nb: dict[int, set[int]],
+    n: int,
+    order: list[int] | None = None,
 ) -> list[int] | None:
     """Servers in slot order for the racks ``taken`` (module docstring, step 3), each rack's
-    from its ``free`` list; None when a spread rack finds no independent set of its size."""
+    from its ``free`` list, the racks that are not spread taking the slots in ``order``
+    (default: slot order); None when a spread rack finds no independent set of its size."""
     rack_of: dict[int, int] = {}
     for r, q, spread in taken:
         if spread:
@@ -229,12 +236,30 @@ def _slot_servers(
             if len(mine) < q:
                 return None
             rack_of.update(dict.fromkeys(mine, r))
-    rest = iter(m for m in range(n) if m not in rack_of)
+    rest = iter(m for m in (order or range(n)) if m not in rack_of)
     for r, q, spread in taken:
         if not spread:
             rack_of.update({next(rest): r for _ in range(q)})
     pools = {r: iter(free[r]) for r, _q, _s in taken}
     return [next(pools[rack_of[m]]) for m in range(n)]
+
+
+def banded_order(nb: dict[int, set[int]], n: int) -> list[int]:
+    """The job's slots in reverse Cuthill-McKee order of its pair graph (networkx): an order in
+    which every pair's two slots are close, so consecutive slots filling racks one after
+    another leave each rack few racks to face. Megatron-LM's rank order puts a pipeline
+    stage's data-parallel ring in consecutive slots and its partner in the next stage a whole
+    stage away (Llama-2 13B tp 4 x pp 2 on 22 servers: rings of 11 and partners 11 slots
+    apart; over racks of 4 a rack then faces up to five others, and on 8 rails of one
+    transceiver each no candidate's lightpaths connected: bench/generate_rails.py seed 7 at
+    256 servers). This order interleaves the two rings, every pair within 5 positions, a rack
+    facing at most its two neighbours (``_placed_in_order`` tries it after slot order)."""
+    import networkx as nx
+
+    g = nx.Graph()
+    g.add_nodes_from(range(n))
+    g.add_edges_from((a, b) for a, bs in nb.items() for b in bs if a < b)
+    return list(nx.utils.reverse_cuthill_mckee_ordering(g))
 
 
 def redealt(racks: Racks, servers: list[int], nb: dict[int, set[int]]) -> list[int] | None:
@@ -476,8 +501,11 @@ def _placed_in_order(
         n = inst.jobs[j].slots
         looping = sum(len(racks.free[r]) for r in racks.free if racks.loops(r))
         remote_first = sum(inst.jobs[x].slots for x in busy[i:]) > looping
-        for taken in _rack_sets(racks, n, neighbours[j], remote_first):
-            servers = _slot_servers(racks.free, taken, neighbours[j], n) if taken else None
+        orders = [None, banded_order(neighbours[j], n)]
+        for order, taken in itertools.product(
+            orders, list(_rack_sets(racks, n, neighbours[j], remote_first))
+        ):
+            servers = _slot_servers(racks.free, taken, neighbours[j], n, order) if taken else None
             if servers is None:
                 continue
             mark = len(lay.lightpaths)

@@ -12,13 +12,12 @@ Jobs are placed one at a time and each job's lightpaths are laid before the next
    then the rest of the traffic-free jobs, wherever servers are left.
 2. A job's candidate racks, in order: one rack that can loop back and holds it (best fit); then
    chains of racks from the racks with most free servers, each next rack joinable to the last
-   (an OCS that reaches both within the power budget), racks that can loop back first.
+   (an OCS that reaches both within the power budget), racks that can loop back first; last,
+   each chain with one or two more racks and the job split evenly over them (``_even``).
 3. Slots onto a candidate's racks: a rack that cannot loop back gets an independent set of the
    job's pair graph (the slot pairs of each collective's option with the fewest pairs: no two
    of its slots talk to each other), the other racks the remaining slots in order, rack by rack
-   (Megatron-LM's rank order keeps tensor, data and pipeline neighbours close); where no
-   candidate connects in that order, in the banded order of the job's pair graph
-   (``banded_order``: reverse Cuthill-McKee, which keeps a pipeline stage beside the next).
+   (Megatron-LM's rank order keeps tensor, data and pipeline neighbours close).
 4. Every pair of the job's collectives gets a lightpath (``Layout.add``: first fit over the
    OCSes, transceivers and wavelengths); each collective takes the first of its options (fewest
    new pairs first) whose pairs all connect, or the packet fabric carries what is left. If some
@@ -151,6 +150,37 @@ def _rack_sets(
         yield from singles
     else:
         yield from singles + pairs + chains
+    yield from (e for c in chains for extra in (1, 2) if (e := _even(racks, c, n, extra)))
+
+
+def _even(racks: Racks, chain: list[Take], n: int, extra: int) -> list[Take] | None:
+    """The looping racks of ``chain`` and ``extra`` more (each joinable to one already in),
+    the ``n`` servers split evenly over them: a rack that gives fewer servers keeps more of
+    its OCSes for its own loopback. GPT-3 175B (tp 8 x pp 8 x dp 3: rings of 3, partners 3
+    slots apart) on three full racks of 8 needs the middle rack's servers on 4 looped OCSes
+    and 3 joined to each neighbour, 10 of its 8 rails; on four racks of 6 it needs 5. None
+    when the chain spreads a rack, or no rack can be added, or one cannot give its share."""
+    if any(spread for _r, _q, spread in chain):
+        return None
+    free = racks.free
+    inside = [r for r, _q, _s in chain]
+    for _ in range(extra):
+        near = [
+            x
+            for x in free
+            if free[x]
+            and x not in inside
+            and racks.loops(x)
+            and any(racks.joinable(x, c) for c in inside)
+        ]
+        if not near:
+            return None
+        inside.append(min(near, key=lambda x: (-len(free[x]), x)))
+    k = len(inside)
+    share = [n // k + (i < n % k) for i in range(k)]
+    if any(q > len(free[r]) for r, q in zip(inside, share)):
+        return None
+    return [(r, q, False) for r, q in zip(inside, share)]
 
 
 def _pair(racks: Racks, a: int, n: int, spread: int) -> list[Take] | None:
@@ -220,15 +250,10 @@ def _independent(nb: dict[int, set[int]], n: int, q: int, taken=()) -> list[int]
 
 
 def _slot_servers(
-    free: dict[int, list[int]],
-    taken: list[Take],
-    nb: dict[int, set[int]],
-    n: int,
-    order: list[int] | None = None,
+    free: dict[int, list[int]], taken: list[Take], nb: dict[int, set[int]], n: int
 ) -> list[int] | None:
     """Servers in slot order for the racks ``taken`` (module docstring, step 3), each rack's
-    from its ``free`` list, the racks that are not spread taking the slots in ``order``
-    (default: slot order); None when a spread rack finds no independent set of its size."""
+    from its ``free`` list; None when a spread rack finds no independent set of its size."""
     rack_of: dict[int, int] = {}
     for r, q, spread in taken:
         if spread:
@@ -236,30 +261,12 @@ def _slot_servers(
             if len(mine) < q:
                 return None
             rack_of.update(dict.fromkeys(mine, r))
-    rest = iter(m for m in (order or range(n)) if m not in rack_of)
+    rest = iter(m for m in range(n) if m not in rack_of)
     for r, q, spread in taken:
         if not spread:
             rack_of.update({next(rest): r for _ in range(q)})
     pools = {r: iter(free[r]) for r, _q, _s in taken}
     return [next(pools[rack_of[m]]) for m in range(n)]
-
-
-def banded_order(nb: dict[int, set[int]], n: int) -> list[int]:
-    """The job's slots in reverse Cuthill-McKee order of its pair graph (networkx): an order in
-    which every pair's two slots are close, so consecutive slots filling racks one after
-    another leave each rack few racks to face. Megatron-LM's rank order puts a pipeline
-    stage's data-parallel ring in consecutive slots and its partner in the next stage a whole
-    stage away (Llama-2 13B tp 4 x pp 2 on 22 servers: rings of 11 and partners 11 slots
-    apart; over racks of 4 a rack then faces up to five others, and on 8 rails of one
-    transceiver each no candidate's lightpaths connected: bench/generate_rails.py seed 7 at
-    256 servers). This order interleaves the two rings, every pair within 5 positions, a rack
-    facing at most its two neighbours (``_placed_in_order`` tries it after slot order)."""
-    import networkx as nx
-
-    g = nx.Graph()
-    g.add_nodes_from(range(n))
-    g.add_edges_from((a, b) for a, bs in nb.items() for b in bs if a < b)
-    return list(nx.utils.reverse_cuthill_mckee_ordering(g))
 
 
 def redealt(racks: Racks, servers: list[int], nb: dict[int, set[int]]) -> list[int] | None:
@@ -501,11 +508,8 @@ def _placed_in_order(
         n = inst.jobs[j].slots
         looping = sum(len(racks.free[r]) for r in racks.free if racks.loops(r))
         remote_first = sum(inst.jobs[x].slots for x in busy[i:]) > looping
-        orders = [None, banded_order(neighbours[j], n)]
-        for order, taken in itertools.product(
-            orders, list(_rack_sets(racks, n, neighbours[j], remote_first))
-        ):
-            servers = _slot_servers(racks.free, taken, neighbours[j], n, order) if taken else None
+        for taken in _rack_sets(racks, n, neighbours[j], remote_first):
+            servers = _slot_servers(racks.free, taken, neighbours[j], n) if taken else None
             if servers is None:
                 continue
             mark = len(lay.lightpaths)

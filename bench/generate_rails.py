@@ -15,7 +15,7 @@ Blackwell) inside. What differs from the other generators:
 * on some seeds a 400G packet fabric at 1:1, 2:1 or 4:1 beside the optics.
 
 Every number is a choice of this generator, not a fit; it exists to try optnet on hardware it
-was not developed on (issue 20; docs/benchmarks.md "Interchangeable OCSes").
+was not developed on (issue 20; docs/benchmarks.md, "A fourth generator").
 
 Usage: python -m bench.generate_rails [OUT] [--seed N ...] [--servers N ...]; in the scale table
 ``OPTNET_BENCH_GENERATOR=rails python -m bench.scale``.
@@ -114,7 +114,7 @@ def generate(servers: int, density: str = "moderate", seed: int = 0) -> dict:
         layout = rng.choice(list(LAYOUTS))
         tp, pp = LAYOUTS[layout][:2]
         step = _servers_per_replica(tp, pp)
-        top = min(left, 32, mesh_max if layout in ("dlrm", "moe") else 32)
+        top = min(left, mesh_max if layout in ("dlrm", "moe") else 32)
         if step > top:
             layout, step = "llama2-7b", _servers_per_replica(2, 1)
             if step > left:

@@ -140,6 +140,8 @@ def generate(servers: int, density: str, seed: int = 0) -> dict:
         if left < least:
             break
         n = min(left, rng.choice(sizes))
+        if kind != "ft" and n not in sizes:  # a pipeline of 5 is not two replicas
+            n = max(s for s in sizes if s <= n)
         jobs.append(_job(f"j{len(jobs)}-{kind}", kind, n, gpus, rng))
         left -= n
     inst = {"name": f"pods-{servers}-{density}-s{seed}", "topology": topology,

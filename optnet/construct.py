@@ -12,11 +12,14 @@ Jobs are placed one at a time and each job's lightpaths are laid before the next
    then the rest of the traffic-free jobs, wherever servers are left.
 2. A job's candidate racks, in order: one rack that can loop back and holds it (best fit); then
    chains of racks from the racks with most free servers, each next rack joinable to the last
-   (an OCS that reaches both within the power budget), racks that can loop back first; last,
-   each chain with one or two more racks and the job split evenly over them (``_even``).
+   (an OCS that reaches both within the power budget), racks that can loop back first; then
+   each chain with one or two more racks and the job split evenly over them (``_even``); last,
+   each chain with zero, one or two more racks split evenly and *striped*.
 3. Slots onto a candidate's racks: a rack that cannot loop back gets an independent set of the
    job's pair graph (the slot pairs of each collective's option with the fewest pairs: no two
-   of its slots talk to each other), the other racks the remaining slots in order, rack by rack
+   of its slots talk to each other); striped racks the remaining slots round robin (slot m to
+   the (m mod k)-th of k racks: consecutive slots in consecutive racks, so a ring's pairs run
+   between racks, not inside one); the other racks the remaining slots in order, rack by rack
    (Megatron-LM's rank order keeps tensor, data and pipeline neighbours close).
 4. Every pair of the job's collectives gets a lightpath (``Layout.add``: first fit over the
    OCSes, transceivers and wavelengths); each collective takes the first of its options (fewest
@@ -27,7 +30,9 @@ Then the spare transceivers go where they cut the most bytes (``heuristic.fill``
 collective takes its fastest option on the links built.
 
 When some job has no candidate that connects, the jobs with traffic are placed again smallest
-first; then, as a last resort, *dealt along rack orders* (``_dealt_in_rack_order``): the racks
+first; then, while some order fails, the job that found no racks moves halfway to the front of
+it and the order is placed again (``_squeaked``); then, as a last resort, *dealt along rack
+orders* (``_dealt_in_rack_order``): the racks
 that loop back in one order after another, the jobs given consecutive servers along it (the
 racks that cannot loop back last, each job's slots there an independent set), until one
 placement connects, within ``DEAL_ORDERS`` orders and ``DEAL_S`` seconds. ``None`` when none
@@ -37,6 +42,7 @@ does; the caller checks the plan with the evaluator.
 from __future__ import annotations
 
 import itertools
+import math
 import random
 import time
 from collections import defaultdict
@@ -114,9 +120,11 @@ class Racks:
             self.free[self.inst.servers[s].rack].remove(s)
 
 
-#: One rack of a candidate: (rack, servers it gives, spread). A spread rack takes an independent
-#: set of the job's pair graph (no pair inside it), the others consecutive slots.
-Take = tuple[int, int, bool]
+#: One rack of a candidate: (rack, servers it gives, deal). ``deal`` SPREAD (True): an
+#: independent set of the job's pair graph (no pair inside it); STRIPED: the slots left dealt round
+#: robin over the candidate's striped racks; CONSECUTIVE (False): the slots left in order.
+Take = tuple[int, int, int]
+CONSECUTIVE, SPREAD, STRIPED = 0, 1, 2
 
 
 def _rack_sets(
@@ -151,6 +159,13 @@ def _rack_sets(
     else:
         yield from singles + pairs + chains
     yield from (e for c in chains for extra in (1, 2) if (e := _even(racks, c, n, extra)))
+    striped = [
+        tuple((r, q, STRIPED) for r, q, _d in e)
+        for c in chains
+        for extra in (0, 1, 2)
+        if (e := _even(racks, c, n, extra))
+    ]
+    yield from (list(c) for c in dict.fromkeys(striped))
 
 
 def _even(racks: Racks, chain: list[Take], n: int, extra: int) -> list[Take] | None:
@@ -160,7 +175,7 @@ def _even(racks: Racks, chain: list[Take], n: int, extra: int) -> list[Take] | N
     slots apart) on three full racks of 8 needs the middle rack's servers on 4 looped OCSes
     and 3 joined to each neighbour, 10 of its 8 rails; on four racks of 6 it needs 5. None
     when the chain spreads a rack, or no rack can be added, or one cannot give its share."""
-    if any(spread for _r, _q, spread in chain):
+    if any(deal == SPREAD for _r, _q, deal in chain):
         return None
     free = racks.free
     inside = [r for r, _q, _s in chain]
@@ -255,15 +270,22 @@ def _slot_servers(
     """Servers in slot order for the racks ``taken`` (module docstring, step 3), each rack's
     from its ``free`` list; None when a spread rack finds no independent set of its size."""
     rack_of: dict[int, int] = {}
-    for r, q, spread in taken:
-        if spread:
+    for r, q, deal in taken:
+        if deal == SPREAD:
             mine = _independent(nb, n, q, rack_of)
             if len(mine) < q:
                 return None
             rack_of.update(dict.fromkeys(mine, r))
     rest = iter(m for m in range(n) if m not in rack_of)
-    for r, q, spread in taken:
-        if not spread:
+    quota = {r: q for r, q, deal in taken if deal == STRIPED}
+    while quota:
+        for r in list(quota):  # round robin over the striped racks, each to its share
+            rack_of[next(rest)] = r
+            quota[r] -= 1
+            if not quota[r]:
+                del quota[r]
+    for r, q, deal in taken:
+        if deal == CONSECUTIVE:
             rack_of.update({next(rest): r for _ in range(q)})
     pools = {r: iter(free[r]) for r, _q, _s in taken}
     return [next(pools[rack_of[m]]) for m in range(n)]
@@ -368,18 +390,56 @@ def constructive_plan(
     largest = sorted(busy, key=lambda j: (-inst.jobs[j].slots, -priority[j], j))
     smallest = sorted(busy, key=lambda j: (inst.jobs[j].slots, -priority[j], j))
     orders = [largest, smallest] if smallest != largest else [largest]
-    for order in orders:
-        d = _placed_in_order(inst, cands, neighbours, order)
-        if d is not None:
-            return d
     budget = DEAL_S if deal_s is None else min(DEAL_S, deal_s)
-    return _dealt_in_rack_order(inst, cands, neighbours, orders, budget)
+    started = time.perf_counter()
+    d = _squeaked(inst, cands, neighbours, orders, budget / 2)
+    if d is not None:
+        return d
+    left = budget - (time.perf_counter() - started)
+    return _dealt_in_rack_order(inst, cands, neighbours, orders, max(left, budget / 2))
 
 
 #: The last resort of ``constructive_plan`` tries at most this many rack orders, and stops
 #: after this many seconds: a first plan is due in seconds (issue 20: at most 10 s)
 DEAL_ORDERS = 240
 DEAL_S = 5.0
+#: Squeaky-wheel rounds of ``_squeaked`` per start order.
+SQUEAKS = 8
+
+
+def _squeaked(
+    inst: Instance,
+    cands: tuple[JobCandidates, ...],
+    neighbours: list[dict[int, set[int]]],
+    starts: list[list[int]],
+    seconds: float,
+) -> Decisions | None:
+    """Each order of ``starts`` placed (``_placed_in_order``); while all fail, the job that
+    found no racks in an order moves halfway to its front and that order is placed again
+    ("squeaky wheel" optimisation: Joslin and Clements, JAIR 10, 1999), the orders in turn, at
+    most ``SQUEAKS`` rounds each, an order given up when it comes round again, and no new
+    round after ``seconds`` past the first."""
+    orders: list[list[int] | None] = [list(o) for o in starts]
+    seen = {tuple(o) for o in starts}
+    until = math.inf
+    for _ in range(SQUEAKS + 1):
+        for i, order in enumerate(orders):
+            if order is None:
+                continue
+            d, failed = _placed_in_order(inst, cands, neighbours, order)
+            if d is not None:
+                return d
+            if failed not in order:  # a traffic-free job found no servers
+                orders[i] = None
+                continue
+            k = order.index(failed)
+            order = order[: k // 2] + [failed] + order[k // 2 : k] + order[k + 1 :]
+            orders[i] = None if tuple(order) in seen else order
+            seen.add(tuple(order))
+        until = min(until, time.perf_counter() + seconds)
+        if time.perf_counter() >= until:
+            break
+    return None
 
 
 def _rack_orders(racks: list[int], free: dict[int, list[int]]) -> Iterator[tuple[int, ...]]:
@@ -491,9 +551,10 @@ def _placed_in_order(
     cands: tuple[JobCandidates, ...],
     neighbours: list[dict[int, set[int]]],
     busy: list[int],
-) -> Decisions | None:
+) -> tuple[Decisions | None, int | None]:
     """Steps 1-5 of the module docstring with the jobs with traffic placed in the order
-    ``busy``; None when one of them connects on none of its candidate racks."""
+    ``busy``: (the plan, None), or (None, the first job that connects on none of its
+    candidate racks)."""
     racks = Racks(inst)
     lay = Layout(inst)
     quiet = [j for j in range(len(cands)) if not neighbours[j]]
@@ -520,8 +581,8 @@ def _placed_in_order(
                 break
             lay.rollback(mark)
         else:
-            return None
-    return _completed(inst, cands, lay, placement, chosen)
+            return None, j
+    return _completed(inst, cands, lay, placement, chosen), None
 
 
 def connect_jobs(

@@ -20,7 +20,7 @@ from bench import generate as gen
 from bench import generate_field as field
 from bench import generate_pods as pods
 from bench import generate_rails as rails
-from optnet import scale
+from optnet import construct, scale
 from optnet.construct import constructive_plan
 from optnet.errors import NoIncumbentError
 from optnet.evaluate import evaluate
@@ -42,6 +42,13 @@ PODS = [(n, d, s) for n in (16, 64, 256) for d in ("moderate", "dense") for s in
 # rails-64-moderate seed 1 (GPT-3 175B's rings of 3 over full racks of 8: the middle rack needs
 # 10 of its 8 rails) connects only spread evenly over one more rack (construct._even)
 RAILS = [(n, d, s) for n in (16, 64, 256) for d in ("moderate", "dense") for s in range(4)]
+# largest and smallest first, the last job finds no racks; placed again with it moved halfway
+# to the front (construct._squeaked), every job connects
+RAILS += [(256, "dense", 7)]
+# two Llama-2 70B (rings of 7 over 4 pipeline stages) on the 9 racks of 8 a 184-server job
+# leaves, racks that face one rack per rail: no order and no rack order connects both with
+# consecutive slots; striped over 4 racks, 7 each (construct.STRIPED), both connect
+RAILS += [(256, "dense", 5)]
 
 
 def _inst(data: dict):
@@ -157,3 +164,37 @@ def test_auto_keeps_the_constructive_plan_when_the_search_finds_none(monkeypatch
     first = evaluate(inst, constructive_plan(inst)).objective_us
     assert res.objective <= first + 1e-6
     assert res.status in ("optimal", "time_limit")
+
+
+def test_squeaky_wheel_moves_the_failed_job_halfway_and_stops_on_a_repeat(monkeypatch):
+    """``_squeaked`` places each start order; the job that found no racks moves halfway to the
+    front (index k -> k // 2); an order that comes round again is given up."""
+    tried: list[list[int]] = []
+
+    def placed(_inst, _cands, _nb, order):
+        tried.append(list(order))
+        return ("plan", None) if order.index(4) < order.index(0) else (None, 4)
+
+    monkeypatch.setattr(construct, "_placed_in_order", placed)
+    assert construct._squeaked(None, (), [], [[0, 1, 2, 3, 4]], 60.0) == "plan"
+    assert tried == [[0, 1, 2, 3, 4], [0, 1, 4, 2, 3], [0, 4, 1, 2, 3], [4, 0, 1, 2, 3]]
+    tried.clear()
+    monkeypatch.setattr(construct, "_placed_in_order", lambda *a: tried.append(1) or (None, 5))
+    assert construct._squeaked(None, (), [], [[5, 6], [6, 5]], 60.0) is None
+    assert len(tried) == 2  # [5, 6] comes round at once, [6, 5] becomes [5, 6]: both given up
+
+
+def test_the_pods_generator_makes_schema_valid_instances_at_other_seeds():
+    """pods-512-moderate seed 3 drew a pipeline job of 5 servers (tp x pp x dp = 16 of its 20
+    GPUs) and was refused at input; every job size is now one its kind can take."""
+    for seed in range(6):
+        for density in ("moderate", "dense"):
+            assert len(_inst(pods.generate(512, density, seed)).servers) == 512
+
+
+def test_striped_racks_take_the_slots_round_robin_each_to_its_share():
+    free = {0: [10, 11, 12], 1: [20, 21, 22], 2: [30], 3: [40, 41]}
+    taken = [(0, 3, construct.STRIPED), (1, 3, construct.STRIPED), (2, 1, construct.STRIPED)]
+    assert construct._slot_servers(free, taken, {}, 7) == [10, 20, 30, 11, 21, 12, 22]
+    mixed = [(3, 2, construct.CONSECUTIVE), (0, 2, construct.STRIPED), (1, 2, construct.STRIPED)]
+    assert construct._slot_servers(free, mixed, {}, 6) == [10, 20, 11, 21, 40, 41]

@@ -78,10 +78,11 @@ def test_qaplib_optimum_is_proved(name):
     assert ev.feasible and ev.objective_us == res.objective
 
 
-@pytest.mark.parametrize("name", sorted(QAPLIB))
+@pytest.mark.parametrize("name", ["nug12"])
 def test_branch_and_bound_finds_the_optimum_itself(name):
     """Started from the identity placement (not the local search's answer), the search finds the
-    optimum and proves it."""
+    optimum and proves it (nug12; had12 is proved by ``optnet solve`` above, and from the
+    identity takes 20 s of the suite's 10 minutes)."""
     q = _qaplib(name)
     p = problem_from_matrices(q.a, q.b, edges=graph_from_hops(q.a))
     start = list(range(len(q.a)))

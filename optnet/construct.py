@@ -158,14 +158,12 @@ def _rack_sets(
         yield from singles
     else:
         yield from singles + pairs + chains
-    yield from (e for c in chains for extra in (1, 2) if (e := _even(racks, c, n, extra)))
-    striped = [
-        tuple((r, q, STRIPED) for r, q, _d in e)
-        for c in chains
-        for extra in (0, 1, 2)
-        if (e := _even(racks, c, n, extra))
-    ]
-    yield from (list(c) for c in dict.fromkeys(striped))
+    evens = [[_even(racks, c, n, extra) for extra in (0, 1, 2)] for c in chains]
+    yield from (e for by_extra in evens for e in by_extra[1:] if e)
+    striped = dict.fromkeys(
+        tuple((r, q, STRIPED) for r, q, _d in e) for by_extra in evens for e in by_extra if e
+    )
+    yield from (list(c) for c in striped)
 
 
 def _even(racks: Racks, chain: list[Take], n: int, extra: int) -> list[Take] | None:
@@ -195,7 +193,7 @@ def _even(racks: Racks, chain: list[Take], n: int, extra: int) -> list[Take] | N
     share = [n // k + (i < n % k) for i in range(k)]
     if any(q > len(free[r]) for r, q in zip(inside, share)):
         return None
-    return [(r, q, False) for r, q in zip(inside, share)]
+    return [(r, q, CONSECUTIVE) for r, q in zip(inside, share)]
 
 
 def _pair(racks: Racks, a: int, n: int, spread: int) -> list[Take] | None:

@@ -80,6 +80,74 @@ def merged_cluster(inst: Instance, slots: int) -> Instance:
     return replace(r, ocses=(o,), transceiver_ocs=t_ocs)
 
 
+def racked_cluster(inst: Instance, slots: int) -> Instance:
+    """``merged_cluster`` with the real racks kept as racks: min(racks, ``slots``) racks of the
+    largest real rack's size (at most ``slots``), alike in every respect (the shortest trunk
+    delay, the most extra leaf uplinks of any rack, one pod), any two joinable on the merged
+    OCS. A plan of the real cluster maps onto it rack for rack: its slots sit no farther apart
+    (pairs in one rack stay in one rack), its lightpaths keep their counts (ports and
+    wavelengths are relaxed in every relaxation), its packet paths are no slower (shorter
+    trunks, at least as many uplinks, no pod to cross). It differs from ``merged_cluster``
+    only where the packet fabric prices a pair between racks above one within a rack, so
+    ``racked_applies`` says when to solve it (docs/model.md §7 step 2)."""
+    merged = merged_cluster(inst, slots)
+    sizes = merged.real_rack_sizes
+    size, count = min(max(sizes), slots), min(len(sizes), slots)
+    delay = min(r.trunk_delay_us for r in inst.racks)
+    extra = max(r.extra_uplinks for r in inst.racks)
+    racks = tuple(
+        Rack(f"relaxed{k}", tuple(range(k * size, (k + 1) * size)), 0.0, "smf", delay, 0, extra)
+        for k in range(count)
+    )
+    servers = tuple(Server(f"relaxed{k}-s{i}", k) for k in range(count) for i in range(size))
+    ocses = tuple(replace(o, racks=tuple(range(count))) for o in merged.ocses)
+    return replace(merged, racks=racks, servers=servers, ocses=ocses)
+
+
+def racked_applies(inst: Instance, slots: int) -> bool:
+    """Whether ``racked_cluster`` can prove more than ``merged_cluster`` for a job of
+    ``slots`` servers: a packet fabric (the only link priced by racks there), more slots than
+    the largest rack holds, and none of the fabrics ``relaxed_cluster`` relaxes onto one rack
+    (wavelength-switched, direct-connect, plug-in transports)."""
+    sizes = inst.real_rack_sizes or tuple(len(r.servers) for r in inst.racks)
+    return (
+        inst.packet is not None
+        and len(sizes) > 1
+        and slots > max(sizes)
+        and inst.wavelength_switched is None
+        and inst.direct is None
+        and not transports.active(inst)
+    )
+
+
+def alike_racks(inst: Instance, unavailable: frozenset[int] = frozenset()) -> list[list[int]]:
+    """Classes (of two or more) of racks that differ in nothing but their names and servers'
+    names: the same usable servers, none with dead transceivers, the same trunks (length, fibre,
+    delay), pod and extra uplinks, trunks into the same OCSes, the same wavelength-switched
+    fabric membership; none on a plug-in transport or a direct-connect fabric. Renaming alike
+    racks maps a plan onto another of the same value (``model.placement.add_rack_order``)."""
+    if transports.active(inst) or inst.direct is not None:
+        return []
+    ws = inst.wavelength_switched
+    classes: dict[tuple, list[int]] = defaultdict(list)
+    for r, rack in enumerate(inst.racks):
+        if any(inst.servers[x].dead_transceivers for x in rack.servers):
+            continue
+        usable = sum(1 for x in rack.servers if x not in unavailable)
+        key = (
+            usable,
+            rack.trunk_length_km,
+            rack.fibre_type,
+            rack.trunk_delay_us,
+            rack.pod,
+            rack.extra_uplinks,
+            tuple(r in o.racks for o in inst.ocses),
+            ws is not None and r in ws.racks,
+        )
+        classes[key].append(r)
+    return [rs for rs in classes.values() if len(rs) > 1]
+
+
 def ideal_bound(inst: Instance, objective: str = "max-iteration") -> float:
     """The lower bound where every job's communication runs at full transceiver bandwidth
     (all T transceivers of a server on every pair) with zero network latency: per collective the

@@ -37,6 +37,8 @@ from optnet.bounds import (
     ideal_bound,
     merged_cluster,
     objective_floor,
+    racked_applies,
+    racked_cluster,
     relaxed_cluster,
 )
 from optnet.candidates import all_candidates
@@ -239,9 +241,11 @@ def relaxation_bound(
     """Valid lower bound on the objective and on each job's iteration time.
 
     Each job alone on a relaxed cluster: first with the OCSes merged (``merged_cluster``, 85 %
-    of the time), then with the per-OCS relaxation (``relaxed_cluster``) in the time left; a job
-    keeps the largest of its bounds, floored by ``ideal_bound`` and ``closed_form_bound``. A
-    relaxation stopped early still gives its proven dual bound.
+    of the time), then, where a packet fabric prices pairs by racks and the job outgrows a rack
+    (``racked_applies``), with the racks kept (``racked_cluster``) in half the time left, then
+    with the per-OCS relaxation (``relaxed_cluster``) in the rest; a job keeps the largest of
+    its bounds, floored by ``ideal_bound`` and ``closed_form_bound``. A relaxation stopped early
+    still gives its proven dual bound.
 
     The merged relaxations run in rounds: every job first gets an even share of a quarter of the
     time; then, one at a time, the job whose relaxation is not proven and whose own incumbent
@@ -289,6 +293,13 @@ def relaxation_bound(
             inst, o, [j], per_job, upper, merged_cluster, t0, until, targets, spent[j], report
         ):
             break  # no time to build it again
+    order = sorted(range(len(inst.jobs)), key=lambda j: (-per_job[j], j))
+    racked = [j for j in order if racked_applies(inst, inst.jobs[j].slots)]
+    if racked and not closed():  # half the time left: the per-OCS relaxations get the rest
+        half = (time.perf_counter() - t0 + o.time_limit_s) / 2
+        _relaxation_pass(
+            inst, o, racked, per_job, None, racked_cluster, t0, half, on_job=report, done=closed
+        )
     if not closed():
         order = sorted(range(len(inst.jobs)), key=lambda j: (-per_job[j], j))
         _relaxation_pass(
@@ -358,10 +369,11 @@ def _alone(inst: Instance, job: JobSpec, builder) -> Instance:
 def _alone_options(o: SolveOptions, budget_s: float, stop_at_us: float | None) -> SolveOptions:
     """How a job alone on a relaxed cluster is solved: its time (max-iteration), wavelengths
     and ports relaxed, its closed-form floor as a constraint (one job: it stops as soon as its
-    incumbent reaches the floor), quiet, unpolished, for ``budget_s``, stopping at
-    ``stop_at_us`` if given."""
+    incumbent reaches the floor), alike racks used in order (``racked_cluster``'s), quiet,
+    unpolished, for ``budget_s``, stopping at ``stop_at_us`` if given."""
     return replace(
         o,
+        rack_order=True,
         time_limit_s=budget_s,
         objective="max-iteration",
         relax=frozenset({"wavelengths", "ports"}),
@@ -490,8 +502,9 @@ def confirm_bounds(
     until: float,
     floors: list[float] | None = None,
 ) -> list[int]:
-    """Before a bound closes the gap: each job of ``jobs`` alone again on both relaxed
-    clusters (``merged_cluster``, ``relaxed_cluster``), with HiGHS's presolve off, until
+    """Before a bound closes the gap: each job of ``jobs`` alone again on the relaxed clusters
+    (``racked_cluster`` where it applies, with two thirds of the job's time, ``merged_cluster``,
+    ``relaxed_cluster``; until one proves the bound), with HiGHS's presolve off, until
     ``until``. The job's bound becomes the largest of its closed-form floor and the proven
     bounds (the merged one's rack-port cuts too, ``_rack_port_lift``) when that is lower than
     ``per_job``'s: HiGHS answered a relaxation wrongly
@@ -508,12 +521,22 @@ def confirm_bounds(
             break
         job = inst.jobs[j]
         found = [floors[j]]
-        for builder in (merged_cluster, relaxed_cluster):
+        builders = [merged_cluster, relaxed_cluster]
+        if racked_applies(inst, job.slots):  # first: where it applies it proves the most
+            builders.insert(0, racked_cluster)
+        for i, builder in enumerate(builders):
             relaxed = _alone(inst, job, builder)
             if model_size_estimate(relaxed) > MAX_BLOCK_VARIABLES:
+                if builder is racked_cluster:
+                    continue
                 found = [math.inf]
                 break
-            budget = max(0.5, left / (len(jobs) - n) / 2)
+            share = (until - time.perf_counter()) / (len(jobs) - n)  # the job's time left
+            if builder is racked_cluster:  # it proves the most: two thirds of that
+                share *= 2 / 3
+            else:
+                share /= len(builders) - i
+            budget = max(0.5, share)
             opts = replace(_alone_options(o, budget, None), presolve=False)
             try:
                 res = solve_instance(relaxed, opts)
@@ -523,6 +546,8 @@ def confirm_bounds(
             found.append(res.bound or 0.0)
             if builder is merged_cluster and pairs_need_lightpaths(inst):  # its cuts, again
                 found.append(_rack_port_lift(relaxed, opts, res, budget))
+            if max(found) >= per_job[j] * (1 - 1e-9) - 1e-6:
+                break  # confirmed: the other relaxations could only add lower bounds
         if max(found) < per_job[j] * (1 - 1e-9) - 1e-6:
             per_job[j] = max(found)
             fell.append(j)
@@ -1306,30 +1331,63 @@ def _neighbourhoods(inst: Instance, d: Decisions, crit: int) -> list[tuple[list[
 
 
 def _tighten_critical_bound(
-    inst: Instance, o: SolveOptions, d: Decisions, per_job: list[float], until: float
+    inst: Instance,
+    o: SolveOptions,
+    d: Decisions,
+    per_job: list[float],
+    until: float,
+    racked_share: float = 0.5,
 ) -> float:
-    """With the time left, one job's merged relaxation (``merged_cluster``) again, all of it
-    for that job: the slowest under ``max-iteration`` (its bound is the one that can close the
-    gap), under ``weighted-sum`` the job of the largest weighted distance between its time and
-    its bound. Returns the new bound (``bounds.objective_floor`` of ``per_job``, raised in
-    place)."""
+    """With the time left, one job's relaxation again, all of it for that job: the slowest
+    under ``max-iteration`` (its bound is the one that can close the gap), under
+    ``weighted-sum`` the job of the largest weighted distance between its time and its bound;
+    with the racks kept (``racked_cluster``) for ``racked_share`` of the time where they apply
+    (``racked_applies``: at an optimum it proves at least the merged one), then the merged one
+    (``merged_cluster``) in the rest. Returns the new bound (``bounds.objective_floor`` of
+    ``per_job``, raised in place)."""
     left = until - time.perf_counter()
     if left > 1.0 and not interrupt.requested():
-        ev = evaluate(inst, d, o.objective)
-        times = [x["iteration_time_us"] for x in ev.jobs]
-        if o.objective == "weighted-sum":
-            crit = max(
-                range(len(inst.jobs)),
-                key=lambda j: (inst.jobs[j].weight * (times[j] - per_job[j]), -j),
-            )
-        else:
-            crit = heaviest_first(inst, ev, o.objective)[0]
-        if per_job[crit] < times[crit] * (1 - o.mip_gap):
-            fast = replace(o, objective="weighted-sum")  # no stop_at: we want its bound
-            _relaxation_pass(
-                inst, fast, [crit], per_job, None, merged_cluster, time.perf_counter(), left
-            )
+        crit, time_us = _critical_job(inst, o, d, per_job)
+        fast = replace(o, objective="weighted-sum")  # no stop_at: we want its bound
+        if per_job[crit] < time_us * (1 - o.mip_gap) and racked_applies(
+            inst, inst.jobs[crit].slots
+        ):
+            t = time.perf_counter()
+            share = racked_share * left
+            _relaxation_pass(inst, fast, [crit], per_job, None, racked_cluster, t, share)
+        left = until - time.perf_counter()
+        if per_job[crit] < time_us * (1 - o.mip_gap) and left > 0:
+            t = time.perf_counter()
+            _relaxation_pass(inst, fast, [crit], per_job, None, merged_cluster, t, left)
     return objective_floor(inst, per_job, o.objective)
+
+
+def _critical_job(
+    inst: Instance, o: SolveOptions, d: Decisions, per_job: list[float]
+) -> tuple[int, float]:
+    """The job whose bound can close the gap of plan ``d``, and its time there: the slowest
+    under ``max-iteration``, under ``weighted-sum`` the job of the largest weighted distance
+    between its time and its bound."""
+    ev = evaluate(inst, d, o.objective)
+    times = [x["iteration_time_us"] for x in ev.jobs]
+    if o.objective == "weighted-sum":
+        crit = max(
+            range(len(inst.jobs)),
+            key=lambda j: (inst.jobs[j].weight * (times[j] - per_job[j]), -j),
+        )
+    else:
+        crit = heaviest_first(inst, ev, o.objective)[0]
+    return crit, times[crit]
+
+
+def _racked_critical(inst: Instance, o: SolveOptions, d: Decisions, per_job: list[float]) -> bool:
+    """Whether ``_tighten_critical_bound`` would give plan ``d``'s critical job the relaxation
+    with racks kept (``bounds.racked_applies``) and that job's bound is open."""
+    if o.objective not in TIME_OBJECTIVES or interrupt.requested():
+        return False
+    crit, time_us = _critical_job(inst, o, d, per_job)
+    slots = inst.jobs[crit].slots
+    return per_job[crit] < time_us * (1 - o.mip_gap) and racked_applies(inst, slots)
 
 
 def _splice(
@@ -1941,6 +1999,19 @@ def _solve_auto(inst: Instance, o: SolveOptions, start: Decisions | None = None)
         )
         rack_lb = max(rack_lb, rack_aware_bound(inst, per_job, cross, o.objective))
         lb = max(lb, tightened, rack_lb)  # never lowered, but by a refutation
+        lb = bound = recheck(evaluate(inst, decisions, o.objective))
+        rep.offer(inst, bound=lb)
+    left = deadline - (time.perf_counter() - t0)
+    if (  # the exact MILP's root is no stronger than the merged relaxation, solved in step 2
+        small
+        and (relative_gap(objective, lb) or 0.0) > o.mip_gap
+        and left > 2
+        and _racked_critical(inst, o, decisions, per_job)
+    ):
+        if top:
+            rep.phase("tighten bound")
+        until = time.perf_counter() + left / 2  # half the time to the racks kept, all of it
+        lb = max(lb, _tighten_critical_bound(inst, o, decisions, per_job, until, 1.0))
         lb = bound = recheck(evaluate(inst, decisions, o.objective))
         rep.offer(inst, bound=lb)
     if (relative_gap(objective, lb) or 0.0) <= o.mip_gap:  # confirmed before it is claimed

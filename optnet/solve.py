@@ -19,7 +19,7 @@ import pyomo.environ as pyo
 from pyomo.common.timing import HierarchicalTimer
 from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
 
-from optnet.bounds import iteration_floors, objective_floor
+from optnet.bounds import alike_racks, iteration_floors, objective_floor
 from optnet.candidates import JobCandidates, all_candidates
 from optnet.changes import previous_plan
 from optnet.decisions import Decisions, Targets
@@ -66,6 +66,9 @@ class SolveOptions:
     rack_port_cuts: tuple[dict[tuple[int, int, int], int], ...] = ()
     """Counts no plan gives all at once, (job, slot a, slot b) -> lightpaths
     (``rack_ports.minimal_cut``; ``model.lightpaths.add_rack_port_cuts``)."""
+    rack_order: bool = False
+    """Alike racks used in order (``model.placement.add_rack_order``): for relaxations, which
+    are solved without a warm start (one is ignored here: it names racks)."""
 
 
 @dataclass
@@ -144,6 +147,8 @@ def solve_instance(
     md.iteration_budget_us = o.iteration_budget_us
     md.rack_port_cuts = o.rack_port_cuts
     md.alone_us = o.alone_us
+    if o.rack_order and warm_start is None and o.previous is None and not fixed_racks:
+        md.rack_classes = alike_racks(inst, md.unavailable)
     useful = o.floors or o.objective in ("max-iteration", "weighted-sum")
     proven = not o.relax & {"transceivers", "power_budget"}  # the floors assume both
     floors = iteration_floors(inst) if useful and proven else []

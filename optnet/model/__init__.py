@@ -30,6 +30,7 @@ FAMILIES = (
     ("placement variables", placement.add_placement_variables),
     ("one rack per slot", placement.add_one_rack_per_slot),
     ("rack capacity", placement.add_rack_capacity),
+    ("rack order", placement.add_rack_order),
     ("degraded servers", placement.add_degraded_servers),
     ("pair racks", placement.add_pair_racks),
     ("circuit variables", circuits.add_circuit_variables),

@@ -34,6 +34,7 @@ class ModelData:
     alone_us: list[float] | None = None  # max-slowdown: each job's iteration time alone
     iteration_floor_us: dict[int, float] = field(default_factory=dict)  # job -> proven floor
     rack_port_cuts: tuple[dict[Pair, int], ...] = ()  # counts no plan gives all at once
+    rack_classes: list[list[int]] = field(default_factory=list)  # alike racks, in order
     objective_scale: float = 1.0  # reported objective = model objective x this (carbon)
     slots: list[tuple[int, int]] = field(default_factory=list)  # (job, slot)
     racks: list[int] = field(default_factory=list)

@@ -23,6 +23,31 @@ def add_placement_variables(m: pyo.ConcreteModel, md: ModelData) -> None:
     m.w = pyo.Var(m.PAIRS, m.RACK_PAIRS, bounds=(0, 1))
 
 
+def add_rack_order(m: pyo.ConcreteModel, md: ModelData) -> None:
+    """Alike racks r_1 < r_2 < ... of a class (``md.rack_classes``, ``bounds.alike_racks``) are
+    used in the order of their first slots (slots i in ``md.slots`` order):
+
+        y[i, r_t] <= sum_{i' < i} y[i', r_{t-1}]      for t >= 2 and every slot i
+
+    Renaming alike racks by their first slots maps any plan onto one that keeps these rows with
+    the same value, so they remove only renamed copies (branch and bound no longer walks every
+    order of the racks). Only where asked (``SolveOptions.rack_order``), never with a warm start
+    or a placement given: those name racks."""
+    rows = []
+    slots = list(md.slots)
+    for racks in md.rack_classes:
+        for before, r in zip(racks, racks[1:]):
+            for i, slot in enumerate(slots):
+                rows.append((slot + (r,), [x + (before,) for x in slots[:i]]))
+    if not rows:
+        return
+    m.RACK_ORDER = pyo.Set(initialize=range(len(rows)), ordered=True)
+    m.rack_order = pyo.Constraint(
+        m.RACK_ORDER,
+        rule=lambda m, n: m.y[rows[n][0]] <= sum(m.y[k] for k in rows[n][1]),
+    )
+
+
 def add_one_rack_per_slot(m: pyo.ConcreteModel, md: ModelData) -> None:
     """sum_r y[j,m,r] = 1   for every slot (j,m)."""
     m.one_rack_per_slot = pyo.Constraint(

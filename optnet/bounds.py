@@ -120,9 +120,10 @@ def racked_applies(inst: Instance, slots: int) -> bool:
     )
 
 
-def alike_racks(inst: Instance, unavailable: frozenset[int] = frozenset()) -> list[list[int]]:
+def alike_racks(inst: Instance, capacity: dict[int, int] | None = None) -> list[list[int]]:
     """Classes (of two or more) of racks that differ in nothing but their names and servers'
-    names: the same usable servers, none with dead transceivers, the same trunks (length, fibre,
+    names: the same usable servers (``capacity``: rack -> servers a plan may use; default all
+    of them), none with dead transceivers, the same trunks (length, fibre,
     delay), pod and extra uplinks, trunks into the same OCSes, the same wavelength-switched
     fabric membership; none on a plug-in transport or a direct-connect fabric. Renaming alike
     racks maps a plan onto another of the same value (``model.placement.add_rack_order``)."""
@@ -133,9 +134,8 @@ def alike_racks(inst: Instance, unavailable: frozenset[int] = frozenset()) -> li
     for r, rack in enumerate(inst.racks):
         if any(inst.servers[x].dead_transceivers for x in rack.servers):
             continue
-        usable = sum(1 for x in rack.servers if x not in unavailable)
         key = (
-            usable,
+            len(rack.servers) if capacity is None else capacity[r],
             rack.trunk_length_km,
             rack.fibre_type,
             rack.trunk_delay_us,

@@ -369,11 +369,10 @@ def _alone(inst: Instance, job: JobSpec, builder) -> Instance:
 def _alone_options(o: SolveOptions, budget_s: float, stop_at_us: float | None) -> SolveOptions:
     """How a job alone on a relaxed cluster is solved: its time (max-iteration), wavelengths
     and ports relaxed, its closed-form floor as a constraint (one job: it stops as soon as its
-    incumbent reaches the floor), alike racks used in order (``racked_cluster``'s), quiet,
-    unpolished, for ``budget_s``, stopping at ``stop_at_us`` if given."""
+    incumbent reaches the floor), quiet, unpolished, for ``budget_s``, stopping at
+    ``stop_at_us`` if given."""
     return replace(
         o,
-        rack_order=True,
         time_limit_s=budget_s,
         objective="max-iteration",
         relax=frozenset({"wavelengths", "ports"}),

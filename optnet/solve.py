@@ -66,9 +66,9 @@ class SolveOptions:
     rack_port_cuts: tuple[dict[tuple[int, int, int], int], ...] = ()
     """Counts no plan gives all at once, (job, slot a, slot b) -> lightpaths
     (``rack_ports.minimal_cut``; ``model.lightpaths.add_rack_port_cuts``)."""
-    rack_order: bool = False
-    """Alike racks used in order (``model.placement.add_rack_order``): for relaxations, which
-    are solved without a warm start (one is ignored here: it names racks)."""
+    rack_order: bool = True
+    """Alike racks used in the order of their first slots (``model.placement.add_rack_order``)
+    when nothing names racks: no warm start, no placement given, no running plan (``--from``)."""
 
 
 @dataclass
@@ -148,7 +148,7 @@ def solve_instance(
     md.rack_port_cuts = o.rack_port_cuts
     md.alone_us = o.alone_us
     if o.rack_order and warm_start is None and o.previous is None and not fixed_racks:
-        md.rack_classes = alike_racks(inst, md.unavailable)
+        md.rack_classes = alike_racks(inst, md.rack_capacity)
     useful = o.floors or o.objective in ("max-iteration", "weighted-sum")
     proven = not o.relax & {"transceivers", "power_budget"}  # the floors assume both
     floors = iteration_floors(inst) if useful and proven else []

@@ -103,7 +103,7 @@ def test_alike_racks_differ_in_nothing_but_names():
     dead = list(servers)
     dead[2] = replace(dead[2], dead_transceivers=(0,))
     assert alike_racks(replace(base, servers=tuple(dead))) == [[0, 3]]
-    assert alike_racks(base, unavailable=frozenset({7})) == [[0, 1]]
+    assert alike_racks(base, capacity={0: 2, 1: 2, 2: 2, 3: 1}) == [[0, 1]]
 
 
 def test_racked_relaxation_proves_the_rails_16_moderate_plan():

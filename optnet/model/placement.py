@@ -31,8 +31,8 @@ def add_rack_order(m: pyo.ConcreteModel, md: ModelData) -> None:
 
     Renaming alike racks by their first slots maps any plan onto one that keeps these rows with
     the same value, so they remove only renamed copies (branch and bound no longer walks every
-    order of the racks). Only where asked (``SolveOptions.rack_order``), never with a warm start
-    or a placement given: those name racks."""
+    order of the racks). Not with a warm start, a placement given or a running plan, which
+    name racks (``SolveOptions.rack_order``)."""
     rows = []
     slots = list(md.slots)
     for racks in md.rack_classes:

@@ -43,7 +43,7 @@ def relaxed_cluster(inst: Instance, slots: int) -> Instance:
         )
         for o in inst.ocses
     )
-    sizes = inst.real_rack_sizes or tuple(len(r.servers) for r in inst.racks)
+    sizes = inst.rack_sizes
     plugged = {t.key: t.relaxed(part) for t, part in transports.active(inst)}
     ws = inst.wavelength_switched
     if ws is not None:  # every relaxed server on the gratings, with the real fabric's guard
@@ -109,7 +109,7 @@ def racked_applies(inst: Instance, slots: int) -> bool:
     ``slots`` servers: a packet fabric (the only link priced by racks there), more slots than
     the largest rack holds, and none of the fabrics ``relaxed_cluster`` relaxes onto one rack
     (wavelength-switched, direct-connect, plug-in transports)."""
-    sizes = inst.real_rack_sizes or tuple(len(r.servers) for r in inst.racks)
+    sizes = inst.rack_sizes
     return (
         inst.packet is not None
         and len(sizes) > 1
@@ -123,10 +123,10 @@ def racked_applies(inst: Instance, slots: int) -> bool:
 def alike_racks(inst: Instance, capacity: dict[int, int] | None = None) -> list[list[int]]:
     """Classes (of two or more) of racks that differ in nothing but their names and servers'
     names: the same usable servers (``capacity``: rack -> servers a plan may use; default all
-    of them), none with dead transceivers, the same trunks (length, fibre,
-    delay), pod and extra uplinks, trunks into the same OCSes, the same wavelength-switched
-    fabric membership; none on a plug-in transport or a direct-connect fabric. Renaming alike
-    racks maps a plan onto another of the same value (``model.placement.add_rack_order``)."""
+    of them), none with dead transceivers, the same trunks (length, fibre, delay), pod and
+    extra uplinks, trunks into the same OCSes, the same wavelength-switched fabric membership;
+    none on a plug-in transport or a direct-connect fabric. Renaming alike racks maps a plan
+    onto another of the same value (``model.placement.add_rack_order``)."""
     if transports.active(inst) or inst.direct is not None:
         return []
     ws = inst.wavelength_switched

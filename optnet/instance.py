@@ -193,6 +193,12 @@ class Instance:
     a real cluster. The odd-ring cap (``model.lightpaths.odd_ring_lightpaths``) needs them."""
 
     @property
+    def rack_sizes(self) -> tuple[int, ...]:
+        """Servers per rack of the real cluster: ``real_rack_sizes`` on a relaxed one, else its
+        own racks'."""
+        return self.real_rack_sizes or tuple(len(r.servers) for r in self.racks)
+
+    @property
     def ws(self) -> WsFabric | None:
         """The wavelength-switched fabric pairs may use: None when there is none or it is
         disabled (sync lost with ``on_sync_loss: disable``)."""

@@ -298,8 +298,8 @@ def relaxation_bound(
             inst, o, [j], per_job, upper, merged_cluster, t0, until, targets, spent[j], report
         ):
             break  # no time to build it again
-    order = sorted(range(len(inst.jobs)), key=lambda j: (-per_job[j], j))
-    racked = [j for j in order if racked_applies(inst, inst.jobs[j].slots)]
+    racked = [j for j in range(len(inst.jobs)) if racked_applies(inst, inst.jobs[j].slots)]
+    racked.sort(key=lambda j: (-per_job[j], j))
     if racked and not closed():  # half the time left: the per-OCS relaxations get the rest
         half = (time.perf_counter() - t0 + o.time_limit_s) / 2
         _relaxation_pass(

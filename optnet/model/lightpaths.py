@@ -143,7 +143,7 @@ def odd_ring_lightpaths(md: ModelData, n: int) -> int | None:
     parts = [t for k in md.ocs for t in _parts(md, k)]
     if not parts or any(t != 1 for t in parts):
         return None
-    sizes = md.inst.real_rack_sizes or tuple(len(r.servers) for r in md.inst.racks)
+    sizes = md.inst.rack_sizes
     return odd_ring_cap(n, len(parts), sizes)
 
 
